@@ -1,0 +1,19 @@
+//! sylva: an embedded, ordered key-value storage engine built from five B-tree designs of recent
+//! database research.
+//!
+//! Every engine implements [`KvStore`], the contract in `DESIGN.md`: byte-string keys in bytewise
+//! order, point reads and writes, ordered scans, unordered range maps, `sync` and stats. Bad
+//! input is an [`Error`], never a panic.
+//!
+//! Engines:
+//! - [`MemMap`]: std `BTreeMap` under a `RwLock`; the model for tests and the floor for
+//!   benchmarks.
+#![warn(missing_docs)]
+
+mod error;
+mod kv;
+mod memmap;
+
+pub use error::{Error, Result};
+pub use kv::{KvStore, Limits, Stats, Visitor};
+pub use memmap::{MemMap, MEMMAP_MAX_KEY, MEMMAP_MAX_VALUE};
