@@ -1,7 +1,9 @@
 //! The suite must fail on engines that break the contract; otherwise passing it means nothing.
 //! Each wrapper below breaks one promise of `KvStore` and the suite must panic on it.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use sylva::{KvStore, Limits, MemMap, Stats, Visitor};
 use sylva_conformance::{edge_cases, model_test_with_cases, stress, Fresh, StressConfig};
@@ -16,7 +18,8 @@ enum Bug {
     MapPastEnd,
     /// An oversized key is accepted.
     NoKeyLimit,
-    /// Every 5000th put is dropped silently.
+    /// Every 5000th put is dropped silently, and so is every later put of the same key (so a
+    /// later overwrite cannot hide the loss).
     DropsPuts,
 }
 
@@ -24,6 +27,7 @@ struct Buggy {
     inner: MemMap,
     bug: Bug,
     puts: AtomicU64,
+    lost: Mutex<HashSet<Vec<u8>>>,
 }
 
 impl Buggy {
@@ -32,6 +36,7 @@ impl Buggy {
             inner: MemMap::with_limits(Limits::variable(64, 1000)),
             bug,
             puts: AtomicU64::new(0),
+            lost: Mutex::default(),
         }
     }
 }
@@ -52,7 +57,16 @@ impl KvStore for Buggy {
                 Ok(())
             }
             Bug::NoKeyLimit if key.len() > 64 => Ok(()),
-            Bug::DropsPuts if n % 5000 == 4999 => Ok(()),
+            Bug::DropsPuts
+                if n % 5000 == 4999
+                    || self.lost.lock().map(|l| l.contains(key)).unwrap_or(false) =>
+            {
+                self.lost
+                    .lock()
+                    .map(|mut l| l.insert(key.to_vec()))
+                    .unwrap_or(false);
+                Ok(())
+            }
             _ => self.inner.put(key, value),
         }
     }
