@@ -11,8 +11,10 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod io;
 mod kv;
 mod memmap;
+pub mod wal;
 
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};
