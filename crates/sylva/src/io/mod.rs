@@ -4,13 +4,18 @@
 //! Everything above (`wal`, later the page file and the buffer pool) goes through `Io`; nothing
 //! above calls `std::fs` on a data file directly. Every error carries the file's path.
 
+mod aligned;
 mod faulty;
+mod page_file;
+pub mod page_header;
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-pub use faulty::{Fault, FaultyIo};
+pub use aligned::{AlignedBuf, IO_ALIGN};
+pub use faulty::{Fault, FaultHandle, FaultyIo};
+pub use page_file::{Meta, PageFile, FIRST_DATA_PAGE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 
 use crate::error::{Error, Result};
 
@@ -51,6 +56,16 @@ impl FileIo {
             file,
             path: path.to_path_buf(),
         })
+    }
+}
+
+impl FileIo {
+    /// Wraps an already opened file.
+    pub fn from_file(file: File, path: &Path) -> Self {
+        FileIo {
+            file,
+            path: path.to_path_buf(),
+        }
     }
 }
 
