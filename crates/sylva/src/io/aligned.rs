@@ -23,7 +23,7 @@ impl AlignedBuf {
     /// A zeroed buffer of `len` bytes (`len` > 0 and a multiple of [`IO_ALIGN`]).
     pub fn new(len: usize) -> Self {
         assert!(
-            len > 0 && len % IO_ALIGN == 0,
+            len > 0 && len.is_multiple_of(IO_ALIGN),
             "aligned buffers are whole multiples of {IO_ALIGN} bytes"
         );
         let layout = Self::layout(len);
