@@ -79,7 +79,7 @@ impl KvStore for Buggy {
             let mut n = 0;
             self.inner.scan(start, usize::MAX, &mut |k, v| {
                 i += 1;
-                if i % 97 == 0 {
+                if i.is_multiple_of(97) {
                     return true;
                 }
                 if n == limit {
