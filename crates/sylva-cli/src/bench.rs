@@ -20,47 +20,57 @@ use crate::engines::{opener, EngineSpec, Opener, DEFAULT_ENGINE};
 pub struct BenchArgs {
     /// Engine to run, with options: NAME[:KEY=VALUE,...]. Repeat to compare engines side by side.
     #[arg(long = "engine", value_name = "SPEC")]
-    engines: Vec<String>,
+    pub(crate) engines: Vec<String>,
     /// Workload: a, b, c, d, e, f (YCSB core), x (long ordered scans), y (long range maps).
     #[arg(long, default_value = "c")]
-    workload: String,
+    pub(crate) workload: String,
     /// Records loaded before the run phase.
     #[arg(long, default_value_t = 1_000_000)]
-    records: u64,
+    pub(crate) records: u64,
     /// Operations in the run phase.
     #[arg(long, default_value_t = 1_000_000)]
-    ops: u64,
+    pub(crate) ops: u64,
     /// Threads in both phases.
     #[arg(long, default_value_t = 1)]
-    threads: usize,
+    pub(crate) threads: usize,
     /// Request distribution: uniform, zipfian or latest (default: the workload's own, zipfian for
     /// all but d, which uses latest).
     #[arg(long)]
-    dist: Option<String>,
+    pub(crate) dist: Option<String>,
     /// Key set: dense, sparse, urls, wiki or file:PATH.
     #[arg(long, default_value = "dense")]
-    keys: String,
+    pub(crate) keys: String,
     /// Value size in bytes.
     #[arg(long, default_value_t = 8)]
-    value_size: usize,
+    pub(crate) value_size: usize,
     /// Longest scan or range map (default: 100 for e, 10000 for x and y).
     #[arg(long)]
-    max_scan: Option<u64>,
+    pub(crate) max_scan: Option<u64>,
     /// Directory for durable engines' files (default: a temporary directory, removed afterwards).
     #[arg(long)]
-    dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
     /// Repetitions; engines alternate A B A B and the table reports medians and min–max.
     #[arg(long, default_value_t = 1)]
-    repeat: usize,
+    pub(crate) repeat: usize,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 42)]
-    seed: u64,
+    pub(crate) seed: u64,
     /// Replay trace files instead of generating: the first is the load phase, the second the run phase.
     #[arg(long, value_name = "FILE")]
-    trace: Vec<PathBuf>,
+    pub(crate) trace: Vec<PathBuf>,
     /// Write every measurement to this JSON file.
     #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
+    pub(crate) json: Option<PathBuf>,
+    /// Run a predefined comparison suite instead of one workload: `papers` (the five seeds'
+    /// comparison sets; writes a Markdown report and SVG charts to --out).
+    #[arg(long)]
+    pub(crate) suite: Option<String>,
+    /// Where `--suite` writes its report and charts.
+    #[arg(long, default_value = "docs/results")]
+    pub(crate) out: PathBuf,
+    /// Scales every size of `--suite` (records and operations), e.g. 0.01 for a quick check.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) scale: f64,
 }
 
 struct Prepared {
@@ -142,8 +152,37 @@ fn progress_bar(len: usize, message: String) -> ProgressBar {
     pb
 }
 
-/// Runs `sylva bench`.
+/// Runs `sylva bench`: the measurements, then the table and the JSON file.
 pub fn run(args: BenchArgs) -> Result<(), String> {
+    if let Some(suite) = &args.suite {
+        return crate::suite::run(suite, &args);
+    }
+    let records = measure(&args)?;
+    print!("{}", summary_table(&records));
+    if let Some(path) = &args.json {
+        write_json(path, &records).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Parses `sylva bench` arguments (without the program and subcommand names).
+pub(crate) fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+    use clap::Parser;
+    let argv = std::iter::once("bench".to_string()).chain(args.iter().cloned());
+    Wrapper::try_parse_from(argv)
+        .map(|w| w.args)
+        .map_err(|e| e.to_string())
+}
+
+/// Runs every engine of `args` on its workload and returns one record per engine, phase and
+/// repetition.
+pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
     if args.threads == 0 {
         return Err("--threads must be at least 1".into());
     }
@@ -164,7 +203,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         })
         .collect::<Result<_, String>>()?;
 
-    let Prepared { workload, label } = prepare(&args)?;
+    let Prepared { workload, label } = prepare(args)?;
     let (_temp, base) = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)
@@ -237,10 +276,5 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
             }
         }
     }
-    print!("{}", summary_table(&records));
-    if let Some(path) = &args.json {
-        write_json(path, &records).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-    }
-    Ok(())
+    Ok(records)
 }

@@ -15,7 +15,12 @@ use ycsb::runner::{Session, Shared, Target};
 pub const DEFAULT_ENGINE: &str = "memmap";
 
 /// Every engine name, for error messages and help.
-pub const ENGINE_NAMES: &[&str] = &["memmap", "btreemap"];
+pub const ENGINE_NAMES: &[&str] = &[
+    "memmap", "btreemap", "rocksdb", "lmdb", "redb", "fjall", "sled",
+];
+
+/// The peers: engines people use today, built only with `--features peers`.
+pub const PEER_ENGINES: &[&str] = &["rocksdb", "lmdb", "redb", "fjall", "sled"];
 
 /// A parsed `NAME[:KEY=VALUE,...]`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,9 @@
 //! Errors print one line on stderr and exit with code 2; nothing panics on bad input.
 
 mod bench;
+mod charts;
 mod engines;
+mod suite;
 
 use clap::{Parser, Subcommand};
 

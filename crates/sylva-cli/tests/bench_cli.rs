@@ -174,3 +174,42 @@ fn bad_input_is_one_line_on_stderr_and_exit_code_2() {
     let o = sylva(&["frobnicate"]);
     assert_eq!(o.status.code(), Some(2), "unknown subcommand");
 }
+
+#[test]
+fn the_papers_suite_writes_a_report_and_charts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("results");
+    let o = sylva(&[
+        "bench",
+        "--suite",
+        "papers",
+        "--scale",
+        "0.002",
+        "--engine",
+        "memmap",
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("peers.md")).expect("peers.md");
+    for needle in [
+        "workload a uniform",
+        "workload e zipfian",
+        "workload x",
+        "workload y",
+        "p99.99",
+        "Larger than memory",
+    ] {
+        assert!(md.contains(needle), "peers.md lacks `{needle}`");
+    }
+    let svg = std::fs::read_to_string(out.join("peers-set1-throughput.svg")).expect("chart");
+    assert!(
+        svg.starts_with("<svg") && svg.contains("memmap"),
+        "throughput chart"
+    );
+    assert!(out.join("peers-set1-latency.svg").exists());
+    let v = json(&out.join("peers.json"));
+    assert!(v["runs"].as_array().expect("runs").len() >= 10);
+    let o = sylva(&["bench", "--suite", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -14,9 +14,17 @@ pub struct Latency {
     pub p99: u64,
     /// 99.9th percentile.
     pub p999: u64,
+    /// 99.99th percentile.
+    pub p9999: u64,
     /// Maximum.
     pub max: u64,
 }
+
+/// Quantiles sampled for [`RunRecord::latency_cdf_ns`]: dense in the body, then the tail.
+pub const CDF_QUANTILES: [f64; 24] = [
+    0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99,
+    0.995, 0.999, 0.9995, 0.9999, 0.99995, 0.99999, 1.0,
+];
 
 /// One measured phase of one engine in one repetition. Field names are part of the JSON schema
 /// in `DESIGN.md`: they may be added to, never renamed.
@@ -40,6 +48,8 @@ pub struct RunRecord {
     pub ops_per_sec: f64,
     /// Latency percentiles.
     pub latency_ns: Latency,
+    /// Points `[quantile, nanoseconds]` of the latency distribution, for CDF charts.
+    pub latency_cdf_ns: Vec<(f64, u64)>,
     /// Growth of the process's resident memory since before the engine was opened, per live
     /// record (`null` when RSS cannot be read).
     pub bytes_per_record: Option<f64>,
@@ -85,8 +95,13 @@ impl RunRecord {
                 p50: h.value_at_quantile(0.5),
                 p99: h.value_at_quantile(0.99),
                 p999: h.value_at_quantile(0.999),
+                p9999: h.value_at_quantile(0.9999),
                 max: h.max(),
             },
+            latency_cdf_ns: CDF_QUANTILES
+                .iter()
+                .map(|&q| (q, h.value_at_quantile(q)))
+                .collect(),
             bytes_per_record: rss_growth.map(per),
             engine_bytes_per_record: stats.bytes_used.map(per),
             records: stats.records,
@@ -276,8 +291,10 @@ mod tests {
                 p50: 100,
                 p99: 200,
                 p999: 300,
+                p9999: 350,
                 max: 400,
             },
+            latency_cdf_ns: vec![(0.5, 100), (1.0, 400)],
             bytes_per_record: Some(50.0),
             engine_bytes_per_record: None,
             records: 10,
