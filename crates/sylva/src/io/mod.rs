@@ -6,6 +6,7 @@
 
 mod aligned;
 mod faulty;
+mod mem;
 mod page_file;
 pub mod page_header;
 
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 pub use aligned::{AlignedBuf, IO_ALIGN};
 pub use faulty::{Fault, FaultHandle, FaultyIo};
+pub use mem::MemIo;
 pub use page_file::{Meta, PageFile, FIRST_DATA_PAGE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 
 use crate::error::{Error, Result};

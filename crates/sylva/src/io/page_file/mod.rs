@@ -75,7 +75,7 @@ fn le_u32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-fn io_starts_with_magic(io: &FileIo) -> Result<bool> {
+fn io_starts_with_magic(io: &dyn Io) -> Result<bool> {
     let mut first = AlignedBuf::new(MIN_PAGE_SIZE);
     io.read_at(&mut first, 0)?;
     Ok(&first[0..4] == super::page_header::PAGE_MAGIC)
@@ -135,8 +135,14 @@ impl PageFile {
     /// Opens an existing page file, reading its newest valid meta page and free list.
     pub fn open(path: &Path, direct: bool) -> Result<(Self, Meta)> {
         let (io, direct) = open_file(path, false, direct)?;
+        Self::open_io(Box::new(io), direct)
+    }
+
+    /// Opens a page file over any [`Io`] (`direct` says whether it bypasses the page cache).
+    pub fn open_io(io: Box<dyn Io>, direct: bool) -> Result<(Self, Meta)> {
+        let path = io.path().to_path_buf();
         let not_sylva = |detail: String| Error::NotSylva {
-            path: path.to_path_buf(),
+            path: path.clone(),
             expected: "page file",
             detail,
         };
@@ -146,7 +152,7 @@ impl PageFile {
                 "{len} bytes is too short for two meta pages"
             )));
         }
-        if !io_starts_with_magic(&io)? {
+        if !io_starts_with_magic(&*io)? {
             return Err(not_sylva("wrong page magic".into()));
         }
         // The page size is recorded in the meta pages, which cannot be located before it is
@@ -188,7 +194,7 @@ impl PageFile {
             });
         };
         let file = PageFile {
-            io: Box::new(io),
+            io,
             page_size,
             direct,
             state: Mutex::new(State {
@@ -211,9 +217,10 @@ impl PageFile {
         file.state.lock().page_count = page_count;
         let mut free = BTreeSet::new();
         let mut chain = Vec::new();
+        let mut seen = BTreeSet::new();
         let mut buf = file.buffer(1);
         while free_head != 0 {
-            if free_head >= page_count || chain.len() as u64 > page_count {
+            if free_head >= page_count || !seen.insert(free_head) {
                 return Err(Error::Corruption {
                     page: free_head,
                     detail: "free list points outside the file or loops".into(),
