@@ -10,6 +10,7 @@
 //!   benchmarks.
 #![warn(missing_docs)]
 
+pub mod buffer;
 mod error;
 pub mod io;
 mod kv;

@@ -35,7 +35,8 @@ pub enum PageKind {
 }
 
 impl PageKind {
-    fn from_u8(b: u8) -> Option<Self> {
+    /// The kind with tag `b`, if it is one.
+    pub fn from_u8(b: u8) -> Option<Self> {
         Some(match b {
             1 => PageKind::Meta,
             2 => PageKind::FreeList,

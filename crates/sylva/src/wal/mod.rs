@@ -196,6 +196,17 @@ impl Wal {
         self.commit(last, true)
     }
 
+    /// Makes every record up to and including `lsn` durable (the WAL rule: the buffer pool calls
+    /// this before writing back a page whose last change is `lsn`).
+    pub fn sync_to(&self, lsn: u64) -> Result<()> {
+        self.commit(lsn, true)
+    }
+
+    /// Every record with an LSN below this is durable.
+    pub fn durable_below(&self) -> u64 {
+        self.state.lock().durable_below
+    }
+
     /// The LSN the next record will get.
     pub fn next_lsn(&self) -> u64 {
         self.state.lock().next_lsn

@@ -24,7 +24,7 @@ use std::path::Path;
 use parking_lot::Mutex;
 
 use super::aligned::{AlignedBuf, IO_ALIGN};
-use super::page_header::{seal, verify, PageKind, PAGE_HEADER_LEN};
+use super::page_header::{seal, verify, PageHeader, PageKind, PAGE_HEADER_LEN};
 use super::{FileIo, Io};
 use crate::error::{Error, Result};
 
@@ -331,6 +331,37 @@ impl PageFile {
                     detail: format!("expected a {:?} page, found {:?}", kinds[i], h.kind),
                 });
             }
+        }
+        Ok(())
+    }
+
+    /// Reads page `id` straight into `frame` (one page, aligned to [`IO_ALIGN`], as a buffer
+    /// pool's frames are) and verifies it, whatever its kind.
+    pub fn read_frame(&self, id: u64, frame: &mut [u8]) -> Result<PageHeader> {
+        self.check_frame(frame)?;
+        self.check_range(id, 1)?;
+        self.io.read_at(frame, id * self.page_size as u64)?;
+        verify(frame, id)
+    }
+
+    /// Seals `frame` as page `id` of `kind` at `lsn` and writes it (see [`PageFile::read_frame`]).
+    pub fn write_frame(&self, id: u64, frame: &mut [u8], kind: PageKind, lsn: u64) -> Result<()> {
+        self.check_frame(frame)?;
+        self.check_range(id, 1)?;
+        seal(frame, kind, id, lsn);
+        self.io.write_at(frame, id * self.page_size as u64)
+    }
+
+    fn check_frame(&self, frame: &[u8]) -> Result<()> {
+        if frame.len() != self.page_size || !(frame.as_ptr() as usize).is_multiple_of(IO_ALIGN) {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "page frame of {} bytes at a {}-aligned address",
+                    frame.len(),
+                    (frame.as_ptr() as usize) % IO_ALIGN
+                ),
+                limit: self.page_size,
+            });
         }
         Ok(())
     }
