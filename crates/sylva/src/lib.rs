@@ -8,11 +8,14 @@
 //! Engines:
 //! - [`MemMap`]: std `BTreeMap` under a `RwLock`; the model for tests and the floor for
 //!   benchmarks.
+//! - [`btree::BTree`]: the slotted-page B+tree of "B-Trees Are Back" over [`page`] nodes.
 #![warn(missing_docs)]
 
+pub mod btree;
 mod error;
 mod kv;
 mod memmap;
+pub mod page;
 
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};

@@ -1,0 +1,184 @@
+//! The structural check: every node of the tree, validated against the invariants of
+//! `page::slotted` and of the tree (fences match the parent's separators, all leaves at one
+//! depth, the record count matches).
+//!
+//! Meant for a quiescent tree (tests, `sylva check`); it reads pages without validating
+//! latches, so running it concurrently with writers may report spurious errors.
+
+use super::store::NodeStore;
+use super::tree::{BTree, META};
+use crate::error::Result;
+use crate::page::slotted::{Slotted, FLAG_HINTS, HINT_COUNT};
+use crate::page::{common_prefix, corrupt, head, PageId, KIND_INNER, KIND_LEAF};
+
+/// What `check` counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Records in leaves.
+    pub records: u64,
+    /// Leaf pages.
+    pub leaves: u64,
+    /// Inner pages (excluding the metadata page).
+    pub inner: u64,
+    /// Levels from the root to the leaves (1 for a lone leaf).
+    pub height: u32,
+}
+
+impl<S: NodeStore> BTree<S> {
+    /// Validates every node; `Err(Corruption)` names the first page that breaks an invariant.
+    pub fn check(&self) -> Result<CheckReport> {
+        let meta = Slotted::new(META, self.page_plain(META)?)?;
+        if meta.kind() != KIND_INNER || meta.count() != 0 {
+            return Err(corrupt(META, "metadata page is not an empty inner node"));
+        }
+        let mut report = CheckReport::default();
+        let mut leaf_depth = None;
+        self.check_node(
+            meta.upper_child(),
+            &[],
+            None,
+            1,
+            &mut leaf_depth,
+            &mut report,
+        )?;
+        report.height = leaf_depth.unwrap_or(0);
+        let counted = self.records.load(std::sync::atomic::Ordering::Relaxed);
+        if report.records != counted {
+            return Err(corrupt(
+                META,
+                format!(
+                    "leaves hold {} records, the tree counts {counted}",
+                    report.records
+                ),
+            ));
+        }
+        Ok(report)
+    }
+
+    fn page_plain(&self, id: PageId) -> Result<&[u8]> {
+        self.page(id)
+            .map_err(|_| corrupt(id, "page id was never allocated"))
+    }
+
+    fn check_node(
+        &self,
+        id: PageId,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        depth: u32,
+        leaf_depth: &mut Option<u32>,
+        report: &mut CheckReport,
+    ) -> Result<()> {
+        if depth > 64 {
+            return Err(corrupt(id, "tree deeper than 64 levels (a cycle?)"));
+        }
+        let bad = |what: String| Err(corrupt(id, what));
+        let node = Slotted::new(id, self.page_plain(id)?)?;
+        if node.lower_fence()? != lower || node.upper_fence()? != upper {
+            return bad("fences differ from the parent's separators".into());
+        }
+        if node.flags() & !crate::page::slotted::FLAG_UPPER_INF != self.flags {
+            return bad(format!(
+                "flags {:#04x} differ from the tree's",
+                node.flags()
+            ));
+        }
+        let want_prefix = match upper {
+            Some(u) if self.truncate => common_prefix(lower, u),
+            _ => 0,
+        };
+        if node.prefix_len() != want_prefix {
+            return bad(format!(
+                "prefix length {} but the fences share {want_prefix}",
+                node.prefix_len()
+            ));
+        }
+        // Heap accounting and record placement.
+        let mut extents = Vec::with_capacity(node.count() + 2);
+        let mut used = lower.len() + upper.map_or(0, <[u8]>::len);
+        for i in 0..node.count() {
+            let (kl, vl) = node.lens(i);
+            node.key(i)?;
+            node.value(i)?;
+            used += kl + vl;
+            if kl + vl > 0 {
+                let at = node.record_offset(i);
+                if at < node.heap_start() {
+                    return bad(format!("record {i} lies below the heap start"));
+                }
+                extents.push((at, at + kl + vl));
+            }
+        }
+        if used != node.heap_used() {
+            return bad(format!(
+                "heap_used {} but live records and fences take {used}",
+                node.heap_used()
+            ));
+        }
+        extents.sort_unstable();
+        if extents.windows(2).any(|w| w[0].1 > w[1].0) {
+            return bad("records overlap on the heap".into());
+        }
+        // Order, range, heads, hints.
+        let prefix = node.prefix()?;
+        let mut prev: Option<Vec<u8>> = None;
+        for i in 0..node.count() {
+            let k = node.key(i)?;
+            let mut full = prefix.to_vec();
+            full.extend_from_slice(k);
+            if full.as_slice() <= lower || upper.is_some_and(|u| full.as_slice() > u) {
+                return bad(format!("key {i} outside the node's fences"));
+            }
+            if prev.as_ref().is_some_and(|p| p >= &full) {
+                return bad(format!("key {i} not greater than its predecessor"));
+            }
+            if node.has_heads() && node.stored_head(i) != head(k) {
+                return bad(format!("head of slot {i} differs from its key"));
+            }
+            prev = Some(full);
+        }
+        if node.flags() & FLAG_HINTS != 0 {
+            let dist = node.count() / (HINT_COUNT + 1);
+            for i in 0..HINT_COUNT {
+                let want = if dist == 0 {
+                    0
+                } else {
+                    node.stored_head(dist * (i + 1))
+                };
+                if node.hint(i) != want {
+                    return bad(format!("hint {i} is stale"));
+                }
+            }
+        }
+        match node.kind() {
+            KIND_LEAF => {
+                match *leaf_depth {
+                    None => *leaf_depth = Some(depth),
+                    Some(d) if d != depth => {
+                        return bad(format!("leaf at depth {depth}, others at {d}"))
+                    }
+                    Some(_) => {}
+                }
+                report.leaves += 1;
+                report.records += node.count() as u64;
+            }
+            KIND_INNER => {
+                report.inner += 1;
+                let mut lo = lower.to_vec();
+                for i in 0..=node.count() {
+                    let child = node.child(i)?;
+                    if i < node.count() {
+                        let mut sep = prefix.to_vec();
+                        sep.extend_from_slice(node.key(i)?);
+                        self.check_node(child, &lo, Some(&sep), depth + 1, leaf_depth, report)?;
+                        lo = sep;
+                    } else {
+                        self.check_node(child, &lo, upper, depth + 1, leaf_depth, report)?;
+                    }
+                }
+            }
+            k => return bad(format!("unexpected kind {k}")),
+        }
+        Ok(())
+    }
+}

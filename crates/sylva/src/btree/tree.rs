@@ -1,0 +1,612 @@
+//! The tree: optimistic lock coupling over a [`NodeStore`], point operations, ordered walks,
+//! split and merge (paper sections 2 and 7.1).
+//!
+//! Page 0 is a metadata node: an inner node with no keys whose upper child is the root, so a
+//! root split is an ordinary split whose parent is page 0 (as in LeanStore and vmcache).
+//!
+//! Concurrency (optimistic lock coupling): readers take no locks; they read a page's latch
+//! version, read the page, and validate the version afterwards, restarting from the root when
+//! it changed. A child id read from an inner node is used only after the parent validated. Readers
+//! never write shared memory. Writers descend optimistically and upgrade only the leaf's latch;
+//! a split or merge re-descends, then write-locks parent and node (and for a merge the
+//! neighbour) by upgrading the versions it read, so writers never wait while holding a latch and
+//! cannot deadlock. An insert that needs a split releases the leaf, splits (splitting the parent
+//! first when it is full) and restarts.
+//!
+//! The optimistic reads are, in the Rust memory model, racy reads of bytes a writer may be
+//! changing; they are never trusted: every decoded offset is bounds-checked (so a torn page
+//! cannot cause an out-of-bounds access), and no result is used before validation. This is the
+//! seqlock pattern of LeanStore and vmcache.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::options::Options;
+use super::store::{backoff, Abort, Latch, MemNodeStore, NodeStore, Olc};
+use crate::error::{Error, Result};
+use crate::kv::{Limits, Stats};
+use crate::page::build::{self, Builder, NodeSpec};
+use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
+use crate::page::{corrupt, PageId, KIND_INNER, KIND_LEAF};
+
+/// The metadata page: its upper child is the root.
+pub(crate) const META: PageId = 0;
+
+/// A B+tree of slotted pages over a node store.
+pub struct BTree<S: NodeStore = MemNodeStore> {
+    pub(crate) store: S,
+    pub(crate) options: Options,
+    pub(crate) flags: u8,
+    pub(crate) truncate: bool,
+    pub(crate) records: AtomicU64,
+    limits: Limits,
+    splits: AtomicU64,
+    merges: AtomicU64,
+}
+
+/// Holds a write latch; releases it when dropped.
+struct WriteGuard<'a>(&'a Latch);
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        self.0.unlock();
+    }
+}
+
+/// The largest key a tree with `page_size`-byte pages accepts: 1/16 of the page.
+pub fn max_key_len(page_size: usize) -> usize {
+    page_size / 16
+}
+
+/// The largest value: what is left of a quarter page after the largest key and a slot.
+pub fn max_value_len(page_size: usize) -> usize {
+    page_size / 4 - page_size / 16 - SLOT_LEN_HEADS
+}
+
+/// Calls `f` until it does not ask for a restart.
+#[inline]
+pub(crate) fn retry<T>(mut f: impl FnMut() -> Olc<T>) -> Result<T> {
+    let mut spins = 0;
+    loop {
+        match f() {
+            Ok(t) => return Ok(t),
+            Err(Abort::Fail(e)) => return Err(e),
+            Err(Abort::Restart) => backoff(&mut spins),
+        }
+    }
+}
+
+/// Turns a decode error found in an optimistic read into a restart when the page changed.
+#[inline]
+fn checked<T>(l: &Latch, v: u64, r: Result<T>) -> Olc<T> {
+    match r {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            l.validate(v)?;
+            Err(Abort::Fail(e))
+        }
+    }
+}
+
+enum Put {
+    Done { inserted: bool },
+    NeedsSplit,
+}
+
+impl BTree<MemNodeStore> {
+    /// An empty in-memory tree.
+    pub fn new(options: Options) -> Result<Self> {
+        let store = MemNodeStore::new(options.page_size);
+        Self::with_store(store, options)
+    }
+}
+
+impl<S: NodeStore> BTree<S> {
+    /// An empty tree in `store`, which must be empty too.
+    pub fn with_store(store: S, options: Options) -> Result<Self> {
+        if store.page_size() != options.page_size {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "node store page size {} differs from the options' page size",
+                    store.page_size()
+                ),
+                limit: options.page_size,
+            });
+        }
+        let ps = options.page_size;
+        let tree = BTree {
+            store,
+            options,
+            flags: options.layout.flags(),
+            truncate: options.layout.prefix_truncation(),
+            records: AtomicU64::new(0),
+            limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
+            splits: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
+        };
+        let meta = tree.store.allocate()?;
+        let root = tree.store.allocate()?;
+        if meta != META {
+            return Err(corrupt(meta, "node store was not empty"));
+        }
+        tree.init_node(meta, KIND_INNER, root)?;
+        tree.init_node(root, KIND_LEAF, 0)?;
+        for id in [meta, root] {
+            tree.latch(id)
+                .map_err(|_| corrupt(id, "fresh page has no latch"))?
+                .unlock();
+        }
+        Ok(tree)
+    }
+
+    fn init_node(&self, id: PageId, kind: u8, upper_child: PageId) -> Result<()> {
+        let spec = NodeSpec {
+            kind,
+            flags: self.flags,
+            prefix_truncation: self.truncate,
+            lower: &[],
+            upper: None,
+            upper_child,
+            op_counter: 0,
+        };
+        let page = self
+            .page_mut(id)
+            .map_err(|_| corrupt(id, "fresh page missing"))?;
+        Builder::new(page, &spec)
+            .ok_or_else(|| corrupt(id, "page too small"))?
+            .finish();
+        Ok(())
+    }
+
+    /// The options the tree was created with.
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
+    /// Key and value size limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    #[inline]
+    pub(crate) fn latch(&self, id: PageId) -> Olc<&Latch> {
+        self.store.latch(id).ok_or(Abort::Restart)
+    }
+
+    /// The bytes of page `id` for an optimistic read (validate before trusting anything).
+    #[inline]
+    pub(crate) fn page(&self, id: PageId) -> Olc<&[u8]> {
+        let p = self.store.page_ptr(id).ok_or(Abort::Restart)?;
+        // SAFETY: the store keeps `page_size` bytes at `p` alive for its lifetime. A writer may
+        // change them concurrently; callers treat what they read as untrusted (every offset is
+        // bounds-checked) and validate the latch before using any result.
+        Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), self.options.page_size) })
+    }
+
+    /// The bytes of page `id` for writing; the caller holds its write latch.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    fn page_mut(&self, id: PageId) -> Olc<&mut [u8]> {
+        let p = self.store.page_ptr(id).ok_or(Abort::Restart)?;
+        // SAFETY: as in `page`; the caller holds the write latch, so no other writer touches
+        // these bytes while the returned slice lives.
+        Ok(unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.options.page_size) })
+    }
+
+    /// Descends to the leaf whose range holds `key`. With `target`, stops at the parent of
+    /// page `target` instead and returns `(parent, parent version, target version)`.
+    fn descend(&self, key: &[u8], target: Option<PageId>) -> Olc<(PageId, u64, u64)> {
+        let mut parent = META;
+        let mut pl = self.latch(META)?;
+        let mut pv = pl.read_lock()?;
+        let meta = checked(pl, pv, Slotted::new(META, self.page(META)?))?;
+        let mut id = meta.upper_child();
+        loop {
+            let l = self.latch(id)?;
+            let v = l.read_lock()?;
+            pl.validate(pv)?;
+            if Some(id) == target {
+                return Ok((parent, pv, v));
+            }
+            let page = self.page(id)?;
+            if page[0] != KIND_INNER {
+                if target.is_some() {
+                    return Err(Abort::Restart);
+                }
+                return Ok((id, v, v));
+            }
+            let node = checked(l, v, Slotted::new(id, page))?;
+            let (idx, _) = checked(l, v, node.lower_bound(key))?;
+            let child = checked(l, v, node.child(idx))?;
+            (parent, pl, pv, id) = (id, l, v, child);
+        }
+    }
+
+    /// The leaf for `key` and its version.
+    #[inline]
+    pub(crate) fn find_leaf(&self, key: &[u8]) -> Olc<(PageId, u64)> {
+        self.descend(key, None).map(|(id, v, _)| (id, v))
+    }
+
+    /// Looks `key` up; on a hit copies the value into `out`.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.limits.check_key(key)?;
+        retry(|| {
+            let (id, v) = self.find_leaf(key)?;
+            let l = self.latch(id)?;
+            let node = checked(l, v, Slotted::new(id, self.page(id)?))?;
+            let (idx, found) = checked(l, v, node.lower_bound(key))?;
+            if found {
+                let val = checked(l, v, node.value(idx))?;
+                out.clear();
+                out.extend_from_slice(val);
+            }
+            l.validate(v)?;
+            Ok(found)
+        })
+    }
+
+    /// Inserts or overwrites `key`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.limits.check_key(key)?;
+        self.limits.check_value(value)?;
+        retry(|| {
+            let (id, v) = self.find_leaf(key)?;
+            let l = self.latch(id)?;
+            l.upgrade(v)?;
+            let outcome = {
+                let _g = WriteGuard(l);
+                self.leaf_put(id, key, value)?
+            };
+            match outcome {
+                Put::Done { inserted } => {
+                    if inserted {
+                        self.records.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(())
+                }
+                Put::NeedsSplit => {
+                    self.split(id, key)?;
+                    Err(Abort::Restart)
+                }
+            }
+        })
+    }
+
+    fn leaf_put(&self, id: PageId, key: &[u8], value: &[u8]) -> Result<Put> {
+        let page = self
+            .page_mut(id)
+            .map_err(|_| corrupt(id, "leaf vanished"))?;
+        let mut node = SlottedMut::new(id, page)?;
+        let view = node.view();
+        let (idx, found) = view.lower_bound(key)?;
+        let k = key
+            .get(view.prefix_len()..)
+            .ok_or_else(|| corrupt(id, "key outside the leaf's range"))?;
+        if found {
+            let (kl, vl) = view.lens(idx);
+            if vl == value.len() {
+                node.overwrite_value(idx, value)?;
+                return Ok(Put::Done { inserted: false });
+            }
+            let available = view.free_space_after_compaction() + view.record_space(kl, vl);
+            if available < view.record_space(k.len(), value.len()) {
+                return Ok(Put::NeedsSplit);
+            }
+            node.remove(idx);
+            if !node.insert(idx, k, value)? {
+                return Err(corrupt(id, "overwrite did not fit after the space check"));
+            }
+            return Ok(Put::Done { inserted: false });
+        }
+        if node.insert(idx, k, value)? {
+            Ok(Put::Done { inserted: true })
+        } else {
+            Ok(Put::NeedsSplit)
+        }
+    }
+
+    /// Splits page `target` (found through `key`); splits its parent first when the separator
+    /// would not fit there. Always ends in `Restart` or an error for the caller to retry.
+    fn split(&self, target: PageId, key: &[u8]) -> Olc<()> {
+        let (pid, pv, tv) = self.descend(key, Some(target))?;
+        let (pl, tl) = (self.latch(pid)?, self.latch(target)?);
+        pl.upgrade(pv)?;
+        let pg = WriteGuard(pl);
+        tl.upgrade(tv)?;
+        let tg = WriteGuard(tl);
+        let tpage = self.page_mut(target)?;
+        let t = Slotted::new(target, tpage)?;
+        let at = build::find_separator(&t)?;
+        if pid != META {
+            let p = Slotted::new(pid, self.page(pid)?)?;
+            let sep_len = at.separator.len().saturating_sub(p.prefix_len());
+            if p.free_space_after_compaction() < p.record_space(sep_len, 8) {
+                drop(tg);
+                drop(pg);
+                self.split(pid, key)?;
+                return Ok(());
+            }
+        }
+        let left = self.store.allocate()?;
+        let lg = WriteGuard(self.latch(left)?);
+        let mut right = vec![0u8; self.options.page_size];
+        if let Err(e) = build::split(
+            &t,
+            &at,
+            self.flags,
+            self.truncate,
+            self.page_mut(left)?,
+            &mut right,
+        ) {
+            std::mem::forget(lg);
+            self.store.free(left);
+            return Err(e.into());
+        }
+        tpage.copy_from_slice(&right);
+        if pid == META {
+            let root = self.store.allocate()?;
+            let _rg = WriteGuard(self.latch(root)?);
+            let spec = NodeSpec {
+                kind: KIND_INNER,
+                flags: self.flags,
+                prefix_truncation: self.truncate,
+                lower: &[],
+                upper: None,
+                upper_child: target,
+                op_counter: 0,
+            };
+            let mut b = Builder::new(self.page_mut(root)?, &spec)
+                .ok_or_else(|| corrupt(root, "page too small for a root"))?;
+            if !b.push(&at.separator, &[], &left.to_le_bytes()) {
+                return Err(corrupt(root, "separator does not fit a new root").into());
+            }
+            b.finish();
+            SlottedMut::new(META, self.page_mut(META)?)?.set_upper_child(root);
+        } else {
+            let mut p = SlottedMut::new(pid, self.page_mut(pid)?)?;
+            let view = p.view();
+            let (idx, _) = view.lower_bound(&at.separator)?;
+            let k = at.separator.get(view.prefix_len()..).unwrap_or(&[]);
+            if !p.insert(idx, k, &left.to_le_bytes())? {
+                return Err(corrupt(pid, "separator did not fit after the space check").into());
+            }
+        }
+        self.splits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.limits.check_key(key)?;
+        let (found, underfull) = retry(|| {
+            let (id, v) = self.find_leaf(key)?;
+            let l = self.latch(id)?;
+            l.upgrade(v)?;
+            let _g = WriteGuard(l);
+            let mut node = SlottedMut::new(id, self.page_mut(id)?)?;
+            let (idx, found) = node.view().lower_bound(key)?;
+            if !found {
+                return Ok((false, None));
+            }
+            node.remove(idx);
+            let free = node.view().free_space_after_compaction();
+            Ok((true, (free >= self.options.page_size * 3 / 4).then_some(id)))
+        })?;
+        if found {
+            self.records.fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Some(id) = underfull {
+            self.try_merge(id, key)?;
+        }
+        Ok(found)
+    }
+
+    /// Merges page `target` with a neighbour under the same parent if the result fits
+    /// (section 2: merge at ≥ 3/4 empty). Best effort: gives up quietly on contention.
+    fn try_merge(&self, target: PageId, key: &[u8]) -> Result<()> {
+        let parent_underfull = match self.merge_once(target, key) {
+            Ok(p) => p,
+            Err(Abort::Restart) => None,
+            Err(Abort::Fail(e)) => return Err(e),
+        };
+        if let Some(pid) = parent_underfull {
+            self.try_merge(pid, key)?;
+        }
+        Ok(())
+    }
+
+    /// One merge attempt; returns the parent if it is now underfull itself.
+    fn merge_once(&self, target: PageId, key: &[u8]) -> Olc<Option<PageId>> {
+        let (pid, pv, tv) = self.descend(key, Some(target))?;
+        if pid == META {
+            return Ok(None);
+        }
+        let (pl, tl) = (self.latch(pid)?, self.latch(target)?);
+        pl.upgrade(pv)?;
+        let _pg = WriteGuard(pl);
+        tl.upgrade(tv)?;
+        let tg = WriteGuard(tl);
+        let p = Slotted::new(pid, self.page(pid)?)?;
+        let (pos, _) = p.lower_bound(key)?;
+        if p.child(pos)? != target {
+            return Err(Abort::Restart);
+        }
+        let (left, right, sep_idx) = if pos < p.count() {
+            (target, p.child(pos + 1)?, pos)
+        } else if pos > 0 {
+            (p.child(pos - 1)?, target, pos - 1)
+        } else {
+            return Ok(None);
+        };
+        let other = if left == target { right } else { left };
+        let ol = self.latch(other)?;
+        ol.upgrade(ol.read_lock()?)?;
+        let og = WriteGuard(ol);
+        let (lv, rv) = (
+            Slotted::new(left, self.page(left)?)?,
+            Slotted::new(right, self.page(right)?)?,
+        );
+        if lv.kind() != rv.kind() {
+            return Err(corrupt(pid, "neighbours of different kinds").into());
+        }
+        let mut merged = vec![0u8; self.options.page_size];
+        if !build::merge(&lv, &rv, self.flags, self.truncate, &mut merged)? {
+            return Ok(None);
+        }
+        self.page_mut(right)?.copy_from_slice(&merged);
+        let mut pm = SlottedMut::new(pid, self.page_mut(pid)?)?;
+        pm.remove(sep_idx);
+        let parent_free = pm.view().free_space_after_compaction();
+        // Free the left page: its guard must not unlock it again.
+        let (lg, rg) = if left == target { (tg, og) } else { (og, tg) };
+        std::mem::forget(lg);
+        self.store.free(left);
+        drop(rg);
+        self.merges.fetch_add(1, Ordering::Relaxed);
+        Ok((parent_free >= self.options.page_size * 3 / 4).then_some(pid))
+    }
+
+    /// Walks records in key order from the first key `>= start`, stopping before `end` (when
+    /// given), after `limit` records, or when `visitor` returns `false`. Each leaf's records are
+    /// copied out and validated before the visitor sees them.
+    pub fn walk(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<usize> {
+        let mut from = start.to_vec();
+        let mut buf = LeafCopy::default();
+        let mut n = 0;
+        while n < limit {
+            let more = retry(|| self.copy_leaf(&from, end, limit - n, &mut buf))?;
+            for (k, v) in buf.records() {
+                n += 1;
+                if !visitor(k, v) || n >= limit {
+                    return Ok(n);
+                }
+            }
+            if !more || buf.ended {
+                break;
+            }
+            from.clear();
+            from.extend_from_slice(&buf.upper);
+            from.push(0);
+        }
+        Ok(n)
+    }
+
+    /// Copies up to `max` records `>= from` (and `< end`) of the leaf holding `from`; returns
+    /// whether there is a next leaf (its first key is `> buf.upper`).
+    fn copy_leaf(
+        &self,
+        from: &[u8],
+        end: Option<&[u8]>,
+        max: usize,
+        buf: &mut LeafCopy,
+    ) -> Olc<bool> {
+        buf.clear();
+        let (id, v) = self.find_leaf(from)?;
+        let l = self.latch(id)?;
+        let node = checked(l, v, Slotted::new(id, self.page(id)?))?;
+        let (first, _) = checked(l, v, node.lower_bound(from))?;
+        let prefix = checked(l, v, node.prefix())?;
+        for i in first..node.count() {
+            if buf.len() >= max {
+                break;
+            }
+            let (k, val) = (checked(l, v, node.key(i))?, checked(l, v, node.value(i))?);
+            if end.is_some_and(|end| !less_than(prefix, k, end)) {
+                buf.ended = true;
+                break;
+            }
+            buf.push(prefix, k, val);
+        }
+        let upper = checked(l, v, node.upper_fence())?;
+        if let Some(u) = upper {
+            buf.upper.extend_from_slice(u);
+        }
+        l.validate(v)?;
+        Ok(upper.is_some())
+    }
+
+    /// Counts and counters.
+    pub fn stats(&self) -> Stats {
+        let pages = self.store.pages_in_use();
+        Stats {
+            records: self.records.load(Ordering::Relaxed),
+            bytes_used: Some(pages * self.options.page_size as u64),
+            counters: vec![
+                ("pages", pages),
+                ("splits", self.splits.load(Ordering::Relaxed)),
+                ("merges", self.merges.load(Ordering::Relaxed)),
+            ],
+        }
+    }
+}
+
+/// Whether `a ++ b < end`.
+#[inline]
+fn less_than(a: &[u8], b: &[u8], end: &[u8]) -> bool {
+    let n = a.len().min(end.len());
+    match a[..n].cmp(&end[..n]) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Equal if a.len() > end.len() => false,
+        std::cmp::Ordering::Equal => b < &end[n..],
+    }
+}
+
+/// Records copied out of one leaf during a walk.
+#[derive(Default)]
+struct LeafCopy {
+    data: Vec<u8>,
+    lens: Vec<(u32, u32)>,
+    upper: Vec<u8>,
+    ended: bool,
+}
+
+impl LeafCopy {
+    fn clear(&mut self) {
+        self.data.clear();
+        self.lens.clear();
+        self.upper.clear();
+        self.ended = false;
+    }
+    fn len(&self) -> usize {
+        self.lens.len()
+    }
+    fn push(&mut self, prefix: &[u8], key: &[u8], value: &[u8]) {
+        self.data.extend_from_slice(prefix);
+        self.data.extend_from_slice(key);
+        self.data.extend_from_slice(value);
+        self.lens
+            .push(((prefix.len() + key.len()) as u32, value.len() as u32));
+    }
+    fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut at = 0;
+        self.lens.iter().map(move |&(kl, vl)| {
+            let (kl, vl) = (kl as usize, vl as usize);
+            let k = &self.data[at..at + kl];
+            let v = &self.data[at + kl..at + kl + vl];
+            at += kl + vl;
+            (k, v)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::less_than;
+
+    #[test]
+    fn less_than_concatenation() {
+        assert!(less_than(b"ab", b"c", b"abd"));
+        assert!(!less_than(b"ab", b"d", b"abd"));
+        assert!(less_than(b"ab", b"", b"ab\0"));
+        assert!(!less_than(b"abc", b"", b"ab"));
+        assert!(less_than(b"a", b"", b"b"));
+        assert!(!less_than(b"b", b"", b"a"));
+    }
+}
