@@ -8,8 +8,9 @@
 use super::store::NodeStore;
 use super::tree::{BTree, META};
 use crate::error::Result;
+use crate::page::fingerprint::fingerprint;
 use crate::page::slotted::{Slotted, FLAG_HINTS, HINT_COUNT};
-use crate::page::{common_prefix, corrupt, head, PageId, KIND_INNER, KIND_LEAF};
+use crate::page::{common_prefix, corrupt, head, PageId, KIND_FP_LEAF, KIND_INNER, KIND_LEAF};
 
 /// What `check` counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -77,7 +78,12 @@ impl<S: NodeStore> BTree<S> {
         if node.lower_fence()? != lower || node.upper_fence()? != upper {
             return bad("fences differ from the parent's separators".into());
         }
-        if node.flags() & !crate::page::slotted::FLAG_UPPER_INF != self.flags {
+        let want_flags = if node.kind() == KIND_FP_LEAF {
+            0
+        } else {
+            self.flags
+        };
+        if node.flags() & !crate::page::slotted::FLAG_UPPER_INF != want_flags {
             return bad(format!(
                 "flags {:#04x} differ from the tree's",
                 node.flags()
@@ -95,7 +101,14 @@ impl<S: NodeStore> BTree<S> {
         }
         // Heap accounting and record placement.
         let mut extents = Vec::with_capacity(node.count() + 2);
-        let mut used = lower.len() + upper.map_or(0, <[u8]>::len);
+        let mut used = lower.len() + upper.map_or(0, <[u8]>::len) + node.fp_capacity();
+        if node.fp_capacity() > 0 {
+            let at = crate::page::slotted::rd16(node.bytes(), crate::page::slotted::off::FP_OFF);
+            if at < node.heap_start() {
+                return bad("fingerprint array lies below the heap start".into());
+            }
+            extents.push((at, at + node.fp_capacity()));
+        }
         for i in 0..node.count() {
             let (kl, vl) = node.lens(i);
             node.key(i)?;
@@ -129,8 +142,11 @@ impl<S: NodeStore> BTree<S> {
             if full.as_slice() <= lower || upper.is_some_and(|u| full.as_slice() > u) {
                 return bad(format!("key {i} outside the node's fences"));
             }
-            if prev.as_ref().is_some_and(|p| p >= &full) {
+            if i < node.sorted() && prev.as_ref().is_some_and(|p| p >= &full) {
                 return bad(format!("key {i} not greater than its predecessor"));
+            }
+            if node.kind() == KIND_FP_LEAF && node.fingerprints().get(i) != Some(&fingerprint(k)) {
+                return bad(format!("fingerprint of slot {i} differs from its key"));
             }
             if node.has_heads() && node.stored_head(i) != head(k) {
                 return bad(format!("head of slot {i} differs from its key"));
@@ -151,7 +167,23 @@ impl<S: NodeStore> BTree<S> {
             }
         }
         match node.kind() {
-            KIND_LEAF => {
+            KIND_LEAF | KIND_FP_LEAF => {
+                if node.kind() != self.leaf_kind {
+                    return bad(format!(
+                        "leaf kind {} in a tree of kind {}",
+                        node.kind(),
+                        self.leaf_kind
+                    ));
+                }
+                if node.sorted() < node.count() {
+                    let mut keys: Vec<&[u8]> = (0..node.count())
+                        .map(|i| node.key(i))
+                        .collect::<Result<_>>()?;
+                    keys.sort_unstable();
+                    if keys.windows(2).any(|w| w[0] == w[1]) {
+                        return bad("duplicate key in the unsorted tail".into());
+                    }
+                }
                 match *leaf_depth {
                     None => *leaf_depth = Some(depth),
                     Some(d) if d != depth => {

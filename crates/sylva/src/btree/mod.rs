@@ -12,12 +12,16 @@
 //!
 //! Node formats live in [`crate::page`].
 //!
-//! Status against the issue: implemented are the baseline slotted page, prefix truncation, heads
-//! and hints (layouts `baseline`, `prefix`, `heads`, `hints`), optimistic lock coupling, split
-//! with the shortest separator, merge at ≥ 3/4 empty, and `check()`. Not implemented: the
-//! fingerprinting leaf (section 3.4), semi-dense and fully-dense leaves (section 3.5), the
+//! Status against the issue: implemented are the baseline slotted page, prefix truncation, heads,
+//! hints and fingerprinting leaves (layouts `baseline`, `prefix`, `heads`, `hints`,
+//! `fingerprint`), optimistic lock coupling, split with the shortest separator, merge at ≥ 3/4
+//! empty, and `check()`. Not implemented: semi-dense and fully-dense leaves (section 3.5), the
 //! adaptive policy (section 5) and contention split (section 7.3); the default layout is
 //! therefore `hints`, not `adaptive`.
+//!
+//! A scan that meets a fingerprinting leaf with an unsorted tail takes that leaf's write latch to
+//! sort it (the paper's lazy sort); this is the one place a read operation writes. Point reads
+//! never write.
 //!
 //! Differences from the paper:
 //! - Merge: after a delete leaves a node with ≥ 3/4 of its page free, it is merged with its right

@@ -2,7 +2,7 @@
 
 use crate::page::{
     slotted::{FLAG_HEADS, FLAG_HINTS},
-    DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE,
+    DEFAULT_PAGE_SIZE, KIND_FP_LEAF, KIND_LEAF, MAX_PAGE_SIZE, MIN_PAGE_SIZE,
 };
 
 /// Which of the paper's node-layout optimizations are on (cumulative, as in its Figure 7).
@@ -16,6 +16,8 @@ pub enum Layout {
     Heads,
     /// + the 16-entry hint array (section 3.3).
     Hints,
+    /// Hints in inner nodes, fingerprinting leaves (section 3.4).
+    Fingerprint,
 }
 
 impl Layout {
@@ -34,6 +36,7 @@ impl Layout {
             Layout::Prefix => "prefix",
             Layout::Heads => "heads",
             Layout::Hints => "hints",
+            Layout::Fingerprint => "fingerprint",
         }
     }
 
@@ -44,8 +47,8 @@ impl Layout {
             .find(|l| l.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown layout '{s}'; valid layouts: {} (fingerprint, semidense, dense and \
-                     adaptive are not implemented yet)",
+                    "unknown layout '{s}'; valid layouts: {} (semidense, dense and adaptive are not \
+                     implemented yet)",
                     Layout::ALL.map(Layout::name).join(", ")
                 )
             })
@@ -61,7 +64,15 @@ impl Layout {
         match self {
             Layout::Baseline | Layout::Prefix => 0,
             Layout::Heads => FLAG_HEADS,
-            Layout::Hints => FLAG_HEADS | FLAG_HINTS,
+            Layout::Hints | Layout::Fingerprint => FLAG_HEADS | FLAG_HINTS,
+        }
+    }
+
+    /// Kind of the leaves this layout creates.
+    pub fn leaf_kind(self) -> u8 {
+        match self {
+            Layout::Fingerprint => KIND_FP_LEAF,
+            _ => KIND_LEAF,
         }
     }
 }

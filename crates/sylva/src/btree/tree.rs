@@ -25,8 +25,9 @@ use super::store::{backoff, Abort, Latch, MemNodeStore, NodeStore, Olc};
 use crate::error::{Error, Result};
 use crate::kv::{Limits, Stats};
 use crate::page::build::{self, Builder, NodeSpec};
+use crate::page::fingerprint;
 use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
-use crate::page::{corrupt, PageId, KIND_INNER, KIND_LEAF};
+use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
 
 /// The metadata page: its upper child is the root.
 pub(crate) const META: PageId = 0;
@@ -37,6 +38,7 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) options: Options,
     pub(crate) flags: u8,
     pub(crate) truncate: bool,
+    pub(crate) leaf_kind: u8,
     pub(crate) records: AtomicU64,
     limits: Limits,
     splits: AtomicU64,
@@ -118,6 +120,7 @@ impl<S: NodeStore> BTree<S> {
             options,
             flags: options.layout.flags(),
             truncate: options.layout.prefix_truncation(),
+            leaf_kind: options.layout.leaf_kind(),
             records: AtomicU64::new(0),
             limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
             splits: AtomicU64::new(0),
@@ -129,7 +132,7 @@ impl<S: NodeStore> BTree<S> {
             return Err(corrupt(meta, "node store was not empty"));
         }
         tree.init_node(meta, KIND_INNER, root)?;
-        tree.init_node(root, KIND_LEAF, 0)?;
+        tree.init_node(root, tree.leaf_kind, 0)?;
         for id in [meta, root] {
             tree.latch(id)
                 .map_err(|_| corrupt(id, "fresh page has no latch"))?
@@ -234,7 +237,7 @@ impl<S: NodeStore> BTree<S> {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
             let node = checked(l, v, Slotted::new(id, self.page(id)?))?;
-            let (idx, found) = checked(l, v, node.lower_bound(key))?;
+            let (idx, found) = checked(l, v, leaf_find(&node, key))?;
             if found {
                 let val = checked(l, v, node.value(idx))?;
                 out.clear();
@@ -278,10 +281,13 @@ impl<S: NodeStore> BTree<S> {
             .map_err(|_| corrupt(id, "leaf vanished"))?;
         let mut node = SlottedMut::new(id, page)?;
         let view = node.view();
-        let (idx, found) = view.lower_bound(key)?;
+        let (idx, found) = leaf_find(&view, key)?;
         let k = key
             .get(view.prefix_len()..)
             .ok_or_else(|| corrupt(id, "key outside the leaf's range"))?;
+        if view.kind() == KIND_FP_LEAF {
+            return fp_leaf_put(&mut node, idx, found, k, value);
+        }
         if found {
             let (kl, vl) = view.lens(idx);
             if vl == value.len() {
@@ -315,6 +321,7 @@ impl<S: NodeStore> BTree<S> {
         tl.upgrade(tv)?;
         let tg = WriteGuard(tl);
         let tpage = self.page_mut(target)?;
+        fingerprint::sort(&mut SlottedMut::new(target, tpage)?)?;
         let t = Slotted::new(target, tpage)?;
         let at = build::find_separator(&t)?;
         if pid != META {
@@ -384,11 +391,15 @@ impl<S: NodeStore> BTree<S> {
             l.upgrade(v)?;
             let _g = WriteGuard(l);
             let mut node = SlottedMut::new(id, self.page_mut(id)?)?;
-            let (idx, found) = node.view().lower_bound(key)?;
+            let (idx, found) = leaf_find(&node.view(), key)?;
             if !found {
                 return Ok((false, None));
             }
-            node.remove(idx);
+            if node.view().kind() == KIND_FP_LEAF {
+                fingerprint::remove(&mut node, idx);
+            } else {
+                node.remove(idx);
+            }
             let free = node.view().free_space_after_compaction();
             Ok((true, (free >= self.options.page_size * 3 / 4).then_some(id)))
         })?;
@@ -442,6 +453,9 @@ impl<S: NodeStore> BTree<S> {
         let ol = self.latch(other)?;
         ol.upgrade(ol.read_lock()?)?;
         let og = WriteGuard(ol);
+        for id in [left, right] {
+            fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
+        }
         let (lv, rv) = (
             Slotted::new(left, self.page(left)?)?,
             Slotted::new(right, self.page(right)?)?,
@@ -476,11 +490,41 @@ impl<S: NodeStore> BTree<S> {
         limit: usize,
         visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<usize> {
-        let mut from = start.to_vec();
-        let mut buf = LeafCopy::default();
+        thread_local! {
+            // Reused between walks so a short scan does not allocate.
+            static BUFFERS: std::cell::RefCell<(Vec<u8>, LeafCopy)> = Default::default();
+        }
+        BUFFERS.with(|b| match b.try_borrow_mut() {
+            Ok(mut b) => {
+                let (from, buf) = &mut *b;
+                self.walk_with(start, end, limit, visitor, from, buf)
+            }
+            // A visitor that walks the tree itself: use fresh buffers.
+            Err(_) => self.walk_with(
+                start,
+                end,
+                limit,
+                visitor,
+                &mut Vec::new(),
+                &mut LeafCopy::default(),
+            ),
+        })
+    }
+
+    fn walk_with(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        from: &mut Vec<u8>,
+        buf: &mut LeafCopy,
+    ) -> Result<usize> {
+        from.clear();
+        from.extend_from_slice(start);
         let mut n = 0;
         while n < limit {
-            let more = retry(|| self.copy_leaf(&from, end, limit - n, &mut buf))?;
+            let more = retry(|| self.copy_leaf(from, end, limit - n, buf))?;
             for (k, v) in buf.records() {
                 n += 1;
                 if !visitor(k, v) || n >= limit {
@@ -510,6 +554,14 @@ impl<S: NodeStore> BTree<S> {
         let (id, v) = self.find_leaf(from)?;
         let l = self.latch(id)?;
         let node = checked(l, v, Slotted::new(id, self.page(id)?))?;
+        if node.sorted() < node.count() {
+            // A fingerprinting leaf with an unsorted tail: sort it under the write latch, then
+            // read again (section 3.4, "sorted lazily before each scan").
+            l.upgrade(v)?;
+            let _g = WriteGuard(l);
+            fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
+            return Err(Abort::Restart);
+        }
         let (first, _) = checked(l, v, node.lower_bound(from))?;
         let prefix = checked(l, v, node.prefix())?;
         for i in first..node.count() {
@@ -544,6 +596,54 @@ impl<S: NodeStore> BTree<S> {
             ],
         }
     }
+}
+
+/// Finds `key` in a leaf: the slot and whether it holds `key` exactly (for comparison leaves
+/// the slot is the insert position when absent).
+#[inline]
+fn leaf_find(node: &Slotted<'_>, key: &[u8]) -> Result<(usize, bool)> {
+    if node.kind() != KIND_FP_LEAF {
+        return node.lower_bound(key);
+    }
+    let Some(k) = key.get(node.prefix_len()..) else {
+        return Ok((0, false));
+    };
+    Ok(match fingerprint::find(node, k)? {
+        Some(i) => (i, true),
+        None => (0, false),
+    })
+}
+
+/// Insert or overwrite in a fingerprinting leaf (stored key `k`).
+fn fp_leaf_put(
+    node: &mut SlottedMut<'_>,
+    idx: usize,
+    found: bool,
+    k: &[u8],
+    value: &[u8],
+) -> Result<Put> {
+    if !found {
+        return Ok(if fingerprint::insert(node, k, value)? {
+            Put::Done { inserted: true }
+        } else {
+            Put::NeedsSplit
+        });
+    }
+    let view = node.view();
+    if view.lens(idx).1 == value.len() {
+        node.overwrite_value(idx, value)?;
+        return Ok(Put::Done { inserted: false });
+    }
+    let (id, old) = (view.id(), view.value(idx)?.to_vec());
+    fingerprint::remove(node, idx);
+    if fingerprint::insert(node, k, value)? {
+        return Ok(Put::Done { inserted: false });
+    }
+    // Put the old record back (it fitted before) and split.
+    if !fingerprint::insert(node, k, &old)? {
+        return Err(corrupt(id, "record no longer fits its own leaf"));
+    }
+    Ok(Put::NeedsSplit)
 }
 
 /// Whether `a ++ b < end`.

@@ -6,11 +6,12 @@
 //! must be re-truncated anyway (section 3.1, "transferring keys between nodes"), and building
 //! packs the heap as a side effect.
 
+use super::fingerprint::fingerprint;
 use super::slotted::{
     header_len, off, slot_len, wr16, wr32, Slotted, FLAG_HEADS, FLAG_HINTS, FLAG_UPPER_INF,
     HINT_COUNT,
 };
-use super::{common_prefix, corrupt, head, PageId, KIND_INNER};
+use super::{common_prefix, corrupt, head, PageId, KIND_FP_LEAF, KIND_INNER};
 use crate::error::Result;
 
 /// What a new node looks like apart from its records.
@@ -52,13 +53,17 @@ pub struct Builder<'b> {
     slot_len: usize,
     prefix_len: usize,
     flags: u8,
+    fp: bool,
+    fp_headroom: usize,
 }
 
 impl<'b> Builder<'b> {
     /// Starts a node on `b` (any previous contents are overwritten). `None` if the fences alone
     /// do not fit.
     pub fn new(b: &'b mut [u8], spec: &NodeSpec<'_>) -> Option<Self> {
-        let flags = spec.flags & (FLAG_HEADS | FLAG_HINTS)
+        let fp = spec.kind == KIND_FP_LEAF;
+        let opt_flags = if fp { 0 } else { FLAG_HEADS | FLAG_HINTS };
+        let flags = spec.flags & opt_flags
             | if spec.upper.is_none() {
                 FLAG_UPPER_INF
             } else {
@@ -99,7 +104,15 @@ impl<'b> Builder<'b> {
             slot_len: slot_len(flags),
             prefix_len,
             flags,
+            fp,
+            fp_headroom: 16,
         })
+    }
+
+    /// Fingerprinting leaves: how many appends the fingerprint array leaves room for (16 unless
+    /// set), space permitting.
+    pub fn set_fp_headroom(&mut self, n: usize) {
+        self.fp_headroom = n;
     }
 
     /// Length of the prefix this node truncates.
@@ -123,7 +136,8 @@ impl<'b> Builder<'b> {
         let klen = a.len() + b.len();
         let rec = klen + value.len();
         let slots_end = self.slot_base + (self.count + 1) * self.slot_len;
-        if slots_end + rec > self.heap_start {
+        let fps = if self.fp { self.count + 1 } else { 0 };
+        if slots_end + rec + fps > self.heap_start {
             return false;
         }
         let at = self.heap_start - rec;
@@ -143,8 +157,28 @@ impl<'b> Builder<'b> {
         true
     }
 
-    /// Writes the counts and the hint array.
-    pub fn finish(self) {
+    /// Writes the counts and the hint array (or, in fingerprinting leaves, the fingerprints).
+    pub fn finish(mut self) {
+        if self.fp {
+            let slots_end = self.slot_base + self.count * self.slot_len;
+            let room = self.heap_start - slots_end;
+            // Headroom for appends before the array has to move.
+            let cap = (self.count + self.fp_headroom).min(room);
+            let at = self.heap_start - cap;
+            for i in 0..self.count {
+                let s = self.slot_base + i * self.slot_len;
+                let (o, kl) = (
+                    u16::from_le_bytes([self.b[s], self.b[s + 1]]) as usize,
+                    u16::from_le_bytes([self.b[s + 2], self.b[s + 3]]) as usize,
+                );
+                self.b[at + i] = fingerprint(&self.b[o..o + kl]);
+            }
+            self.heap_start = at;
+            self.heap_used += cap;
+            wr16(self.b, off::FP_SORTED, self.count);
+            wr16(self.b, off::FP_OFF, at);
+            wr16(self.b, off::FP_CAP, cap);
+        }
         wr16(self.b, off::COUNT, self.count);
         wr32(self.b, off::HEAP_START, self.heap_start as u32);
         wr32(self.b, off::HEAP_USED, self.heap_used as u32);
@@ -170,7 +204,7 @@ fn spec_of<'a>(v: &Slotted<'a>) -> Result<NodeSpec<'a>> {
         prefix_truncation: v.prefix_len() > 0,
         lower: v.lower_fence()?,
         upper: v.upper_fence()?,
-        upper_child: v.upper_child(),
+        upper_child: if v.is_leaf() { 0 } else { v.upper_child() },
         op_counter: v.op_counter(),
     })
 }
@@ -181,9 +215,15 @@ fn no_fit(v: &Slotted<'_>) -> crate::error::Error {
 
 /// Writes `v`'s live records, packed, into `out` (same size as `v`'s page).
 pub fn rebuild_into(v: &Slotted<'_>, out: &mut [u8]) -> Result<()> {
+    rebuild_with_headroom(v, out, 16)
+}
+
+/// [`rebuild_into`] with `fp_headroom` spare fingerprint entries (fingerprinting leaves).
+pub fn rebuild_with_headroom(v: &Slotted<'_>, out: &mut [u8], fp_headroom: usize) -> Result<()> {
     let spec = spec_of(v)?;
     let prefix = v.prefix()?;
     let mut b = Builder::new(out, &spec).ok_or_else(|| no_fit(v))?;
+    b.set_fp_headroom(fp_headroom);
     if b.prefix_len() != v.prefix_len() {
         return Err(corrupt(
             v.id(),

@@ -10,11 +10,13 @@
 //!   growing down, lazy compaction) with the switchable optimizations of sections 3.1–3.3:
 //!   prefix truncation, 4-byte heads in the slots, and the 16-entry hint array. Inner nodes and
 //!   comparison leaves share this format; the kind byte tells them apart.
+//! - [`fingerprint`]: the fingerprinting leaf of section 3.4 (a slotted variant with an unsorted
+//!   tail and a one-byte hash per key, scanned with SIMD).
 //! - [`build`]: writing a fresh node from a sorted record stream (used by split, merge and
 //!   compaction) and the separator choice of section 2.
 //!
-//! Not implemented yet (the paper's sections 3.4–3.5 and 5): fingerprinting leaves, semi-dense
-//! and fully-dense leaves, and the adaptive policy. The kind tags they would use are reserved.
+//! Not implemented yet (the paper's sections 3.5 and 5): semi-dense and fully-dense leaves and
+//! the adaptive policy. The kind tags they would use are reserved.
 //!
 //! Why the decoders check every offset even for pages that never leave memory: the tree reads
 //! pages optimistically (optimistic lock coupling) while a writer may be changing them, so an
@@ -23,6 +25,7 @@
 //! restarts instead of reporting it when the page changed underneath.
 
 pub mod build;
+pub mod fingerprint;
 pub mod slotted;
 
 use crate::error::Error;
@@ -41,6 +44,9 @@ pub const DEFAULT_PAGE_SIZE: usize = 4 * 1024;
 pub const KIND_INNER: u8 = 1;
 /// Kind tag (byte 0) of a comparison-based leaf in the slotted format.
 pub const KIND_LEAF: u8 = 2;
+/// Kind tag (byte 0) of a fingerprinting leaf (section 3.4): the slotted format without heads,
+/// an unsorted tail of slots, and a fingerprint array on the heap.
+pub const KIND_FP_LEAF: u8 = 3;
 
 /// A corruption error for page `page`.
 pub(crate) fn corrupt(page: PageId, detail: impl Into<String>) -> Error {

@@ -26,7 +26,7 @@
 
 use std::cmp::Ordering;
 
-use super::{corrupt, head, PageId, KIND_INNER, KIND_LEAF};
+use super::{corrupt, head, PageId, KIND_FP_LEAF, KIND_INNER, KIND_LEAF};
 use crate::error::Result;
 
 /// Byte offsets of the header fields.
@@ -43,6 +43,10 @@ pub(crate) mod off {
     pub const UPPER_OFF: usize = 20;
     pub const OP_COUNTER: usize = 22;
     pub const UPPER_CHILD: usize = 24;
+    // Fingerprinting leaves reuse the upper-child bytes:
+    pub const FP_SORTED: usize = 24;
+    pub const FP_OFF: usize = 26;
+    pub const FP_CAP: usize = 28;
     pub const HINTS: usize = 32;
 }
 
@@ -121,7 +125,7 @@ impl<'a> Slotted<'a> {
             return Err(corrupt(id, "page shorter than a slotted header"));
         }
         let kind = b[off::KIND];
-        if kind != KIND_INNER && kind != KIND_LEAF {
+        if kind != KIND_INNER && kind != KIND_LEAF && kind != KIND_FP_LEAF {
             return Err(corrupt(id, format!("kind {kind} is not a slotted node")));
         }
         let flags = b[off::FLAGS];
@@ -134,6 +138,20 @@ impl<'a> Slotted<'a> {
         let heap_start = rd32(b, off::HEAP_START) as usize;
         if slot_base + count * slot_len > heap_start || heap_start > b.len() {
             return Err(corrupt(id, "slot array overlaps the heap"));
+        }
+        if kind == KIND_FP_LEAF {
+            let (sorted, fp_off, fp_cap) = (
+                rd16(b, off::FP_SORTED),
+                rd16(b, off::FP_OFF),
+                rd16(b, off::FP_CAP),
+            );
+            if flags & FLAG_HEADS != 0
+                || sorted > count
+                || fp_cap < count
+                || fp_off + fp_cap > b.len()
+            {
+                return Err(corrupt(id, "fingerprint array out of bounds"));
+            }
         }
         let prefix_len = rd16(b, off::PREFIX_LEN);
         if prefix_len > rd16(b, off::LOWER_LEN) {
@@ -161,7 +179,37 @@ impl<'a> Slotted<'a> {
     }
     /// Whether this is a leaf.
     pub fn is_leaf(&self) -> bool {
-        self.kind == KIND_LEAF
+        self.kind != KIND_INNER
+    }
+    /// Fingerprinting leaves: slots `0..sorted()` are in key order, the rest is the unsorted tail.
+    /// Other kinds: `count()`.
+    #[inline]
+    pub fn sorted(&self) -> usize {
+        if self.kind == KIND_FP_LEAF {
+            rd16(self.b, off::FP_SORTED)
+        } else {
+            self.count
+        }
+    }
+    /// Fingerprinting leaves: the fingerprint array (`count()` entries, validated in `new`).
+    #[inline]
+    pub fn fingerprints(&self) -> &'a [u8] {
+        if self.kind != KIND_FP_LEAF {
+            return &[];
+        }
+        let at = rd16(self.b, off::FP_OFF);
+        // Re-read offset: bounds-check again (a torn read yields no fingerprints, so lookups miss
+        // and the caller's validation fails).
+        self.b.get(at..at + self.count).unwrap_or(&[])
+    }
+    /// Fingerprinting leaves: capacity of the fingerprint array.
+    #[inline]
+    pub fn fp_capacity(&self) -> usize {
+        if self.kind == KIND_FP_LEAF {
+            rd16(self.b, off::FP_CAP)
+        } else {
+            0
+        }
     }
     /// The kind tag.
     pub fn kind(&self) -> u8 {
@@ -219,6 +267,7 @@ impl<'a> Slotted<'a> {
             .saturating_sub(self.slot_base + self.count * self.slot_len + self.heap_used())
     }
 
+    #[inline]
     fn heap_slice(&self, at: usize, len: usize, what: &str) -> Result<&'a [u8]> {
         self.b
             .get(at..at + len)
@@ -226,6 +275,7 @@ impl<'a> Slotted<'a> {
     }
 
     /// The lower fence (exclusive); empty means no lower bound.
+    #[inline]
     pub fn lower_fence(&self) -> Result<&'a [u8]> {
         self.heap_slice(
             rd16(self.b, off::LOWER_OFF),
@@ -234,6 +284,7 @@ impl<'a> Slotted<'a> {
         )
     }
     /// The upper fence (inclusive); `None` means no upper bound.
+    #[inline]
     pub fn upper_fence(&self) -> Result<Option<&'a [u8]>> {
         if self.flags & FLAG_UPPER_INF != 0 {
             return Ok(None);
@@ -246,6 +297,7 @@ impl<'a> Slotted<'a> {
         .map(Some)
     }
     /// The prefix every key in the node shares and that is not stored with the keys.
+    #[inline]
     pub fn prefix(&self) -> Result<&'a [u8]> {
         Ok(&self.lower_fence()?[..self.prefix_len])
     }
@@ -269,11 +321,13 @@ impl<'a> Slotted<'a> {
         self.heap_slice(o + kl, vl, "value")
     }
     /// Key and value lengths of slot `i` as stored.
+    #[inline]
     pub fn lens(&self, i: usize) -> (usize, usize) {
         let s = self.slot(i);
         (rd16(self.b, s + 2), rd16(self.b, s + 4))
     }
     /// Heap offset of slot `i`'s record.
+    #[inline]
     pub fn record_offset(&self, i: usize) -> usize {
         rd16(self.b, self.slot(i))
     }
@@ -283,16 +337,19 @@ impl<'a> Slotted<'a> {
         rd32(self.b, self.slot(i) + 6)
     }
     /// Hint `i` (pages with hints only).
+    #[inline]
     pub fn hint(&self, i: usize) -> u32 {
         rd32(self.b, off::HINTS + 4 * i)
     }
     /// The child to the right of the last separator (inner nodes).
+    #[inline]
     pub fn upper_child(&self) -> PageId {
         let mut x = [0u8; 8];
         x.copy_from_slice(&self.b[off::UPPER_CHILD..off::UPPER_CHILD + 8]);
         u64::from_le_bytes(x)
     }
     /// Child `i` of an inner node; `i == count` is the upper child.
+    #[inline]
     pub fn child(&self, i: usize) -> Result<PageId> {
         if i >= self.count {
             return Ok(self.upper_child());
@@ -407,6 +464,11 @@ impl<'a> SlottedMut<'a> {
             slot_len: slot_len(self.b[off::FLAGS]),
             prefix_len: rd16(self.b, off::PREFIX_LEN),
         }
+    }
+
+    /// The raw bytes, for the leaf kinds that extend this format.
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
+        self.b
     }
 
     /// Sets the operation counter.
