@@ -32,6 +32,9 @@ conformance_tests!(hints, Tree(Layout::Hints, 4096));
 conformance_tests!(fingerprint, Tree(Layout::Fingerprint, 4096));
 conformance_tests!(fingerprint_2k, Tree(Layout::Fingerprint, 2048));
 conformance_tests!(fingerprint_64k, Tree(Layout::Fingerprint, 65536));
+conformance_tests!(dense, Tree(Layout::Dense, 4096));
+conformance_tests!(dense_2k, Tree(Layout::Dense, 2048));
+conformance_tests!(dense_64k, Tree(Layout::Dense, 65536));
 // Small pages split and merge more, and have the tightest limits; large pages use offsets near
 // the top of the u16 range.
 conformance_tests!(hints_2k, Tree(Layout::Hints, 2048));

@@ -8,6 +8,7 @@
 use super::store::NodeStore;
 use super::tree::{BTree, META};
 use crate::error::Result;
+use crate::page::dense::{self, Dense, KIND_DENSE_LEAF};
 use crate::page::fingerprint::fingerprint;
 use crate::page::slotted::{Slotted, FLAG_HINTS, HINT_COUNT};
 use crate::page::{common_prefix, corrupt, head, PageId, KIND_FP_LEAF, KIND_INNER, KIND_LEAF};
@@ -74,7 +75,12 @@ impl<S: NodeStore> BTree<S> {
             return Err(corrupt(id, "tree deeper than 64 levels (a cycle?)"));
         }
         let bad = |what: String| Err(corrupt(id, what));
-        let node = Slotted::new(id, self.page_plain(id)?)?;
+        let page = self.page_plain(id)?;
+        if page.first() == Some(&KIND_DENSE_LEAF) {
+            self.check_leaf_depth(id, depth, leaf_depth)?;
+            return self.check_dense(id, page, lower, upper, report);
+        }
+        let node = Slotted::new(id, page)?;
         if node.lower_fence()? != lower || node.upper_fence()? != upper {
             return bad("fences differ from the parent's separators".into());
         }
@@ -184,13 +190,7 @@ impl<S: NodeStore> BTree<S> {
                         return bad("duplicate key in the unsorted tail".into());
                     }
                 }
-                match *leaf_depth {
-                    None => *leaf_depth = Some(depth),
-                    Some(d) if d != depth => {
-                        return bad(format!("leaf at depth {depth}, others at {d}"))
-                    }
-                    Some(_) => {}
-                }
+                self.check_leaf_depth(id, depth, leaf_depth)?;
                 report.leaves += 1;
                 report.records += node.count() as u64;
             }
@@ -211,6 +211,60 @@ impl<S: NodeStore> BTree<S> {
             }
             k => return bad(format!("unexpected kind {k}")),
         }
+        Ok(())
+    }
+
+    fn check_leaf_depth(&self, id: PageId, depth: u32, leaf_depth: &mut Option<u32>) -> Result<()> {
+        match *leaf_depth {
+            None => *leaf_depth = Some(depth),
+            Some(d) if d != depth => {
+                return Err(corrupt(id, format!("leaf at depth {depth}, others at {d}")))
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    fn check_dense(
+        &self,
+        id: PageId,
+        page: &[u8],
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        report: &mut CheckReport,
+    ) -> Result<()> {
+        let bad = |what: String| Err(corrupt(id, what));
+        if !self.dense {
+            return bad("dense leaf in a tree without dense leaves".into());
+        }
+        let d = Dense::new(id, page)?;
+        if d.lower_fence() != lower || d.upper_fence()? != upper {
+            return bad("fences differ from the parent's separators".into());
+        }
+        if dense::reference(lower, d.key_len()).as_deref() != Some(d.reference()) {
+            return bad("reference key is not the smallest key above the lower fence".into());
+        }
+        let mut present = 0;
+        let mut last = Vec::new();
+        for i in (0..d.capacity()).filter(|&i| d.present(i)) {
+            present += 1;
+            last.clear();
+            d.key_into(i, &mut last);
+            if i == 0 && last.as_slice() <= lower {
+                return bad("first slot's key not above the lower fence".into());
+            }
+        }
+        if upper.is_some_and(|u| present > 0 && last.as_slice() > u) {
+            return bad("a record lies above the upper fence".into());
+        }
+        if present != d.count() {
+            return bad(format!(
+                "count {} but {present} slots are present",
+                d.count()
+            ));
+        }
+        report.leaves += 1;
+        report.records += present as u64;
         Ok(())
     }
 }

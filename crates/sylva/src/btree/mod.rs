@@ -12,12 +12,15 @@
 //!
 //! Node formats live in [`crate::page`].
 //!
+//! - `leaf`: leaf split, merge and layout conversion over every leaf kind (the dense split and
+//!   the partition-aware separator of sections 3.5 and 4.6).
+//!
 //! Status against the issue: implemented are the baseline slotted page, prefix truncation, heads,
-//! hints and fingerprinting leaves (layouts `baseline`, `prefix`, `heads`, `hints`,
-//! `fingerprint`), optimistic lock coupling, split with the shortest separator, merge at ≥ 3/4
-//! empty, and `check()`. Not implemented: semi-dense and fully-dense leaves (section 3.5), the
-//! adaptive policy (section 5) and contention split (section 7.3); the default layout is
-//! therefore `hints`, not `adaptive`.
+//! hints, fingerprinting leaves and fully-dense leaves (layouts `baseline`, `prefix`, `heads`,
+//! `hints`, `fingerprint`, `dense`), optimistic lock coupling, split with the shortest
+//! separator, merge at ≥ 3/4 empty, and `check()`. Not implemented: semi-dense leaves
+//! (section 3.5), the adaptive policy (section 5) and contention split (section 7.3); the
+//! default layout is therefore `hints`, not `adaptive`.
 //!
 //! A scan that meets a fingerprinting leaf with an unsorted tail takes that leaf's write latch to
 //! sort it (the paper's lazy sort); this is the one place a read operation writes. Point reads
@@ -35,6 +38,7 @@
 
 mod check;
 mod kv;
+mod leaf;
 pub mod options;
 mod store;
 mod tree;

@@ -18,6 +18,8 @@ pub enum Layout {
     Hints,
     /// Hints in inner nodes, fingerprinting leaves (section 3.4).
     Fingerprint,
+    /// Hints, plus fully-dense leaves wherever their preconditions hold (section 3.5).
+    Dense,
 }
 
 impl Layout {
@@ -37,6 +39,7 @@ impl Layout {
             Layout::Heads => "heads",
             Layout::Hints => "hints",
             Layout::Fingerprint => "fingerprint",
+            Layout::Dense => "dense",
         }
     }
 
@@ -47,7 +50,7 @@ impl Layout {
             .find(|l| l.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown layout '{s}'; valid layouts: {} (semidense, dense and adaptive are not \
+                    "unknown layout '{s}'; valid layouts: {} (semidense and adaptive are not \
                      implemented yet)",
                     Layout::ALL.map(Layout::name).join(", ")
                 )
@@ -64,11 +67,16 @@ impl Layout {
         match self {
             Layout::Baseline | Layout::Prefix => 0,
             Layout::Heads => FLAG_HEADS,
-            Layout::Hints | Layout::Fingerprint => FLAG_HEADS | FLAG_HINTS,
+            Layout::Hints | Layout::Fingerprint | Layout::Dense => FLAG_HEADS | FLAG_HINTS,
         }
     }
 
-    /// Kind of the leaves this layout creates.
+    /// Whether fully-dense leaves are created where possible.
+    pub fn dense_leaves(self) -> bool {
+        self == Layout::Dense
+    }
+
+    /// Kind of the leaves this layout creates when they are not dense.
     pub fn leaf_kind(self) -> u8 {
         match self {
             Layout::Fingerprint => KIND_FP_LEAF,

@@ -20,11 +20,13 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::leaf::{LeafPlan, Records};
 use super::options::Options;
 use super::store::{backoff, Abort, Latch, MemNodeStore, NodeStore, Olc};
 use crate::error::{Error, Result};
 use crate::kv::{Limits, Stats};
 use crate::page::build::{self, Builder, NodeSpec};
+use crate::page::dense::{Dense, DenseMut, KIND_DENSE_LEAF};
 use crate::page::fingerprint;
 use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
@@ -39,10 +41,12 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) flags: u8,
     pub(crate) truncate: bool,
     pub(crate) leaf_kind: u8,
+    pub(crate) dense: bool,
     pub(crate) records: AtomicU64,
     limits: Limits,
     splits: AtomicU64,
     merges: AtomicU64,
+    conversions: AtomicU64,
 }
 
 /// Holds a write latch; releases it when dropped.
@@ -121,10 +125,12 @@ impl<S: NodeStore> BTree<S> {
             flags: options.layout.flags(),
             truncate: options.layout.prefix_truncation(),
             leaf_kind: options.layout.leaf_kind(),
+            dense: options.layout.dense_leaves(),
             records: AtomicU64::new(0),
             limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
             splits: AtomicU64::new(0),
             merges: AtomicU64::new(0),
+            conversions: AtomicU64::new(0),
         };
         let meta = tree.store.allocate()?;
         let root = tree.store.allocate()?;
@@ -236,7 +242,21 @@ impl<S: NodeStore> BTree<S> {
         retry(|| {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
-            let node = checked(l, v, Slotted::new(id, self.page(id)?))?;
+            let page = self.page(id)?;
+            if page[0] == KIND_DENSE_LEAF {
+                let d = checked(l, v, Dense::new(id, page))?;
+                let found = match d.slot_of(key) {
+                    Some(i) if d.present(i) => {
+                        out.clear();
+                        out.extend_from_slice(d.value(i));
+                        true
+                    }
+                    _ => false,
+                };
+                l.validate(v)?;
+                return Ok(found);
+            }
+            let node = checked(l, v, Slotted::new(id, page))?;
             let (idx, found) = checked(l, v, leaf_find(&node, key))?;
             if found {
                 let val = checked(l, v, node.value(idx))?;
@@ -268,7 +288,7 @@ impl<S: NodeStore> BTree<S> {
                     Ok(())
                 }
                 Put::NeedsSplit => {
-                    self.split(id, key)?;
+                    self.split(id, key, value.len())?;
                     Err(Abort::Restart)
                 }
             }
@@ -279,6 +299,17 @@ impl<S: NodeStore> BTree<S> {
         let page = self
             .page_mut(id)
             .map_err(|_| corrupt(id, "leaf vanished"))?;
+        if page[0] == KIND_DENSE_LEAF {
+            let slot = Dense::new(id, page)?
+                .slot_of(key)
+                .filter(|_| Dense::new(id, page).is_ok_and(|d| d.value_len() == value.len()));
+            return Ok(match slot {
+                Some(i) => Put::Done {
+                    inserted: DenseMut::new(id, page)?.set(i, value)?,
+                },
+                None => Put::NeedsSplit,
+            });
+        }
         let mut node = SlottedMut::new(id, page)?;
         let view = node.view();
         let (idx, found) = leaf_find(&view, key)?;
@@ -313,7 +344,7 @@ impl<S: NodeStore> BTree<S> {
 
     /// Splits page `target` (found through `key`); splits its parent first when the separator
     /// would not fit there. Always ends in `Restart` or an error for the caller to retry.
-    fn split(&self, target: PageId, key: &[u8]) -> Olc<()> {
+    fn split(&self, target: PageId, key: &[u8], value_len: usize) -> Olc<()> {
         let (pid, pv, tv) = self.descend(key, Some(target))?;
         let (pl, tl) = (self.latch(pid)?, self.latch(target)?);
         pl.upgrade(pv)?;
@@ -321,35 +352,45 @@ impl<S: NodeStore> BTree<S> {
         tl.upgrade(tv)?;
         let tg = WriteGuard(tl);
         let tpage = self.page_mut(target)?;
-        fingerprint::sort(&mut SlottedMut::new(target, tpage)?)?;
-        let t = Slotted::new(target, tpage)?;
-        let at = build::find_separator(&t)?;
+        let ps = self.options.page_size;
+        let (left_image, right_image, separator) = if tpage[0] == KIND_INNER {
+            let t = Slotted::new(target, tpage)?;
+            let at = build::find_separator(&t)?;
+            let (mut l, mut r) = (vec![0u8; ps], vec![0u8; ps]);
+            build::split(&t, &at, self.flags, self.truncate, &mut l, &mut r)?;
+            (l, r, at.separator)
+        } else {
+            if tpage[0] == KIND_FP_LEAF {
+                fingerprint::sort(&mut SlottedMut::new(target, tpage)?)?;
+            }
+            match self.plan_leaf_split(target, tpage, key, value_len)? {
+                LeafPlan::InPlace(image) => {
+                    tpage.copy_from_slice(&image);
+                    self.conversions.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                LeafPlan::Split {
+                    left,
+                    right,
+                    separator,
+                } => (left, right, separator),
+            }
+        };
         if pid != META {
             let p = Slotted::new(pid, self.page(pid)?)?;
-            let sep_len = at.separator.len().saturating_sub(p.prefix_len());
+            let sep_len = separator.len().saturating_sub(p.prefix_len());
             if p.free_space_after_compaction() < p.record_space(sep_len, 8) {
                 drop(tg);
                 drop(pg);
-                self.split(pid, key)?;
+                self.split(pid, key, 0)?;
                 return Ok(());
             }
         }
         let left = self.store.allocate()?;
-        let lg = WriteGuard(self.latch(left)?);
-        let mut right = vec![0u8; self.options.page_size];
-        if let Err(e) = build::split(
-            &t,
-            &at,
-            self.flags,
-            self.truncate,
-            self.page_mut(left)?,
-            &mut right,
-        ) {
-            std::mem::forget(lg);
-            self.store.free(left);
-            return Err(e.into());
-        }
-        tpage.copy_from_slice(&right);
+        let _lg = WriteGuard(self.latch(left)?);
+        self.page_mut(left)?.copy_from_slice(&left_image);
+        tpage.copy_from_slice(&right_image);
+        let at = build::SplitPoint { left: 0, separator };
         if pid == META {
             let root = self.store.allocate()?;
             let _rg = WriteGuard(self.latch(root)?);
@@ -390,7 +431,18 @@ impl<S: NodeStore> BTree<S> {
             let l = self.latch(id)?;
             l.upgrade(v)?;
             let _g = WriteGuard(l);
-            let mut node = SlottedMut::new(id, self.page_mut(id)?)?;
+            let page = self.page_mut(id)?;
+            if page[0] == KIND_DENSE_LEAF {
+                let d = Dense::new(id, page)?;
+                let (slot, cap) = (d.slot_of(key), d.capacity());
+                let found = match slot {
+                    Some(i) => DenseMut::new(id, page)?.clear(i),
+                    None => false,
+                };
+                let count = Dense::new(id, page)?.count();
+                return Ok((found, (found && count * 4 < cap).then_some(id)));
+            }
+            let mut node = SlottedMut::new(id, page)?;
             let (idx, found) = leaf_find(&node.view(), key)?;
             if !found {
                 return Ok((false, None));
@@ -454,19 +506,27 @@ impl<S: NodeStore> BTree<S> {
         ol.upgrade(ol.read_lock()?)?;
         let og = WriteGuard(ol);
         for id in [left, right] {
-            fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
+            if self.page(id)?[0] == KIND_FP_LEAF {
+                fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
+            }
         }
-        let (lv, rv) = (
-            Slotted::new(left, self.page(left)?)?,
-            Slotted::new(right, self.page(right)?)?,
-        );
-        if lv.kind() != rv.kind() {
-            return Err(corrupt(pid, "neighbours of different kinds").into());
-        }
-        let mut merged = vec![0u8; self.options.page_size];
-        if !build::merge(&lv, &rv, self.flags, self.truncate, &mut merged)? {
-            return Ok(None);
-        }
+        let (lp, rp) = (self.page(left)?, self.page(right)?);
+        let merged = if lp[0] == KIND_INNER {
+            let (lv, rv) = (Slotted::new(left, lp)?, Slotted::new(right, rp)?);
+            if rv.kind() != KIND_INNER {
+                return Err(corrupt(pid, "neighbours of different levels").into());
+            }
+            let mut merged = vec![0u8; self.options.page_size];
+            if !build::merge(&lv, &rv, self.flags, self.truncate, &mut merged)? {
+                return Ok(None);
+            }
+            merged
+        } else {
+            match self.plan_leaf_merge((left, lp), (right, rp))? {
+                Some(m) => m,
+                None => return Ok(None),
+            }
+        };
         self.page_mut(right)?.copy_from_slice(&merged);
         let mut pm = SlottedMut::new(pid, self.page_mut(pid)?)?;
         pm.remove(sep_idx);
@@ -553,7 +613,33 @@ impl<S: NodeStore> BTree<S> {
         buf.clear();
         let (id, v) = self.find_leaf(from)?;
         let l = self.latch(id)?;
-        let node = checked(l, v, Slotted::new(id, self.page(id)?))?;
+        let page = self.page(id)?;
+        if page[0] == KIND_DENSE_LEAF {
+            let d = checked(l, v, Dense::new(id, page))?;
+            let mut key = Vec::new();
+            for i in d.lower_bound(from)..d.capacity() {
+                if buf.len() >= max {
+                    break;
+                }
+                if !d.present(i) {
+                    continue;
+                }
+                key.clear();
+                d.key_into(i, &mut key);
+                if end.is_some_and(|end| key.as_slice() >= end) {
+                    buf.ended = true;
+                    break;
+                }
+                buf.push(&key, &[], d.value(i));
+            }
+            let upper = checked(l, v, d.upper_fence())?;
+            if let Some(u) = upper {
+                buf.upper.extend_from_slice(u);
+            }
+            l.validate(v)?;
+            return Ok(upper.is_some());
+        }
+        let node = checked(l, v, Slotted::new(id, page))?;
         if node.sorted() < node.count() {
             // A fingerprinting leaf with an unsorted tail: sort it under the write latch, then
             // read again (section 3.4, "sorted lazily before each scan").
@@ -593,6 +679,7 @@ impl<S: NodeStore> BTree<S> {
                 ("pages", pages),
                 ("splits", self.splits.load(Ordering::Relaxed)),
                 ("merges", self.merges.load(Ordering::Relaxed)),
+                ("conversions", self.conversions.load(Ordering::Relaxed)),
             ],
         }
     }
@@ -661,38 +748,25 @@ fn less_than(a: &[u8], b: &[u8], end: &[u8]) -> bool {
 /// Records copied out of one leaf during a walk.
 #[derive(Default)]
 struct LeafCopy {
-    data: Vec<u8>,
-    lens: Vec<(u32, u32)>,
+    recs: Records,
     upper: Vec<u8>,
     ended: bool,
 }
 
 impl LeafCopy {
     fn clear(&mut self) {
-        self.data.clear();
-        self.lens.clear();
+        self.recs.clear();
         self.upper.clear();
         self.ended = false;
     }
     fn len(&self) -> usize {
-        self.lens.len()
+        self.recs.len()
     }
     fn push(&mut self, prefix: &[u8], key: &[u8], value: &[u8]) {
-        self.data.extend_from_slice(prefix);
-        self.data.extend_from_slice(key);
-        self.data.extend_from_slice(value);
-        self.lens
-            .push(((prefix.len() + key.len()) as u32, value.len() as u32));
+        self.recs.push(prefix, key, value);
     }
     fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        let mut at = 0;
-        self.lens.iter().map(move |&(kl, vl)| {
-            let (kl, vl) = (kl as usize, vl as usize);
-            let k = &self.data[at..at + kl];
-            let v = &self.data[at + kl..at + kl + vl];
-            at += kl + vl;
-            (k, v)
-        })
+        self.recs.iter()
     }
 }
 

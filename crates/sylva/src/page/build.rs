@@ -279,31 +279,42 @@ pub fn find_separator(v: &Slotted<'_>) -> Result<SplitPoint> {
             separator,
         });
     }
+    let (left, sep) = leaf_separator(count, |i| v.key(i))?;
+    let mut separator = prefix.to_vec();
+    separator.extend_from_slice(&sep);
+    Ok(SplitPoint { left, separator })
+}
+
+/// The leaf split of section 2 over `count >= 2` sorted keys given by `key`: how many keys go
+/// left, and the separator (relative to the same prefix as the keys).
+pub fn leaf_separator<'k>(
+    count: usize,
+    key: impl Fn(usize) -> Result<&'k [u8]>,
+) -> Result<(usize, Vec<u8>)> {
+    let median = count / 2;
+    let half = (count / 16) / 2;
     let hi = (median + half).min(count - 1).max(1);
     let lo = median.saturating_sub(half).min(hi - 1);
-    let (klo, khi) = (v.key(lo)?, v.key(hi)?);
+    let (klo, khi) = (key(lo)?, key(hi)?);
     let p = common_prefix(klo, khi);
     let byte_at = |k: &[u8]| k.get(p).copied();
     let lo_byte = byte_at(klo);
     let mut j = lo + 1;
-    while j < hi && byte_at(v.key(j)?) == lo_byte {
+    while j < hi && byte_at(key(j)?) == lo_byte {
         j += 1;
     }
-    let kj = v.key(j)?;
-    let short = kj
-        .get(..p + 1)
-        .ok_or_else(|| corrupt(v.id(), "keys out of order"))?;
-    let (left, sep) = if short.len() < kj.len() {
-        (j, short)
+    let kj = key(j)?;
+    let Some(short) = kj.get(..p + 1) else {
+        return Err(corrupt(0, "keys out of order in a split"));
+    };
+    Ok(if short.len() < kj.len() {
+        (j, short.to_vec())
     } else if j + 1 < count {
         // The separator is `kj` itself, which then belongs to the left node.
-        (j + 1, short)
+        (j + 1, short.to_vec())
     } else {
-        (j, v.key(j - 1)?)
-    };
-    let mut separator = prefix.to_vec();
-    separator.extend_from_slice(sep);
-    Ok(SplitPoint { left, separator })
+        (j, key(j - 1)?.to_vec())
+    })
 }
 
 /// Splits `v` at `at` into `left` and `right` (both page-sized buffers) using `flags` and

@@ -12,11 +12,13 @@
 //!   comparison leaves share this format; the kind byte tells them apart.
 //! - [`fingerprint`]: the fingerprinting leaf of section 3.4 (a slotted variant with an unsorted
 //!   tail and a one-byte hash per key, scanned with SIMD).
+//! - [`dense`]: the fully-dense leaf of section 3.5 (values in an array indexed by the key's
+//!   numeric part, a presence bitmap).
 //! - [`build`]: writing a fresh node from a sorted record stream (used by split, merge and
 //!   compaction) and the separator choice of section 2.
 //!
-//! Not implemented yet (the paper's sections 3.5 and 5): semi-dense and fully-dense leaves and
-//! the adaptive policy. The kind tags they would use are reserved.
+//! Not implemented (the paper's sections 3.5 and 5): the semi-dense leaf (kind 4 is reserved)
+//! and the adaptive policy.
 //!
 //! Why the decoders check every offset even for pages that never leave memory: the tree reads
 //! pages optimistically (optimistic lock coupling) while a writer may be changing them, so an
@@ -25,6 +27,7 @@
 //! restarts instead of reporting it when the page changed underneath.
 
 pub mod build;
+pub mod dense;
 pub mod fingerprint;
 pub mod slotted;
 
