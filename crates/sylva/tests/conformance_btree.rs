@@ -35,6 +35,9 @@ conformance_tests!(fingerprint_64k, Tree(Layout::Fingerprint, 65536));
 conformance_tests!(dense, Tree(Layout::Dense, 4096));
 conformance_tests!(dense_2k, Tree(Layout::Dense, 2048));
 conformance_tests!(dense_64k, Tree(Layout::Dense, 65536));
+conformance_tests!(adaptive, Tree(Layout::Adaptive, 4096));
+conformance_tests!(adaptive_2k, Tree(Layout::Adaptive, 2048));
+conformance_tests!(adaptive_64k, Tree(Layout::Adaptive, 65536));
 // Small pages split and merge more, and have the tightest limits; large pages use offsets near
 // the top of the u16 range.
 conformance_tests!(hints_2k, Tree(Layout::Hints, 2048));

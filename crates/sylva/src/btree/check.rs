@@ -24,6 +24,10 @@ pub struct CheckReport {
     pub inner: u64,
     /// Levels from the root to the leaves (1 for a lone leaf).
     pub height: u32,
+    /// Leaves in the fingerprinting layout.
+    pub fingerprint_leaves: u64,
+    /// Leaves in the fully-dense layout.
+    pub dense_leaves: u64,
 }
 
 impl<S: NodeStore> BTree<S> {
@@ -174,7 +178,7 @@ impl<S: NodeStore> BTree<S> {
         }
         match node.kind() {
             KIND_LEAF | KIND_FP_LEAF => {
-                if node.kind() != self.leaf_kind {
+                if node.kind() != self.leaf_kind && !self.adaptive {
                     return bad(format!(
                         "leaf kind {} in a tree of kind {}",
                         node.kind(),
@@ -192,6 +196,7 @@ impl<S: NodeStore> BTree<S> {
                 }
                 self.check_leaf_depth(id, depth, leaf_depth)?;
                 report.leaves += 1;
+                report.fingerprint_leaves += u64::from(node.kind() == KIND_FP_LEAF);
                 report.records += node.count() as u64;
             }
             KIND_INNER => {
@@ -264,6 +269,7 @@ impl<S: NodeStore> BTree<S> {
             ));
         }
         report.leaves += 1;
+        report.dense_leaves += 1;
         report.records += present as u64;
         Ok(())
     }

@@ -23,7 +23,7 @@ use crate::error::Result;
 use crate::page::build::{leaf_separator, Builder, NodeSpec};
 use crate::page::dense::{self, Dense, Shape, KIND_DENSE_LEAF};
 use crate::page::slotted::Slotted;
-use crate::page::{corrupt, PageId};
+use crate::page::{corrupt, head, PageId, KIND_FP_LEAF, KIND_LEAF};
 
 /// Records with full keys, in one buffer.
 #[derive(Default)]
@@ -129,11 +129,11 @@ impl<S: NodeStore> BTree<S> {
     pub(crate) fn build_leaf(
         &self,
         dst: &mut [u8],
-        lower: &[u8],
-        upper: Option<&[u8]>,
+        (lower, upper): (&[u8], Option<&[u8]>),
         recs: &Records,
         range: std::ops::Range<usize>,
         pending: Option<(&[u8], usize)>,
+        counter: u8,
     ) -> bool {
         let shape = match (self.dense, range.is_empty()) {
             (true, false) => Shape::new(
@@ -154,7 +154,7 @@ impl<S: NodeStore> BTree<S> {
                 return true;
             }
         }
-        if self.build_default_leaf(dst, lower, upper, records()) {
+        if self.build_default_leaf(dst, lower, upper, recs, range.clone(), counter) {
             return true;
         }
         // Too many records for the default kind: stay dense even though the pending record does
@@ -173,6 +173,7 @@ impl<S: NodeStore> BTree<S> {
     ) -> Result<LeafPlan> {
         let ps = page.len();
         let (lower, upper) = fences(id, page)?;
+        let counter = op_counter(page);
         let mut recs = Records::default();
         collect(id, page, &mut recs)?;
         let pending = Some((key, value_len));
@@ -202,7 +203,14 @@ impl<S: NodeStore> BTree<S> {
                     return Err(corrupt(id, "dense leaf does not fit its own shape"));
                 }
                 let mut right = vec![0u8; ps];
-                if !self.build_leaf(&mut right, &separator, upper.as_deref(), &recs, 0..0, None) {
+                if !self.build_leaf(
+                    &mut right,
+                    (&separator, upper.as_deref()),
+                    &recs,
+                    0..0,
+                    None,
+                    counter,
+                ) {
                     return Err(corrupt(id, "empty leaf does not fit"));
                 }
                 if self.dense {
@@ -229,7 +237,14 @@ impl<S: NodeStore> BTree<S> {
             }
             // Not a dense split: back to the default kind in place if it fits.
             let mut page2 = vec![0u8; ps];
-            if self.build_default_leaf(&mut page2, &lower, upper.as_deref(), recs.iter()) {
+            if self.build_default_leaf(
+                &mut page2,
+                &lower,
+                upper.as_deref(),
+                &recs,
+                0..recs.len(),
+                counter,
+            ) {
                 return Ok(LeafPlan::InPlace(page2));
             }
         } else if self.dense && recs.len() > 0 {
@@ -238,11 +253,11 @@ impl<S: NodeStore> BTree<S> {
             let mut out = vec![0u8; ps];
             if self.build_leaf(
                 &mut out,
-                &lower,
-                upper.as_deref(),
+                (&lower, upper.as_deref()),
                 &recs,
                 0..recs.len(),
                 pending,
+                counter,
             ) && out[0] == KIND_DENSE_LEAF
             {
                 return Ok(LeafPlan::InPlace(out));
@@ -266,16 +281,21 @@ impl<S: NodeStore> BTree<S> {
             (None, pending)
         };
         let (mut left, mut right) = (vec![0u8; ps], vec![0u8; ps]);
-        if !self.build_leaf(&mut left, &lower, Some(&separator), &recs, 0..split, pl)
-            || !self.build_leaf(
-                &mut right,
-                &separator,
-                upper.as_deref(),
-                &recs,
-                split..n,
-                pr,
-            )
-        {
+        if !self.build_leaf(
+            &mut left,
+            (&lower, Some(&separator)),
+            &recs,
+            0..split,
+            pl,
+            counter,
+        ) || !self.build_leaf(
+            &mut right,
+            (&separator, upper.as_deref()),
+            &recs,
+            split..n,
+            pr,
+            counter,
+        ) {
             return Err(corrupt(id, "split halves do not fit a page"));
         }
         Ok(LeafPlan::Split {
@@ -285,14 +305,21 @@ impl<S: NodeStore> BTree<S> {
         })
     }
 
-    fn build_default_leaf<'r>(
+    /// Builds a comparison or fingerprinting leaf from `recs[range]`. Outside the adaptive
+    /// layout the kind is the layout's. In the adaptive layout this is the key-adaption of
+    /// section 5.1: keys whose heads are good (adjacent equal heads at most one per 16 records)
+    /// get a comparison leaf with the operation counter disabled (255); other keys get a
+    /// fingerprinting leaf unless the inherited counter says scans are common (≥ 2).
+    pub(crate) fn build_default_leaf(
         &self,
         dst: &mut [u8],
         lower: &[u8],
         upper: Option<&[u8]>,
-        records: impl Iterator<Item = (&'r [u8], &'r [u8])>,
+        recs: &Records,
+        range: std::ops::Range<usize>,
+        counter: u8,
     ) -> bool {
-        let spec = NodeSpec {
+        let mut spec = NodeSpec {
             kind: self.leaf_kind,
             flags: self.flags,
             prefix_truncation: self.truncate,
@@ -301,11 +328,32 @@ impl<S: NodeStore> BTree<S> {
             upper_child: 0,
             op_counter: 0,
         };
+        if self.adaptive {
+            let p = spec.prefix_len();
+            let head_of = |i: usize| head(recs.key(i).get(p..).unwrap_or(&[]));
+            let collisions = range
+                .clone()
+                .skip(1)
+                .filter(|&i| head_of(i) == head_of(i - 1))
+                .count();
+            if collisions * 16 <= range.len() {
+                spec.kind = KIND_LEAF;
+                spec.op_counter = COUNTER_DISABLED;
+            } else {
+                let c = if counter == COUNTER_DISABLED {
+                    0
+                } else {
+                    counter.min(3)
+                };
+                spec.kind = if c < 2 { KIND_FP_LEAF } else { KIND_LEAF };
+                spec.op_counter = c;
+            }
+        }
         let Some(mut b) = Builder::new(dst, &spec) else {
             return false;
         };
-        for (k, v) in records {
-            if !b.push(k, &[], v) {
+        for i in range {
+            if !b.push(recs.key(i), &[], recs.value(i)) {
                 return false;
             }
         }
@@ -328,15 +376,28 @@ impl<S: NodeStore> BTree<S> {
         Ok(self
             .build_leaf(
                 &mut out,
-                &lower,
-                upper.as_deref(),
+                (&lower, upper.as_deref()),
                 &recs,
                 0..recs.len(),
                 None,
+                op_counter(right.1),
             )
             .then_some(out))
     }
 }
+
+/// The adaptive policy's operation counter of a leaf of any kind.
+pub(crate) fn op_counter(page: &[u8]) -> u8 {
+    let at = if page.first() == Some(&KIND_DENSE_LEAF) {
+        20
+    } else {
+        22
+    };
+    page.get(at).copied().unwrap_or(0)
+}
+
+/// The counter value that disables operation adaption (good heads).
+pub(crate) const COUNTER_DISABLED: u8 = 255;
 
 /// The partition-aware split point (section 4.6): the longest run of records from the left that
 /// fits one dense leaf, with the shortest separator after it, if the run reaches the median.

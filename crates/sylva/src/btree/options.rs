@@ -20,15 +20,21 @@ pub enum Layout {
     Fingerprint,
     /// Hints, plus fully-dense leaves wherever their preconditions hold (section 3.5).
     Dense,
+    /// The adaptive B-tree of section 5: dense leaves where possible, else comparison or
+    /// fingerprinting leaves chosen by key- and operation-adaption.
+    Adaptive,
 }
 
 impl Layout {
     /// Every implemented layout, in the paper's cumulative order.
-    pub const ALL: [Layout; 4] = [
+    pub const ALL: [Layout; 7] = [
         Layout::Baseline,
         Layout::Prefix,
         Layout::Heads,
         Layout::Hints,
+        Layout::Fingerprint,
+        Layout::Dense,
+        Layout::Adaptive,
     ];
 
     /// The name used in option strings.
@@ -40,6 +46,7 @@ impl Layout {
             Layout::Hints => "hints",
             Layout::Fingerprint => "fingerprint",
             Layout::Dense => "dense",
+            Layout::Adaptive => "adaptive",
         }
     }
 
@@ -50,8 +57,7 @@ impl Layout {
             .find(|l| l.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown layout '{s}'; valid layouts: {} (semidense and adaptive are not \
-                     implemented yet)",
+                    "unknown layout '{s}'; valid layouts: {} (semidense is not implemented)",
                     Layout::ALL.map(Layout::name).join(", ")
                 )
             })
@@ -67,13 +73,20 @@ impl Layout {
         match self {
             Layout::Baseline | Layout::Prefix => 0,
             Layout::Heads => FLAG_HEADS,
-            Layout::Hints | Layout::Fingerprint | Layout::Dense => FLAG_HEADS | FLAG_HINTS,
+            Layout::Hints | Layout::Fingerprint | Layout::Dense | Layout::Adaptive => {
+                FLAG_HEADS | FLAG_HINTS
+            }
         }
     }
 
     /// Whether fully-dense leaves are created where possible.
     pub fn dense_leaves(self) -> bool {
-        self == Layout::Dense
+        matches!(self, Layout::Dense | Layout::Adaptive)
+    }
+
+    /// Whether leaves adapt between comparison and fingerprinting layouts (section 5).
+    pub fn adaptive(self) -> bool {
+        self == Layout::Adaptive
     }
 
     /// Kind of the leaves this layout creates when they are not dense.
@@ -88,8 +101,7 @@ impl Layout {
 /// Options of a [`crate::btree::BTree`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Options {
-    /// Node layout. Default: `hints`, the best layout implemented so far (the paper's default,
-    /// `adaptive`, is not implemented yet).
+    /// Node layout. Default: `adaptive`.
     pub layout: Layout,
     /// Page size in bytes, 2048..=65536. Default 4096.
     pub page_size: usize,
@@ -98,7 +110,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            layout: Layout::Hints,
+            layout: Layout::Adaptive,
             page_size: DEFAULT_PAGE_SIZE,
         }
     }
@@ -148,7 +160,14 @@ mod tests {
         assert_eq!(o.page_size, 8192);
         let e = o.set("colour", "red").unwrap_err();
         assert!(e.contains("layout") && e.contains("page_size"), "{e}");
-        assert!(o.set("layout", "adaptive").unwrap_err().contains("hints"));
+        assert!(o
+            .set("layout", "semidense")
+            .unwrap_err()
+            .contains("adaptive"));
+        assert_eq!(Options::default().layout, Layout::Adaptive);
+        for l in Layout::ALL {
+            assert_eq!(Layout::parse(l.name()), Ok(l));
+        }
         assert!(o.set("page_size", "1024").is_err());
         assert!(o.set("page_size", "65537").is_err());
         assert!(o.set("page_size", "x").is_err());

@@ -20,6 +20,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::adapt::Seen;
 use super::leaf::{LeafPlan, Records};
 use super::options::Options;
 use super::store::{backoff, Abort, Latch, MemNodeStore, NodeStore, Olc};
@@ -42,11 +43,12 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) truncate: bool,
     pub(crate) leaf_kind: u8,
     pub(crate) dense: bool,
+    pub(crate) adaptive: bool,
     pub(crate) records: AtomicU64,
     limits: Limits,
     splits: AtomicU64,
     merges: AtomicU64,
-    conversions: AtomicU64,
+    pub(crate) conversions: AtomicU64,
 }
 
 /// Holds a write latch; releases it when dropped.
@@ -126,6 +128,7 @@ impl<S: NodeStore> BTree<S> {
             truncate: options.layout.prefix_truncation(),
             leaf_kind: options.layout.leaf_kind(),
             dense: options.layout.dense_leaves(),
+            adaptive: options.layout.adaptive(),
             records: AtomicU64::new(0),
             limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
             splits: AtomicU64::new(0),
@@ -194,7 +197,7 @@ impl<S: NodeStore> BTree<S> {
     /// The bytes of page `id` for writing; the caller holds its write latch.
     #[inline]
     #[allow(clippy::mut_from_ref)]
-    fn page_mut(&self, id: PageId) -> Olc<&mut [u8]> {
+    pub(crate) fn page_mut(&self, id: PageId) -> Olc<&mut [u8]> {
         let p = self.store.page_ptr(id).ok_or(Abort::Restart)?;
         // SAFETY: as in `page`; the caller holds the write latch, so no other writer touches
         // these bytes while the returned slice lives.
@@ -239,10 +242,11 @@ impl<S: NodeStore> BTree<S> {
     /// Looks `key` up; on a hit copies the value into `out`.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         self.limits.check_key(key)?;
-        retry(|| {
+        let (found, seen) = retry(|| {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
             let page = self.page(id)?;
+            let seen = Seen::of(id, v, page);
             if page[0] == KIND_DENSE_LEAF {
                 let d = checked(l, v, Dense::new(id, page))?;
                 let found = match d.slot_of(key) {
@@ -254,7 +258,7 @@ impl<S: NodeStore> BTree<S> {
                     _ => false,
                 };
                 l.validate(v)?;
-                return Ok(found);
+                return Ok((found, seen));
             }
             let node = checked(l, v, Slotted::new(id, page))?;
             let (idx, found) = checked(l, v, leaf_find(&node, key))?;
@@ -264,8 +268,10 @@ impl<S: NodeStore> BTree<S> {
                 out.extend_from_slice(val);
             }
             l.validate(v)?;
-            Ok(found)
-        })
+            Ok((found, seen))
+        })?;
+        self.adapt_after_point_read(seen)?;
+        Ok(found)
     }
 
     /// Inserts or overwrites `key`.
@@ -278,7 +284,11 @@ impl<S: NodeStore> BTree<S> {
             l.upgrade(v)?;
             let outcome = {
                 let _g = WriteGuard(l);
-                self.leaf_put(id, key, value)?
+                let outcome = self.leaf_put(id, key, value)?;
+                if let Put::Done { .. } = outcome {
+                    self.adapt_after_point_write(id, self.page_mut(id)?)?;
+                }
+                outcome
             };
             match outcome {
                 Put::Done { inserted } => {
@@ -453,6 +463,7 @@ impl<S: NodeStore> BTree<S> {
                 node.remove(idx);
             }
             let free = node.view().free_space_after_compaction();
+            self.adapt_after_point_write(id, self.page_mut(id)?)?;
             Ok((true, (free >= self.options.page_size * 3 / 4).then_some(id)))
         })?;
         if found {
@@ -583,8 +594,13 @@ impl<S: NodeStore> BTree<S> {
         from.clear();
         from.extend_from_slice(start);
         let mut n = 0;
+        let mut first = true;
         while n < limit {
             let more = retry(|| self.copy_leaf(from, end, limit - n, buf))?;
+            if first {
+                first = false;
+                self.adapt_after_scan(buf.seen)?;
+            }
             for (k, v) in buf.records() {
                 n += 1;
                 if !visitor(k, v) || n >= limit {
@@ -614,6 +630,7 @@ impl<S: NodeStore> BTree<S> {
         let (id, v) = self.find_leaf(from)?;
         let l = self.latch(id)?;
         let page = self.page(id)?;
+        buf.seen = Seen::of(id, v, page);
         if page[0] == KIND_DENSE_LEAF {
             let d = checked(l, v, Dense::new(id, page))?;
             let mut key = Vec::new();
@@ -748,6 +765,7 @@ fn less_than(a: &[u8], b: &[u8], end: &[u8]) -> bool {
 /// Records copied out of one leaf during a walk.
 #[derive(Default)]
 struct LeafCopy {
+    seen: Seen,
     recs: Records,
     upper: Vec<u8>,
     ended: bool,

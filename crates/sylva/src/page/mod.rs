@@ -17,8 +17,8 @@
 //! - [`build`]: writing a fresh node from a sorted record stream (used by split, merge and
 //!   compaction) and the separator choice of section 2.
 //!
-//! Not implemented (the paper's sections 3.5 and 5): the semi-dense leaf (kind 4 is reserved)
-//! and the adaptive policy.
+//! Not implemented (the paper's section 3.5): the semi-dense leaf (kind 4 is reserved). The
+//! adaptive policy (section 5) lives in `sylva::btree`.
 //!
 //! Why the decoders check every offset even for pages that never leave memory: the tree reads
 //! pages optimistically (optimistic lock coupling) while a writer may be changing them, so an
