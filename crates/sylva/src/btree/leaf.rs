@@ -34,10 +34,6 @@ pub(crate) struct Records {
 }
 
 impl Records {
-    pub(crate) fn clear(&mut self) {
-        self.data.clear();
-        self.at.clear();
-    }
     pub(crate) fn len(&self) -> usize {
         self.at.len()
     }

@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::adapt::Seen;
-use super::leaf::{LeafPlan, Records};
+use super::leaf::LeafPlan;
 use super::options::Options;
 use super::store::{backoff, Abort, Latch, MemNodeStore, NodeStore, Olc};
 use crate::error::{Error, Result};
@@ -552,8 +552,12 @@ impl<S: NodeStore> BTree<S> {
     }
 
     /// Walks records in key order from the first key `>= start`, stopping before `end` (when
-    /// given), after `limit` records, or when `visitor` returns `false`. Each leaf's records are
-    /// copied out and validated before the visitor sees them.
+    /// given), after `limit` records, or when `visitor` returns `false`.
+    ///
+    /// Each leaf is read optimistically into a private snapshot (one page copy), validated, and
+    /// only then decoded and shown to the visitor, so the visitor never sees torn bytes and may
+    /// take its time. Copying the whole page is cheaper than copying record by record for all
+    /// but the shortest scans.
     pub fn walk(
         &self,
         start: &[u8],
@@ -563,22 +567,12 @@ impl<S: NodeStore> BTree<S> {
     ) -> Result<usize> {
         thread_local! {
             // Reused between walks so a short scan does not allocate.
-            static BUFFERS: std::cell::RefCell<(Vec<u8>, LeafCopy)> = Default::default();
+            static BUFFERS: std::cell::RefCell<WalkBuffers> = Default::default();
         }
         BUFFERS.with(|b| match b.try_borrow_mut() {
-            Ok(mut b) => {
-                let (from, buf) = &mut *b;
-                self.walk_with(start, end, limit, visitor, from, buf)
-            }
+            Ok(mut b) => self.walk_with(start, end, limit, visitor, &mut b),
             // A visitor that walks the tree itself: use fresh buffers.
-            Err(_) => self.walk_with(
-                start,
-                end,
-                limit,
-                visitor,
-                &mut Vec::new(),
-                &mut LeafCopy::default(),
-            ),
+            Err(_) => self.walk_with(start, end, limit, visitor, &mut WalkBuffers::default()),
         })
     }
 
@@ -588,102 +582,59 @@ impl<S: NodeStore> BTree<S> {
         end: Option<&[u8]>,
         limit: usize,
         visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-        from: &mut Vec<u8>,
-        buf: &mut LeafCopy,
+        b: &mut WalkBuffers,
     ) -> Result<usize> {
-        from.clear();
-        from.extend_from_slice(start);
+        b.from.clear();
+        b.from.extend_from_slice(start);
+        b.snapshot.resize(self.options.page_size, 0);
         let mut n = 0;
         let mut first = true;
         while n < limit {
-            let more = retry(|| self.copy_leaf(from, end, limit - n, buf))?;
+            let seen = retry(|| self.snapshot_leaf(&b.from, &mut b.snapshot))?;
             if first {
                 first = false;
-                self.adapt_after_scan(buf.seen)?;
+                self.adapt_after_scan(seen)?;
             }
-            for (k, v) in buf.records() {
-                n += 1;
-                if !visitor(k, v) || n >= limit {
-                    return Ok(n);
-                }
-            }
-            if !more || buf.ended {
+            let (more, done) = visit_snapshot(
+                seen.id,
+                &b.snapshot,
+                &b.from,
+                end,
+                limit,
+                &mut n,
+                &mut b.key,
+                visitor,
+            )?;
+            if done || !more {
                 break;
             }
-            from.clear();
-            from.extend_from_slice(&buf.upper);
-            from.push(0);
+            let upper = leaf_upper(seen.id, &b.snapshot)?;
+            b.from.clear();
+            b.from.extend_from_slice(upper.unwrap_or(&[]));
+            b.from.push(0);
         }
         Ok(n)
     }
 
-    /// Copies up to `max` records `>= from` (and `< end`) of the leaf holding `from`; returns
-    /// whether there is a next leaf (its first key is `> buf.upper`).
-    fn copy_leaf(
-        &self,
-        from: &[u8],
-        end: Option<&[u8]>,
-        max: usize,
-        buf: &mut LeafCopy,
-    ) -> Olc<bool> {
-        buf.clear();
+    /// Copies the leaf holding `from` into `out` (validated); sorts a fingerprinting leaf's
+    /// unsorted tail first (section 3.4, "sorted lazily before each scan").
+    fn snapshot_leaf(&self, from: &[u8], out: &mut [u8]) -> Olc<Seen> {
         let (id, v) = self.find_leaf(from)?;
         let l = self.latch(id)?;
         let page = self.page(id)?;
-        buf.seen = Seen::of(id, v, page);
-        if page[0] == KIND_DENSE_LEAF {
-            let d = checked(l, v, Dense::new(id, page))?;
-            let mut key = Vec::new();
-            for i in d.lower_bound(from)..d.capacity() {
-                if buf.len() >= max {
-                    break;
-                }
-                if !d.present(i) {
-                    continue;
-                }
-                key.clear();
-                d.key_into(i, &mut key);
-                if end.is_some_and(|end| key.as_slice() >= end) {
-                    buf.ended = true;
-                    break;
-                }
-                buf.push(&key, &[], d.value(i));
+        let seen = Seen::of(id, v, page);
+        if page[0] == KIND_FP_LEAF {
+            let node = checked(l, v, Slotted::new(id, page))?;
+            if node.sorted() < node.count() {
+                l.upgrade(v)?;
+                let _g = WriteGuard(l);
+                fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
+                return Err(Abort::Restart);
             }
-            let upper = checked(l, v, d.upper_fence())?;
-            if let Some(u) = upper {
-                buf.upper.extend_from_slice(u);
-            }
-            l.validate(v)?;
-            return Ok(upper.is_some());
         }
-        let node = checked(l, v, Slotted::new(id, page))?;
-        if node.sorted() < node.count() {
-            // A fingerprinting leaf with an unsorted tail: sort it under the write latch, then
-            // read again (section 3.4, "sorted lazily before each scan").
-            l.upgrade(v)?;
-            let _g = WriteGuard(l);
-            fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
-            return Err(Abort::Restart);
-        }
-        let (first, _) = checked(l, v, node.lower_bound(from))?;
-        let prefix = checked(l, v, node.prefix())?;
-        for i in first..node.count() {
-            if buf.len() >= max {
-                break;
-            }
-            let (k, val) = (checked(l, v, node.key(i))?, checked(l, v, node.value(i))?);
-            if end.is_some_and(|end| !less_than(prefix, k, end)) {
-                buf.ended = true;
-                break;
-            }
-            buf.push(prefix, k, val);
-        }
-        let upper = checked(l, v, node.upper_fence())?;
-        if let Some(u) = upper {
-            buf.upper.extend_from_slice(u);
-        }
+        out.copy_from_slice(page);
         l.validate(v)?;
-        Ok(upper.is_some())
+        Ok(seen)
     }
 
     /// Counts and counters.
@@ -762,30 +713,78 @@ fn less_than(a: &[u8], b: &[u8], end: &[u8]) -> bool {
     }
 }
 
-/// Records copied out of one leaf during a walk.
+/// Buffers a walk reuses.
 #[derive(Default)]
-struct LeafCopy {
-    seen: Seen,
-    recs: Records,
-    upper: Vec<u8>,
-    ended: bool,
+struct WalkBuffers {
+    from: Vec<u8>,
+    snapshot: Vec<u8>,
+    key: Vec<u8>,
 }
 
-impl LeafCopy {
-    fn clear(&mut self) {
-        self.recs.clear();
-        self.upper.clear();
-        self.ended = false;
+/// The upper fence of a leaf snapshot.
+fn leaf_upper(id: PageId, page: &[u8]) -> Result<Option<&[u8]>> {
+    if page[0] == KIND_DENSE_LEAF {
+        Dense::new(id, page)?.upper_fence()
+    } else {
+        Slotted::new(id, page)?.upper_fence()
     }
-    fn len(&self) -> usize {
-        self.recs.len()
+}
+
+/// Visits the records `>= from` (and `< end`) of a validated leaf snapshot, counting in `n` up
+/// to `limit`. Returns (whether a next leaf exists, whether the walk is over).
+#[allow(clippy::too_many_arguments)]
+fn visit_snapshot(
+    id: PageId,
+    page: &[u8],
+    from: &[u8],
+    end: Option<&[u8]>,
+    limit: usize,
+    n: &mut usize,
+    key: &mut Vec<u8>,
+    visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> Result<(bool, bool)> {
+    let more = leaf_upper(id, page)?.is_some();
+    if page[0] == KIND_DENSE_LEAF {
+        let d = Dense::new(id, page)?;
+        for i in d.lower_bound(from)..d.capacity() {
+            if !d.present(i) {
+                continue;
+            }
+            key.clear();
+            d.key_into(i, key);
+            if end.is_some_and(|end| key.as_slice() >= end) {
+                return Ok((more, true));
+            }
+            *n += 1;
+            if !visitor(key, d.value(i)) || *n >= limit {
+                return Ok((more, true));
+            }
+        }
+        return Ok((more, false));
     }
-    fn push(&mut self, prefix: &[u8], key: &[u8], value: &[u8]) {
-        self.recs.push(prefix, key, value);
+    let node = Slotted::new(id, page)?;
+    let (first, _) = node.lower_bound(from)?;
+    let prefix = node.prefix()?;
+    key.clear();
+    key.extend_from_slice(prefix);
+    for i in first..node.count() {
+        let (k, val) = (node.key(i)?, node.value(i)?);
+        if end.is_some_and(|end| !less_than(prefix, k, end)) {
+            return Ok((more, true));
+        }
+        *n += 1;
+        let go_on = if prefix.is_empty() {
+            visitor(k, val)
+        } else {
+            key.truncate(prefix.len());
+            key.extend_from_slice(k);
+            visitor(key, val)
+        };
+        if !go_on || *n >= limit {
+            return Ok((more, true));
+        }
     }
-    fn records(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        self.recs.iter()
-    }
+    Ok((more, false))
 }
 
 #[cfg(test)]
