@@ -13,9 +13,11 @@
 
 pub mod btree;
 mod error;
+pub mod io;
 mod kv;
 mod memmap;
 pub mod page;
+pub mod wal;
 
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};

@@ -143,9 +143,8 @@ impl<S: NodeStore> BTree<S> {
         };
         let records = || range.clone().map(|i| (recs.key(i), recs.value(i)));
         if let Some(shape) = &shape {
-            let pending_fits = pending.map_or(true, |(k, vl)| {
-                vl == shape.value_len && shape.slot_of(k).is_some()
-            });
+            let pending_fits =
+                pending.is_none_or(|(k, vl)| vl == shape.value_len && shape.slot_of(k).is_some());
             if pending_fits && dense::build(dst, shape, lower, upper, 0, records()) {
                 return true;
             }
