@@ -22,6 +22,9 @@
 //! - `wiki`: synthetic titles, about 20 bytes: one to four capitalised vocabulary words
 //!   joined by `_`, sometimes with a disambiguation suffix like `_(film)` or a year.
 //!
+//! - `density=D` (0 < D <= 1): N distinct 32-bit integers drawn uniformly from `[0, N/D)`, the
+//!   key sets of the paper's density sweep (Figure 9); `--records-int` sets N.
+//!
 //! The paper uses real URLs and Wikipedia titles; these generators only imitate their length
 //! and prefix sharing.
 
@@ -199,7 +202,28 @@ fn make_keys(set: &str, n: usize) -> Vec<Vec<u8>> {
                 })
                 .collect()
         }
-        other => panic!("unknown key set {other}"),
+        other => match other
+            .strip_prefix("density=")
+            .and_then(|d| d.parse::<f64>().ok())
+        {
+            // Figure 9's key sets: N distinct 32-bit integers drawn uniformly from [0, N/density)
+            // (selection sampling, so exactly N).
+            Some(d) if d > 0.0 && d <= 1.0 => {
+                let m = (n as f64 / d).round() as u64;
+                let mut need = n as u64;
+                let mut keys = Vec::with_capacity(n);
+                for i in 0..m {
+                    if rng.below(m - i) < need {
+                        keys.push((i as u32).to_be_bytes().to_vec());
+                        need -= 1;
+                    }
+                }
+                keys
+            }
+            _ => panic!(
+                "unknown key set {other} (dense, sparse, urls, wiki, density=D with 0 < D <= 1)"
+            ),
+        },
     };
     let mut keys = dedup_shuffle(keys, &mut rng);
     keys.truncate(n);
