@@ -623,7 +623,9 @@ impl<S: NodeStore> BTree<S> {
         let l = self.latch(id)?;
         let page = self.page(id)?;
         let seen = Seen::of(id, v, page);
-        if page[0] == KIND_FP_LEAF {
+        if page[0] == KIND_DENSE_LEAF {
+            out.copy_from_slice(page);
+        } else {
             let node = checked(l, v, Slotted::new(id, page))?;
             if node.sorted() < node.count() {
                 l.upgrade(v)?;
@@ -631,8 +633,12 @@ impl<S: NodeStore> BTree<S> {
                 fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
                 return Err(Abort::Restart);
             }
+            // Header and slots, then the heap: the free gap between them is never read.
+            let slots_end = node.slot_base() + node.count() * node.slot_len();
+            let heap_start = node.heap_start().max(slots_end).min(page.len());
+            out[..slots_end].copy_from_slice(&page[..slots_end]);
+            out[heap_start..].copy_from_slice(&page[heap_start..]);
         }
-        out.copy_from_slice(page);
         l.validate(v)?;
         Ok(seen)
     }
