@@ -4,8 +4,9 @@
 //! Files and the paper sections they implement:
 //! - [`options`]: the layouts of the paper's ablation (Figure 7) plus `adaptive`, and the page
 //!   size;
-//! - `tree`: descent, get/put/delete, ordered walks, split and merge (section 2), optimistic
-//!   lock coupling (section 7.1);
+//! - `tree`: descent, get/put/delete, split and merge (section 2), optimistic lock coupling
+//!   (section 7.1);
+//! - `walk`: scans and range maps over validated leaf snapshots;
 //! - `leaf`: leaf split, merge and layout conversion over every leaf kind, with the dense split
 //!   and the partition-aware separator (sections 3.5, 4.6) and key-adaption (section 5.1);
 //! - `adapt`: operation-adaption (section 5.1);
@@ -51,6 +52,7 @@ mod leaf;
 pub mod options;
 mod store;
 mod tree;
+mod walk;
 
 pub use check::CheckReport;
 pub use options::{Layout, Options};
