@@ -16,7 +16,7 @@ pub const DEFAULT_ENGINE: &str = "memmap";
 
 /// Every engine name, for error messages and help.
 pub const ENGINE_NAMES: &[&str] = &[
-    "memmap", "btreemap", "rocksdb", "lmdb", "redb", "fjall", "sled",
+    "memmap", "btreemap", "btree", "rocksdb", "lmdb", "redb", "fjall", "sled",
 ];
 
 /// The peers: engines people use today, built only with `--features peers`.
@@ -80,6 +80,16 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
         "btreemap" => {
             no_options(spec)?;
             Ok(Box::new(|_| Ok(Box::new(BareBTreeMap::default()))))
+        }
+        "btree" => {
+            // `btree:layout=baseline|prefix|heads|hints|fingerprint|dense|adaptive,page_size=N`.
+            let mut options = sylva::btree::Options::default();
+            for (k, v) in &spec.options {
+                options.set(k, v)?;
+            }
+            Ok(Box::new(move |_| {
+                shared(sylva::btree::BTree::new(options).map_err(|e| e.to_string())?)
+            }))
         }
         other => Err(format!(
             "unknown engine `{other}`; valid: {}",
@@ -210,6 +220,13 @@ mod tests {
             .err()
             .expect("unknown option");
         assert!(err.contains("foo"), "{err}");
+        assert!(
+            opener(&EngineSpec::parse("btree:layout=dense,page_size=8192").expect("parse")).is_ok()
+        );
+        let err = opener(&EngineSpec::parse("btree:colour=red").expect("parse"))
+            .err()
+            .expect("unknown btree option");
+        assert!(err.contains("layout") && err.contains("page_size"), "{err}");
     }
 
     #[test]

@@ -8,13 +8,16 @@
 //! Engines:
 //! - [`MemMap`]: std `BTreeMap` under a `RwLock`; the model for tests and the floor for
 //!   benchmarks.
+//! - [`btree::BTree`]: the slotted-page B+tree of "B-Trees Are Back" over [`page`] nodes.
 #![warn(missing_docs)]
 
+pub mod btree;
 pub mod buffer;
 mod error;
 pub mod io;
 mod kv;
 mod memmap;
+pub mod page;
 pub mod wal;
 
 pub use error::{Error, Result};

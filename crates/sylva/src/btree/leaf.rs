@@ -1,0 +1,416 @@
+//! Leaf splits, merges and layout conversions, over every leaf kind (paper sections 2, 3.5 and
+//! 4.6).
+//!
+//! A leaf that overflows is first offered a cheaper way out than a median split:
+//! - a comparison or fingerprinting leaf whose records (and the pending record) meet the
+//!   fully-dense preconditions is converted in place (section 3.5: "the creation of a dense node
+//!   is attempted whenever a comparison-based leaf would otherwise be split");
+//! - a fully-dense leaf asked to take a key past its last slot does the *dense split*: it keeps
+//!   every record, lowers its upper fence to the key of its last slot, and a new empty leaf takes
+//!   the rest of the range (dense if the pending key fits a dense leaf there, else a comparison
+//!   leaf). With fewer than a quarter of its slots used it converts back to the default leaf
+//!   kind instead, if that fits;
+//! - otherwise the records are split. With dense leaves enabled the *partition-aware* split
+//!   point comes first: the longest run of records from the left that could form a dense leaf,
+//!   used when it reaches the median; else the shortest separator near the median.
+//!
+//! Each half is built as a fully-dense leaf when dense leaves are enabled and its records (and
+//! the pending record, if it lands there) fit one, else as the tree's default leaf kind.
+
+use super::store::NodeStore;
+use super::tree::BTree;
+use crate::error::Result;
+use crate::page::build::{leaf_separator, Builder, NodeSpec};
+use crate::page::dense::{self, Dense, Shape, KIND_DENSE_LEAF};
+use crate::page::slotted::Slotted;
+use crate::page::{corrupt, head, PageId, KIND_FP_LEAF, KIND_LEAF};
+
+/// Records with full keys, in one buffer.
+#[derive(Default)]
+pub(crate) struct Records {
+    data: Vec<u8>,
+    /// (key start, key end = value start, value end) per record.
+    at: Vec<(u32, u32, u32)>,
+}
+
+impl Records {
+    pub(crate) fn len(&self) -> usize {
+        self.at.len()
+    }
+    /// Appends a record whose key is `a ++ b`.
+    #[inline]
+    pub(crate) fn push(&mut self, a: &[u8], b: &[u8], value: &[u8]) {
+        let start = self.data.len() as u32;
+        self.data.extend_from_slice(a);
+        self.data.extend_from_slice(b);
+        let mid = self.data.len() as u32;
+        self.data.extend_from_slice(value);
+        self.at.push((start, mid, self.data.len() as u32));
+    }
+    /// Appends a record whose key was already appended to the buffer by `write_key`.
+    fn push_with(&mut self, write_key: impl FnOnce(&mut Vec<u8>), value: &[u8]) {
+        let start = self.data.len() as u32;
+        write_key(&mut self.data);
+        let mid = self.data.len() as u32;
+        self.data.extend_from_slice(value);
+        self.at.push((start, mid, self.data.len() as u32));
+    }
+    #[inline]
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let (s, m, _) = self.at[i];
+        &self.data[s as usize..m as usize]
+    }
+    #[inline]
+    pub(crate) fn value(&self, i: usize) -> &[u8] {
+        let (_, m, e) = self.at[i];
+        &self.data[m as usize..e as usize]
+    }
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        (0..self.len()).map(|i| (self.key(i), self.value(i)))
+    }
+}
+
+/// Appends every record of a leaf (slotted kinds must be sorted) to `out`, in key order.
+pub(crate) fn collect(id: PageId, page: &[u8], out: &mut Records) -> Result<()> {
+    if page.first() == Some(&KIND_DENSE_LEAF) {
+        let d = Dense::new(id, page)?;
+        for i in (0..d.capacity()).filter(|&i| d.present(i)) {
+            out.push_with(|b| d.key_into(i, b), d.value(i));
+        }
+        return Ok(());
+    }
+    let v = Slotted::new(id, page)?;
+    if v.sorted() != v.count() {
+        return Err(corrupt(id, "collecting an unsorted leaf"));
+    }
+    let prefix = v.prefix()?;
+    for i in 0..v.count() {
+        out.push(prefix, v.key(i)?, v.value(i)?);
+    }
+    Ok(())
+}
+
+/// What to do with an overflowing leaf.
+pub(crate) enum LeafPlan {
+    /// Replace the leaf's bytes; no split.
+    InPlace(Vec<u8>),
+    /// Split: `left` goes to a new page, `right` replaces the leaf, `separator` goes up.
+    Split {
+        left: Vec<u8>,
+        right: Vec<u8>,
+        separator: Vec<u8>,
+    },
+}
+
+/// Fences of a leaf of any kind.
+fn fences(id: PageId, page: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+    if page.first() == Some(&KIND_DENSE_LEAF) {
+        let d = Dense::new(id, page)?;
+        return Ok((
+            d.lower_fence().to_vec(),
+            d.upper_fence()?.map(<[u8]>::to_vec),
+        ));
+    }
+    let v = Slotted::new(id, page)?;
+    Ok((
+        v.lower_fence()?.to_vec(),
+        v.upper_fence()?.map(<[u8]>::to_vec),
+    ))
+}
+
+impl<S: NodeStore> BTree<S> {
+    /// Builds a leaf from `recs[range]` into `dst`: fully dense when enabled and possible (and
+    /// the pending record, if it belongs here, fits too), else the default leaf kind. `false`
+    /// if the records do not fit a page.
+    pub(crate) fn build_leaf(
+        &self,
+        dst: &mut [u8],
+        (lower, upper): (&[u8], Option<&[u8]>),
+        recs: &Records,
+        range: std::ops::Range<usize>,
+        pending: Option<(&[u8], usize)>,
+        counter: u8,
+    ) -> bool {
+        let shape = match (self.dense, range.is_empty()) {
+            (true, false) => Shape::new(
+                dst.len(),
+                lower,
+                upper,
+                recs.key(range.start).len(),
+                recs.value(range.start).len(),
+            ),
+            _ => None,
+        };
+        let records = || range.clone().map(|i| (recs.key(i), recs.value(i)));
+        if let Some(shape) = &shape {
+            let pending_fits =
+                pending.is_none_or(|(k, vl)| vl == shape.value_len && shape.slot_of(k).is_some());
+            if pending_fits && dense::build(dst, shape, lower, upper, 0, records()) {
+                return true;
+            }
+        }
+        if self.build_default_leaf(dst, lower, upper, recs, range.clone(), counter) {
+            return true;
+        }
+        // Too many records for the default kind: stay dense even though the pending record does
+        // not fit; the insert will split this leaf again (halving until the default kind fits).
+        shape.is_some_and(|shape| dense::build(dst, &shape, lower, upper, 0, records()))
+    }
+
+    /// Decides how leaf `id` (write-latched, fingerprint tail already sorted) makes room for
+    /// `key` with a value of `value_len` bytes.
+    pub(crate) fn plan_leaf_split(
+        &self,
+        id: PageId,
+        page: &[u8],
+        key: &[u8],
+        value_len: usize,
+    ) -> Result<LeafPlan> {
+        let ps = page.len();
+        let (lower, upper) = fences(id, page)?;
+        let counter = op_counter(page);
+        let mut recs = Records::default();
+        collect(id, page, &mut recs)?;
+        let pending = Some((key, value_len));
+        if page[0] == KIND_DENSE_LEAF {
+            let d = Dense::new(id, page)?;
+            let shape = d.shape();
+            let mut last = Vec::new();
+            d.key_into(d.capacity() - 1, &mut last);
+            let nn = shape.key_len.saturating_sub(4);
+            let beyond = key.len() == shape.key_len
+                && value_len == shape.value_len
+                && key[..nn] == shape.reference[..nn]
+                && key > last.as_slice();
+            if beyond && d.count() * 4 >= d.capacity() {
+                // Dense split: keep every record, hand the range past the last slot to a new
+                // empty leaf.
+                let separator = last;
+                let mut left = vec![0u8; ps];
+                if !dense::build(
+                    &mut left,
+                    &shape,
+                    &lower,
+                    Some(&separator),
+                    d.op_counter(),
+                    recs.iter(),
+                ) {
+                    return Err(corrupt(id, "dense leaf does not fit its own shape"));
+                }
+                let mut right = vec![0u8; ps];
+                if !self.build_leaf(
+                    &mut right,
+                    (&separator, upper.as_deref()),
+                    &recs,
+                    0..0,
+                    None,
+                    counter,
+                ) {
+                    return Err(corrupt(id, "empty leaf does not fit"));
+                }
+                if self.dense {
+                    if let Some(s) =
+                        Shape::new(ps, &separator, upper.as_deref(), key.len(), value_len)
+                    {
+                        if s.slot_of(key).is_some() {
+                            dense::build(
+                                &mut right,
+                                &s,
+                                &separator,
+                                upper.as_deref(),
+                                0,
+                                std::iter::empty(),
+                            );
+                        }
+                    }
+                }
+                return Ok(LeafPlan::Split {
+                    left,
+                    right,
+                    separator,
+                });
+            }
+            // Not a dense split: back to the default kind in place if it fits.
+            let mut page2 = vec![0u8; ps];
+            if self.build_default_leaf(
+                &mut page2,
+                &lower,
+                upper.as_deref(),
+                &recs,
+                0..recs.len(),
+                counter,
+            ) {
+                return Ok(LeafPlan::InPlace(page2));
+            }
+        } else if self.dense && recs.len() > 0 {
+            // Conversion to a dense leaf in place, when everything (the pending record too)
+            // fits one.
+            let mut out = vec![0u8; ps];
+            if self.build_leaf(
+                &mut out,
+                (&lower, upper.as_deref()),
+                &recs,
+                0..recs.len(),
+                pending,
+                counter,
+            ) && out[0] == KIND_DENSE_LEAF
+            {
+                return Ok(LeafPlan::InPlace(out));
+            }
+        }
+        let n = recs.len();
+        if n < 2 {
+            return Err(corrupt(id, "leaf with fewer than two records cannot split"));
+        }
+        let (split, separator) = match self
+            .dense
+            .then(|| partition_point(ps, &lower, &recs))
+            .flatten()
+        {
+            Some(p) => p,
+            None => leaf_separator(n, |i| Ok(recs.key(i)))?,
+        };
+        let (pl, pr) = if key <= separator.as_slice() {
+            (pending, None)
+        } else {
+            (None, pending)
+        };
+        let (mut left, mut right) = (vec![0u8; ps], vec![0u8; ps]);
+        if !self.build_leaf(
+            &mut left,
+            (&lower, Some(&separator)),
+            &recs,
+            0..split,
+            pl,
+            counter,
+        ) || !self.build_leaf(
+            &mut right,
+            (&separator, upper.as_deref()),
+            &recs,
+            split..n,
+            pr,
+            counter,
+        ) {
+            return Err(corrupt(id, "split halves do not fit a page"));
+        }
+        Ok(LeafPlan::Split {
+            left,
+            right,
+            separator,
+        })
+    }
+
+    /// Builds a comparison or fingerprinting leaf from `recs[range]`. Outside the adaptive
+    /// layout the kind is the layout's. In the adaptive layout this is the key-adaption of
+    /// section 5.1: keys whose heads are good (adjacent equal heads at most one per 16 records)
+    /// get a comparison leaf with the operation counter disabled (255); other keys get a
+    /// fingerprinting leaf unless the inherited counter says scans are common (≥ 2).
+    pub(crate) fn build_default_leaf(
+        &self,
+        dst: &mut [u8],
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        recs: &Records,
+        range: std::ops::Range<usize>,
+        counter: u8,
+    ) -> bool {
+        let mut spec = NodeSpec {
+            kind: self.leaf_kind,
+            flags: self.flags,
+            prefix_truncation: self.truncate,
+            lower,
+            upper,
+            upper_child: 0,
+            op_counter: 0,
+        };
+        if self.adaptive {
+            let p = spec.prefix_len();
+            let head_of = |i: usize| head(recs.key(i).get(p..).unwrap_or(&[]));
+            let collisions = range
+                .clone()
+                .skip(1)
+                .filter(|&i| head_of(i) == head_of(i - 1))
+                .count();
+            if collisions * 16 <= range.len() {
+                spec.kind = KIND_LEAF;
+                spec.op_counter = COUNTER_DISABLED;
+            } else {
+                let c = if counter == COUNTER_DISABLED {
+                    0
+                } else {
+                    counter.min(3)
+                };
+                spec.kind = if c < 2 { KIND_FP_LEAF } else { KIND_LEAF };
+                spec.op_counter = c;
+            }
+        }
+        let Some(mut b) = Builder::new(dst, &spec) else {
+            return false;
+        };
+        for i in range {
+            if !b.push(recs.key(i), &[], recs.value(i)) {
+                return false;
+            }
+        }
+        b.finish();
+        true
+    }
+
+    /// Merges neighbouring leaves into one page image, if the union fits.
+    pub(crate) fn plan_leaf_merge(
+        &self,
+        left: (PageId, &[u8]),
+        right: (PageId, &[u8]),
+    ) -> Result<Option<Vec<u8>>> {
+        let (lower, _) = fences(left.0, left.1)?;
+        let (_, upper) = fences(right.0, right.1)?;
+        let mut recs = Records::default();
+        collect(left.0, left.1, &mut recs)?;
+        collect(right.0, right.1, &mut recs)?;
+        let mut out = vec![0u8; left.1.len()];
+        Ok(self
+            .build_leaf(
+                &mut out,
+                (&lower, upper.as_deref()),
+                &recs,
+                0..recs.len(),
+                None,
+                op_counter(right.1),
+            )
+            .then_some(out))
+    }
+}
+
+/// The adaptive policy's operation counter of a leaf of any kind.
+pub(crate) fn op_counter(page: &[u8]) -> u8 {
+    let at = if page.first() == Some(&KIND_DENSE_LEAF) {
+        20
+    } else {
+        22
+    };
+    page.get(at).copied().unwrap_or(0)
+}
+
+/// The counter value that disables operation adaption (good heads).
+pub(crate) const COUNTER_DISABLED: u8 = 255;
+
+/// The partition-aware split point (section 4.6): the longest run of records from the left that
+/// fits one dense leaf, with the shortest separator after it, if the run reaches the median.
+fn partition_point(page_size: usize, lower: &[u8], recs: &Records) -> Option<(usize, Vec<u8>)> {
+    let n = recs.len();
+    let (k0, v0) = (recs.key(0), recs.value(0));
+    let shape = Shape::new(page_size, lower, None, k0.len(), v0.len())?;
+    let run = (0..n)
+        .take_while(|&i| {
+            recs.value(i).len() == shape.value_len && shape.slot_of(recs.key(i)).is_some()
+        })
+        .count();
+    if run < n / 2 || run >= n {
+        return None;
+    }
+    let (a, b) = (recs.key(run - 1), recs.key(run));
+    let p = crate::page::common_prefix(a, b);
+    let sep = b.get(..p + 1)?;
+    // The separator must leave `b` on the right.
+    (sep.len() < b.len()).then(|| (run, sep.to_vec()))
+}

@@ -1,0 +1,60 @@
+//! `btree`: the in-memory B+tree of fixed-size slotted pages with variable-size keys from
+//! "B-Trees Are Back" (SIGMOD 2025), synchronized with optimistic lock coupling.
+//!
+//! Files and the paper sections they implement:
+//! - [`options`]: the layouts of the paper's ablation (Figure 7) plus `adaptive`, and the page
+//!   size;
+//! - `tree`: descent, get/put/delete, split and merge (section 2), optimistic lock coupling
+//!   (section 7.1);
+//! - `walk`: scans and range maps over validated leaf snapshots;
+//! - `leaf`: leaf split, merge and layout conversion over every leaf kind, with the dense split
+//!   and the partition-aware separator (sections 3.5, 4.6) and key-adaption (section 5.1);
+//! - `adapt`: operation-adaption (section 5.1);
+//! - `store`: the node-store interface (pages by id, each with a versioned latch) and its
+//!   in-memory implementation;
+//! - `check`: the structural check;
+//! - `kv`: the [`crate::KvStore`] implementation.
+//!
+//! Node formats live in [`crate::page`].
+//!
+//! Status against the issue: implemented are the baseline slotted page, prefix truncation, heads,
+//! hints, fingerprinting leaves, fully-dense leaves and the adaptive policy (layouts `baseline`,
+//! `prefix`, `heads`, `hints`, `fingerprint`, `dense`, `adaptive`; default `adaptive`),
+//! optimistic lock coupling, split with the shortest separator, merge at ≥ 3/4 empty, and
+//! `check()`. Not implemented: semi-dense leaves (section 3.5; there is no `semidense` layout)
+//! and contention split (section 7.3).
+//!
+//! Reads and writes to shared memory: point reads never write unless the adaptive layout's
+//! operation counter is to change (probability 0.05, and only for leaves whose keys have poor
+//! heads); a scan writes when it sorts a fingerprinting leaf's unsorted tail (the paper's lazy
+//! sort) or, in the adaptive layout, bumps the counter (probability 0.15). Each such write takes
+//! the leaf's write latch like any writer.
+//!
+//! Differences from the paper:
+//! - Dense leaves: only the fully-dense variant. A dense leaf that is asked to take a record it
+//!   cannot hold (another key length or value length, or a key past its last slot while under a
+//!   quarter full) is rewritten as the default leaf kind when that fits, else split.
+//! - Key-adaption's "good heads" test is `16 × (adjacent equal heads) ≤ records`, with heads of
+//!   the prefix-truncated keys.
+//! - Merge: after a delete leaves a node with ≥ 3/4 of its page free, it is merged with its right
+//!   neighbour under the same parent (the left one for the last child) if the union fits one
+//!   page. Merges cascade to inner nodes; the tree never shrinks in height (an inner root may
+//!   end up with no keys and only its upper child).
+//! - Limits: a record must fit in a quarter page, split as keys up to 1/16 of the page
+//!   ([`max_key_len`]: 256 bytes at 4 KiB) and values up to the rest of the quarter after a
+//!   10-byte slot ([`max_value_len`]: 758 bytes at 4 KiB). Fences are stored untruncated, so a
+//!   node must hold two maximal fences plus records; the split keeps that true.
+
+mod adapt;
+mod check;
+mod kv;
+mod leaf;
+pub mod options;
+mod store;
+mod tree;
+mod walk;
+
+pub use check::CheckReport;
+pub use options::{Layout, Options};
+pub use store::{Latch, MemNodeStore, NodeStore};
+pub use tree::{max_key_len, max_value_len, BTree};

@@ -1,0 +1,285 @@
+//! Where nodes live: the node-store interface and its in-memory implementation.
+//!
+//! The tree addresses nodes only by [`PageId`] and never keeps a Rust reference from one node
+//! into another, so a later buffer pool can implement [`NodeStore`] over a page file. Each page
+//! has a versioned [`Latch`] (optimistic lock coupling, paper section 7.1 / Leis et al.).
+//!
+//! [`MemNodeStore`] keeps pages in chunks that are never moved or returned to the allocator
+//! before the store is dropped: a reader holding a stale page id can always read the bytes it
+//! points to (and then fails validation), which is what optimistic reads need. Freed pages are
+//! reused; their latch versions keep counting so no stale reader validates against them.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::page::PageId;
+
+/// A versioned latch: bit 0 obsolete, bit 1 write-locked, bits 2.. a version counter that
+/// every write unlock advances.
+#[derive(Debug, Default)]
+pub struct Latch(AtomicU64);
+
+const OBSOLETE: u64 = 1;
+const LOCKED: u64 = 2;
+const STEP: u64 = 4;
+
+/// Why an optimistic operation could not complete.
+pub(crate) enum Abort {
+    /// A page changed underneath; start the operation again.
+    Restart,
+    /// A real error.
+    Fail(Error),
+}
+
+impl From<Error> for Abort {
+    fn from(e: Error) -> Self {
+        Abort::Fail(e)
+    }
+}
+
+pub(crate) type Olc<T> = std::result::Result<T, Abort>;
+
+impl Latch {
+    /// Waits until the latch is not write-locked and returns its version. `Restart` if the page
+    /// was freed.
+    #[inline]
+    pub(crate) fn read_lock(&self) -> Olc<u64> {
+        let mut spins = 0u32;
+        loop {
+            let v = self.0.load(Ordering::Acquire);
+            if v & OBSOLETE != 0 {
+                return Err(Abort::Restart);
+            }
+            if v & LOCKED == 0 {
+                return Ok(v);
+            }
+            backoff(&mut spins);
+        }
+    }
+
+    /// Whether the version is still `v` (nothing was written since `read_lock` returned it).
+    #[inline]
+    pub(crate) fn validate(&self, v: u64) -> Olc<()> {
+        // Orders the optimistic reads before this check.
+        std::sync::atomic::fence(Ordering::Acquire);
+        if self.0.load(Ordering::Relaxed) == v {
+            Ok(())
+        } else {
+            Err(Abort::Restart)
+        }
+    }
+
+    /// Takes the write lock if the version is still `v`.
+    #[inline]
+    pub(crate) fn upgrade(&self, v: u64) -> Olc<()> {
+        self.0
+            .compare_exchange(v, v | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .map(|_| ())
+            .map_err(|_| Abort::Restart)
+    }
+
+    /// Releases the write lock and advances the version.
+    #[inline]
+    pub(crate) fn unlock(&self) {
+        let v = self.0.load(Ordering::Relaxed);
+        self.0
+            .store((v & !(LOCKED | OBSOLETE)) + STEP, Ordering::Release);
+    }
+
+    /// Releases the write lock marking the page freed.
+    fn unlock_obsolete(&self) {
+        let v = self.0.load(Ordering::Relaxed);
+        self.0.store(
+            ((v & !(LOCKED | OBSOLETE)) + STEP) | OBSOLETE,
+            Ordering::Release,
+        );
+    }
+
+    /// Takes a freed page's latch for reuse, write-locked.
+    fn lock_for_reuse(&self) {
+        let v = self.0.load(Ordering::Relaxed);
+        self.0.store(
+            ((v & !(LOCKED | OBSOLETE)) + STEP) | LOCKED,
+            Ordering::Release,
+        );
+    }
+}
+
+/// Spin briefly, then yield: on a machine with fewer cores than threads a spinning waiter would
+/// otherwise burn the holder's time slice.
+#[inline]
+pub(crate) fn backoff(spins: &mut u32) {
+    *spins += 1;
+    if *spins < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// Fixed-size node pages addressed by id, each with a latch.
+pub trait NodeStore: Send + Sync {
+    /// Page size in bytes.
+    fn page_size(&self) -> usize;
+    /// Allocates a page and returns it write-locked (contents unspecified).
+    fn allocate(&self) -> Result<PageId>;
+    /// Frees a page whose write lock the caller holds; releases the lock.
+    fn free(&self, id: PageId);
+    /// The latch of page `id`, or `None` for an id never allocated.
+    fn latch(&self, id: PageId) -> Option<&Latch>;
+    /// The bytes of page `id` (`page_size` long), or `None` for an id never allocated.
+    ///
+    /// The pointer stays valid for the store's lifetime. Readers may read through it
+    /// optimistically (validating the latch afterwards); only the write-lock holder writes.
+    fn page_ptr(&self, id: PageId) -> Option<NonNull<u8>>;
+    /// Pages currently allocated (not free).
+    fn pages_in_use(&self) -> u64;
+}
+
+const DIRECTORY_LEN: usize = 1 << 16;
+const CHUNK_BYTES: usize = 1 << 20;
+
+struct Chunk {
+    latches: Box<[Latch]>,
+    data: NonNull<u8>,
+    len: usize,
+}
+
+struct Alloc {
+    next: u64,
+    free: Vec<PageId>,
+}
+
+/// Pages in memory, in chunks of about 1 MiB.
+pub struct MemNodeStore {
+    page_size: usize,
+    chunk_shift: u32,
+    directory: Box<[AtomicPtr<Chunk>]>,
+    alloc: Mutex<Alloc>,
+}
+
+// SAFETY: the raw chunk pointers are owned by the store and only freed in `Drop`; page bytes are
+// shared between threads under the latch protocol documented on `NodeStore::page_ptr`.
+unsafe impl Send for MemNodeStore {}
+// SAFETY: as above; all shared mutable state is atomics or behind the `alloc` mutex.
+unsafe impl Sync for MemNodeStore {}
+
+impl MemNodeStore {
+    /// An empty store of `page_size`-byte pages.
+    pub fn new(page_size: usize) -> Self {
+        let chunk_pages = (CHUNK_BYTES / page_size).max(16).next_power_of_two();
+        MemNodeStore {
+            page_size,
+            chunk_shift: chunk_pages.trailing_zeros(),
+            directory: (0..DIRECTORY_LEN)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            alloc: Mutex::new(Alloc {
+                next: 0,
+                free: Vec::new(),
+            }),
+        }
+    }
+
+    #[inline]
+    fn chunk(&self, id: PageId) -> Option<(&Chunk, usize)> {
+        let c = (id >> self.chunk_shift) as usize;
+        let p = self.directory.get(c)?.load(Ordering::Acquire);
+        // SAFETY: non-null directory entries point to chunks created by `allocate` and freed
+        // only in `Drop`, which has exclusive access.
+        let chunk = unsafe { p.as_ref()? };
+        Some((chunk, (id & ((1 << self.chunk_shift) - 1)) as usize))
+    }
+}
+
+impl NodeStore for MemNodeStore {
+    fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    fn allocate(&self) -> Result<PageId> {
+        let mut a = self.alloc.lock();
+        if let Some(id) = a.free.pop() {
+            if let Some(l) = self.latch(id) {
+                l.lock_for_reuse();
+            }
+            return Ok(id);
+        }
+        let id = a.next;
+        let c = (id >> self.chunk_shift) as usize;
+        if c >= DIRECTORY_LEN {
+            return Err(Error::InvalidArgument {
+                what: "in-memory node store is full".into(),
+                limit: DIRECTORY_LEN << self.chunk_shift,
+            });
+        }
+        if self.directory[c].load(Ordering::Relaxed).is_null() {
+            let pages = 1usize << self.chunk_shift;
+            let len = pages * self.page_size;
+            let data = Box::into_raw(vec![0u8; len].into_boxed_slice()) as *mut u8;
+            let chunk = Box::new(Chunk {
+                latches: (0..pages).map(|_| Latch::default()).collect(),
+                // SAFETY: `Box::into_raw` never returns null.
+                data: unsafe { NonNull::new_unchecked(data) },
+                len,
+            });
+            self.directory[c].store(Box::into_raw(chunk), Ordering::Release);
+        }
+        a.next += 1;
+        if let Some(l) = self.latch(id) {
+            l.lock_for_reuse();
+        }
+        Ok(id)
+    }
+
+    fn free(&self, id: PageId) {
+        if let Some(l) = self.latch(id) {
+            l.unlock_obsolete();
+            self.alloc.lock().free.push(id);
+        }
+    }
+
+    #[inline]
+    fn latch(&self, id: PageId) -> Option<&Latch> {
+        let (c, i) = self.chunk(id)?;
+        c.latches.get(i)
+    }
+
+    #[inline]
+    fn page_ptr(&self, id: PageId) -> Option<NonNull<u8>> {
+        let (c, i) = self.chunk(id)?;
+        if (i + 1) * self.page_size > c.len {
+            return None;
+        }
+        // SAFETY: `i * page_size` is inside the chunk's allocation (checked above).
+        Some(unsafe { c.data.add(i * self.page_size) })
+    }
+
+    fn pages_in_use(&self) -> u64 {
+        let a = self.alloc.lock();
+        a.next - a.free.len() as u64
+    }
+}
+
+impl Drop for MemNodeStore {
+    fn drop(&mut self) {
+        for e in self.directory.iter() {
+            let p = e.load(Ordering::Relaxed);
+            if !p.is_null() {
+                // SAFETY: created by `Box::into_raw` in `allocate`; dropped once, here, with
+                // exclusive access.
+                let chunk = unsafe { Box::from_raw(p) };
+                // SAFETY: `data`/`len` come from a boxed slice leaked in `allocate`.
+                drop(unsafe {
+                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                        chunk.data.as_ptr(),
+                        chunk.len,
+                    ))
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,616 @@
+//! The tree: optimistic lock coupling over a [`NodeStore`], point operations, split and merge
+//! (paper sections 2 and 7.1).
+//!
+//! Page 0 is a metadata node: an inner node with no keys whose upper child is the root, so a
+//! root split is an ordinary split whose parent is page 0 (as in LeanStore and vmcache).
+//!
+//! Concurrency (optimistic lock coupling): readers take no locks; they read a page's latch
+//! version, read the page, and validate the version afterwards, restarting from the root when
+//! it changed. A child id read from an inner node is used only after the parent validated. Readers
+//! never write shared memory. Writers descend optimistically and upgrade only the leaf's latch;
+//! a split or merge re-descends, then write-locks parent and node (and for a merge the
+//! neighbour) by upgrading the versions it read, so writers never wait while holding a latch and
+//! cannot deadlock. An insert that needs a split releases the leaf, splits (splitting the parent
+//! first when it is full) and restarts.
+//!
+//! The optimistic reads are, in the Rust memory model, racy reads of bytes a writer may be
+//! changing; they are never trusted: every decoded offset is bounds-checked (so a torn page
+//! cannot cause an out-of-bounds access), and no result is used before validation. This is the
+//! seqlock pattern of LeanStore and vmcache.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::adapt::Seen;
+use super::leaf::LeafPlan;
+use super::options::Options;
+use super::store::{backoff, Abort, Latch, MemNodeStore, NodeStore, Olc};
+use crate::error::{Error, Result};
+use crate::kv::{Limits, Stats};
+use crate::page::build::{self, Builder, NodeSpec};
+use crate::page::dense::{Dense, DenseMut, KIND_DENSE_LEAF};
+use crate::page::fingerprint;
+use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
+use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
+
+/// The metadata page: its upper child is the root.
+pub(crate) const META: PageId = 0;
+
+/// A B+tree of slotted pages over a node store.
+pub struct BTree<S: NodeStore = MemNodeStore> {
+    pub(crate) store: S,
+    pub(crate) options: Options,
+    pub(crate) flags: u8,
+    pub(crate) truncate: bool,
+    pub(crate) leaf_kind: u8,
+    pub(crate) dense: bool,
+    pub(crate) adaptive: bool,
+    pub(crate) records: AtomicU64,
+    limits: Limits,
+    splits: AtomicU64,
+    merges: AtomicU64,
+    pub(crate) conversions: AtomicU64,
+}
+
+/// Holds a write latch; releases it when dropped.
+pub(crate) struct WriteGuard<'a>(pub(crate) &'a Latch);
+
+impl Drop for WriteGuard<'_> {
+    fn drop(&mut self) {
+        self.0.unlock();
+    }
+}
+
+/// The largest key a tree with `page_size`-byte pages accepts: 1/16 of the page.
+pub fn max_key_len(page_size: usize) -> usize {
+    page_size / 16
+}
+
+/// The largest value: what is left of a quarter page after the largest key and a slot.
+pub fn max_value_len(page_size: usize) -> usize {
+    page_size / 4 - page_size / 16 - SLOT_LEN_HEADS
+}
+
+/// Calls `f` until it does not ask for a restart.
+#[inline]
+pub(crate) fn retry<T>(mut f: impl FnMut() -> Olc<T>) -> Result<T> {
+    let mut spins = 0;
+    loop {
+        match f() {
+            Ok(t) => return Ok(t),
+            Err(Abort::Fail(e)) => return Err(e),
+            Err(Abort::Restart) => backoff(&mut spins),
+        }
+    }
+}
+
+/// Turns a decode error found in an optimistic read into a restart when the page changed.
+#[inline]
+pub(crate) fn checked<T>(l: &Latch, v: u64, r: Result<T>) -> Olc<T> {
+    match r {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            l.validate(v)?;
+            Err(Abort::Fail(e))
+        }
+    }
+}
+
+enum Put {
+    Done { inserted: bool },
+    NeedsSplit,
+}
+
+impl BTree<MemNodeStore> {
+    /// An empty in-memory tree.
+    pub fn new(options: Options) -> Result<Self> {
+        let store = MemNodeStore::new(options.page_size);
+        Self::with_store(store, options)
+    }
+}
+
+impl<S: NodeStore> BTree<S> {
+    /// An empty tree in `store`, which must be empty too.
+    pub fn with_store(store: S, options: Options) -> Result<Self> {
+        if store.page_size() != options.page_size {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "node store page size {} differs from the options' page size",
+                    store.page_size()
+                ),
+                limit: options.page_size,
+            });
+        }
+        let ps = options.page_size;
+        let tree = BTree {
+            store,
+            options,
+            flags: options.layout.flags(),
+            truncate: options.layout.prefix_truncation(),
+            leaf_kind: options.layout.leaf_kind(),
+            dense: options.layout.dense_leaves(),
+            adaptive: options.layout.adaptive(),
+            records: AtomicU64::new(0),
+            limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
+            splits: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
+            conversions: AtomicU64::new(0),
+        };
+        let meta = tree.store.allocate()?;
+        let root = tree.store.allocate()?;
+        if meta != META {
+            return Err(corrupt(meta, "node store was not empty"));
+        }
+        tree.init_node(meta, KIND_INNER, root)?;
+        tree.init_node(root, tree.leaf_kind, 0)?;
+        for id in [meta, root] {
+            tree.latch(id)
+                .map_err(|_| corrupt(id, "fresh page has no latch"))?
+                .unlock();
+        }
+        Ok(tree)
+    }
+
+    fn init_node(&self, id: PageId, kind: u8, upper_child: PageId) -> Result<()> {
+        let spec = NodeSpec {
+            kind,
+            flags: self.flags,
+            prefix_truncation: self.truncate,
+            lower: &[],
+            upper: None,
+            upper_child,
+            op_counter: 0,
+        };
+        let page = self
+            .page_mut(id)
+            .map_err(|_| corrupt(id, "fresh page missing"))?;
+        Builder::new(page, &spec)
+            .ok_or_else(|| corrupt(id, "page too small"))?
+            .finish();
+        Ok(())
+    }
+
+    /// The options the tree was created with.
+    pub fn options(&self) -> Options {
+        self.options
+    }
+
+    /// Key and value size limits.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    #[inline]
+    pub(crate) fn latch(&self, id: PageId) -> Olc<&Latch> {
+        self.store.latch(id).ok_or(Abort::Restart)
+    }
+
+    /// The bytes of page `id` for an optimistic read (validate before trusting anything).
+    #[inline]
+    pub(crate) fn page(&self, id: PageId) -> Olc<&[u8]> {
+        let p = self.store.page_ptr(id).ok_or(Abort::Restart)?;
+        // SAFETY: the store keeps `page_size` bytes at `p` alive for its lifetime. A writer may
+        // change them concurrently; callers treat what they read as untrusted (every offset is
+        // bounds-checked) and validate the latch before using any result.
+        Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), self.options.page_size) })
+    }
+
+    /// The bytes of page `id` for writing; the caller holds its write latch.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) fn page_mut(&self, id: PageId) -> Olc<&mut [u8]> {
+        let p = self.store.page_ptr(id).ok_or(Abort::Restart)?;
+        // SAFETY: as in `page`; the caller holds the write latch, so no other writer touches
+        // these bytes while the returned slice lives.
+        Ok(unsafe { std::slice::from_raw_parts_mut(p.as_ptr(), self.options.page_size) })
+    }
+
+    /// Descends to the leaf whose range holds `key`. With `target`, stops at the parent of
+    /// page `target` instead and returns `(parent, parent version, target version)`.
+    fn descend(&self, key: &[u8], target: Option<PageId>) -> Olc<(PageId, u64, u64)> {
+        let mut parent = META;
+        let mut pl = self.latch(META)?;
+        let mut pv = pl.read_lock()?;
+        let meta = checked(pl, pv, Slotted::new(META, self.page(META)?))?;
+        let mut id = meta.upper_child();
+        loop {
+            let l = self.latch(id)?;
+            let v = l.read_lock()?;
+            pl.validate(pv)?;
+            if Some(id) == target {
+                return Ok((parent, pv, v));
+            }
+            let page = self.page(id)?;
+            if page[0] != KIND_INNER {
+                if target.is_some() {
+                    return Err(Abort::Restart);
+                }
+                return Ok((id, v, v));
+            }
+            let node = checked(l, v, Slotted::new(id, page))?;
+            let (idx, _) = checked(l, v, node.lower_bound(key))?;
+            let child = checked(l, v, node.child(idx))?;
+            (parent, pl, pv, id) = (id, l, v, child);
+        }
+    }
+
+    /// The leaf for `key` and its version.
+    #[inline]
+    pub(crate) fn find_leaf(&self, key: &[u8]) -> Olc<(PageId, u64)> {
+        self.descend(key, None).map(|(id, v, _)| (id, v))
+    }
+
+    /// Looks `key` up; on a hit copies the value into `out`.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.limits.check_key(key)?;
+        let (found, seen) = retry(|| {
+            let (id, v) = self.find_leaf(key)?;
+            let l = self.latch(id)?;
+            let page = self.page(id)?;
+            let seen = Seen::of(id, v, page);
+            if page[0] == KIND_DENSE_LEAF {
+                let d = checked(l, v, Dense::new(id, page))?;
+                let found = match d.slot_of(key) {
+                    Some(i) if d.present(i) => {
+                        out.clear();
+                        out.extend_from_slice(d.value(i));
+                        true
+                    }
+                    _ => false,
+                };
+                l.validate(v)?;
+                return Ok((found, seen));
+            }
+            let node = checked(l, v, Slotted::new(id, page))?;
+            let (idx, found) = checked(l, v, leaf_find(&node, key))?;
+            if found {
+                let val = checked(l, v, node.value(idx))?;
+                out.clear();
+                out.extend_from_slice(val);
+            }
+            l.validate(v)?;
+            Ok((found, seen))
+        })?;
+        self.adapt_after_point_read(seen)?;
+        Ok(found)
+    }
+
+    /// Inserts or overwrites `key`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.limits.check_key(key)?;
+        self.limits.check_value(value)?;
+        retry(|| {
+            let (id, v) = self.find_leaf(key)?;
+            let l = self.latch(id)?;
+            l.upgrade(v)?;
+            let outcome = {
+                let _g = WriteGuard(l);
+                let outcome = self.leaf_put(id, key, value)?;
+                if let Put::Done { .. } = outcome {
+                    self.adapt_after_point_write(id, self.page_mut(id)?)?;
+                }
+                outcome
+            };
+            match outcome {
+                Put::Done { inserted } => {
+                    if inserted {
+                        self.records.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Ok(())
+                }
+                Put::NeedsSplit => {
+                    self.split(id, key, value.len())?;
+                    Err(Abort::Restart)
+                }
+            }
+        })
+    }
+
+    fn leaf_put(&self, id: PageId, key: &[u8], value: &[u8]) -> Result<Put> {
+        let page = self
+            .page_mut(id)
+            .map_err(|_| corrupt(id, "leaf vanished"))?;
+        if page[0] == KIND_DENSE_LEAF {
+            let slot = Dense::new(id, page)?
+                .slot_of(key)
+                .filter(|_| Dense::new(id, page).is_ok_and(|d| d.value_len() == value.len()));
+            return Ok(match slot {
+                Some(i) => Put::Done {
+                    inserted: DenseMut::new(id, page)?.set(i, value)?,
+                },
+                None => Put::NeedsSplit,
+            });
+        }
+        let mut node = SlottedMut::new(id, page)?;
+        let view = node.view();
+        let (idx, found) = leaf_find(&view, key)?;
+        let k = key
+            .get(view.prefix_len()..)
+            .ok_or_else(|| corrupt(id, "key outside the leaf's range"))?;
+        if view.kind() == KIND_FP_LEAF {
+            return fp_leaf_put(&mut node, idx, found, k, value);
+        }
+        if found {
+            let (kl, vl) = view.lens(idx);
+            if vl == value.len() {
+                node.overwrite_value(idx, value)?;
+                return Ok(Put::Done { inserted: false });
+            }
+            let available = view.free_space_after_compaction() + view.record_space(kl, vl);
+            if available < view.record_space(k.len(), value.len()) {
+                return Ok(Put::NeedsSplit);
+            }
+            node.remove(idx);
+            if !node.insert(idx, k, value)? {
+                return Err(corrupt(id, "overwrite did not fit after the space check"));
+            }
+            return Ok(Put::Done { inserted: false });
+        }
+        if node.insert(idx, k, value)? {
+            Ok(Put::Done { inserted: true })
+        } else {
+            Ok(Put::NeedsSplit)
+        }
+    }
+
+    /// Splits page `target` (found through `key`); splits its parent first when the separator
+    /// would not fit there. Always ends in `Restart` or an error for the caller to retry.
+    fn split(&self, target: PageId, key: &[u8], value_len: usize) -> Olc<()> {
+        let (pid, pv, tv) = self.descend(key, Some(target))?;
+        let (pl, tl) = (self.latch(pid)?, self.latch(target)?);
+        pl.upgrade(pv)?;
+        let pg = WriteGuard(pl);
+        tl.upgrade(tv)?;
+        let tg = WriteGuard(tl);
+        let tpage = self.page_mut(target)?;
+        let ps = self.options.page_size;
+        let (left_image, right_image, separator) = if tpage[0] == KIND_INNER {
+            let t = Slotted::new(target, tpage)?;
+            let at = build::find_separator(&t)?;
+            let (mut l, mut r) = (vec![0u8; ps], vec![0u8; ps]);
+            build::split(&t, &at, self.flags, self.truncate, &mut l, &mut r)?;
+            (l, r, at.separator)
+        } else {
+            if tpage[0] == KIND_FP_LEAF {
+                fingerprint::sort(&mut SlottedMut::new(target, tpage)?)?;
+            }
+            match self.plan_leaf_split(target, tpage, key, value_len)? {
+                LeafPlan::InPlace(image) => {
+                    tpage.copy_from_slice(&image);
+                    self.conversions.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                LeafPlan::Split {
+                    left,
+                    right,
+                    separator,
+                } => (left, right, separator),
+            }
+        };
+        if pid != META {
+            let p = Slotted::new(pid, self.page(pid)?)?;
+            let sep_len = separator.len().saturating_sub(p.prefix_len());
+            if p.free_space_after_compaction() < p.record_space(sep_len, 8) {
+                drop(tg);
+                drop(pg);
+                self.split(pid, key, 0)?;
+                return Ok(());
+            }
+        }
+        let left = self.store.allocate()?;
+        let _lg = WriteGuard(self.latch(left)?);
+        self.page_mut(left)?.copy_from_slice(&left_image);
+        tpage.copy_from_slice(&right_image);
+        let at = build::SplitPoint { left: 0, separator };
+        if pid == META {
+            let root = self.store.allocate()?;
+            let _rg = WriteGuard(self.latch(root)?);
+            let spec = NodeSpec {
+                kind: KIND_INNER,
+                flags: self.flags,
+                prefix_truncation: self.truncate,
+                lower: &[],
+                upper: None,
+                upper_child: target,
+                op_counter: 0,
+            };
+            let mut b = Builder::new(self.page_mut(root)?, &spec)
+                .ok_or_else(|| corrupt(root, "page too small for a root"))?;
+            if !b.push(&at.separator, &[], &left.to_le_bytes()) {
+                return Err(corrupt(root, "separator does not fit a new root").into());
+            }
+            b.finish();
+            SlottedMut::new(META, self.page_mut(META)?)?.set_upper_child(root);
+        } else {
+            let mut p = SlottedMut::new(pid, self.page_mut(pid)?)?;
+            let view = p.view();
+            let (idx, _) = view.lower_bound(&at.separator)?;
+            let k = at.separator.get(view.prefix_len()..).unwrap_or(&[]);
+            if !p.insert(idx, k, &left.to_le_bytes())? {
+                return Err(corrupt(pid, "separator did not fit after the space check").into());
+            }
+        }
+        self.splits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.limits.check_key(key)?;
+        let (found, underfull) = retry(|| {
+            let (id, v) = self.find_leaf(key)?;
+            let l = self.latch(id)?;
+            l.upgrade(v)?;
+            let _g = WriteGuard(l);
+            let page = self.page_mut(id)?;
+            if page[0] == KIND_DENSE_LEAF {
+                let d = Dense::new(id, page)?;
+                let (slot, cap) = (d.slot_of(key), d.capacity());
+                let found = match slot {
+                    Some(i) => DenseMut::new(id, page)?.clear(i),
+                    None => false,
+                };
+                let count = Dense::new(id, page)?.count();
+                return Ok((found, (found && count * 4 < cap).then_some(id)));
+            }
+            let mut node = SlottedMut::new(id, page)?;
+            let (idx, found) = leaf_find(&node.view(), key)?;
+            if !found {
+                return Ok((false, None));
+            }
+            if node.view().kind() == KIND_FP_LEAF {
+                fingerprint::remove(&mut node, idx);
+            } else {
+                node.remove(idx);
+            }
+            let free = node.view().free_space_after_compaction();
+            self.adapt_after_point_write(id, self.page_mut(id)?)?;
+            Ok((true, (free >= self.options.page_size * 3 / 4).then_some(id)))
+        })?;
+        if found {
+            self.records.fetch_sub(1, Ordering::Relaxed);
+        }
+        if let Some(id) = underfull {
+            self.try_merge(id, key)?;
+        }
+        Ok(found)
+    }
+
+    /// Merges page `target` with a neighbour under the same parent if the result fits
+    /// (section 2: merge at ≥ 3/4 empty). Best effort: gives up quietly on contention.
+    fn try_merge(&self, target: PageId, key: &[u8]) -> Result<()> {
+        let parent_underfull = match self.merge_once(target, key) {
+            Ok(p) => p,
+            Err(Abort::Restart) => None,
+            Err(Abort::Fail(e)) => return Err(e),
+        };
+        if let Some(pid) = parent_underfull {
+            self.try_merge(pid, key)?;
+        }
+        Ok(())
+    }
+
+    /// One merge attempt; returns the parent if it is now underfull itself.
+    fn merge_once(&self, target: PageId, key: &[u8]) -> Olc<Option<PageId>> {
+        let (pid, pv, tv) = self.descend(key, Some(target))?;
+        if pid == META {
+            return Ok(None);
+        }
+        let (pl, tl) = (self.latch(pid)?, self.latch(target)?);
+        pl.upgrade(pv)?;
+        let _pg = WriteGuard(pl);
+        tl.upgrade(tv)?;
+        let tg = WriteGuard(tl);
+        let p = Slotted::new(pid, self.page(pid)?)?;
+        let (pos, _) = p.lower_bound(key)?;
+        if p.child(pos)? != target {
+            return Err(Abort::Restart);
+        }
+        let (left, right, sep_idx) = if pos < p.count() {
+            (target, p.child(pos + 1)?, pos)
+        } else if pos > 0 {
+            (p.child(pos - 1)?, target, pos - 1)
+        } else {
+            return Ok(None);
+        };
+        let other = if left == target { right } else { left };
+        let ol = self.latch(other)?;
+        ol.upgrade(ol.read_lock()?)?;
+        let og = WriteGuard(ol);
+        for id in [left, right] {
+            if self.page(id)?[0] == KIND_FP_LEAF {
+                fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
+            }
+        }
+        let (lp, rp) = (self.page(left)?, self.page(right)?);
+        let merged = if lp[0] == KIND_INNER {
+            let (lv, rv) = (Slotted::new(left, lp)?, Slotted::new(right, rp)?);
+            if rv.kind() != KIND_INNER {
+                return Err(corrupt(pid, "neighbours of different levels").into());
+            }
+            let mut merged = vec![0u8; self.options.page_size];
+            if !build::merge(&lv, &rv, self.flags, self.truncate, &mut merged)? {
+                return Ok(None);
+            }
+            merged
+        } else {
+            match self.plan_leaf_merge((left, lp), (right, rp))? {
+                Some(m) => m,
+                None => return Ok(None),
+            }
+        };
+        self.page_mut(right)?.copy_from_slice(&merged);
+        let mut pm = SlottedMut::new(pid, self.page_mut(pid)?)?;
+        pm.remove(sep_idx);
+        let parent_free = pm.view().free_space_after_compaction();
+        // Free the left page: its guard must not unlock it again.
+        let (lg, rg) = if left == target { (tg, og) } else { (og, tg) };
+        std::mem::forget(lg);
+        self.store.free(left);
+        drop(rg);
+        self.merges.fetch_add(1, Ordering::Relaxed);
+        Ok((parent_free >= self.options.page_size * 3 / 4).then_some(pid))
+    }
+
+    /// Counts and counters.
+    pub fn stats(&self) -> Stats {
+        let pages = self.store.pages_in_use();
+        Stats {
+            records: self.records.load(Ordering::Relaxed),
+            bytes_used: Some(pages * self.options.page_size as u64),
+            counters: vec![
+                ("pages", pages),
+                ("splits", self.splits.load(Ordering::Relaxed)),
+                ("merges", self.merges.load(Ordering::Relaxed)),
+                ("conversions", self.conversions.load(Ordering::Relaxed)),
+            ],
+        }
+    }
+}
+
+/// Finds `key` in a leaf: the slot and whether it holds `key` exactly (for comparison leaves
+/// the slot is the insert position when absent).
+#[inline]
+fn leaf_find(node: &Slotted<'_>, key: &[u8]) -> Result<(usize, bool)> {
+    if node.kind() != KIND_FP_LEAF {
+        return node.lower_bound(key);
+    }
+    let Some(k) = key.get(node.prefix_len()..) else {
+        return Ok((0, false));
+    };
+    Ok(match fingerprint::find(node, k)? {
+        Some(i) => (i, true),
+        None => (0, false),
+    })
+}
+
+/// Insert or overwrite in a fingerprinting leaf (stored key `k`).
+fn fp_leaf_put(
+    node: &mut SlottedMut<'_>,
+    idx: usize,
+    found: bool,
+    k: &[u8],
+    value: &[u8],
+) -> Result<Put> {
+    if !found {
+        return Ok(if fingerprint::insert(node, k, value)? {
+            Put::Done { inserted: true }
+        } else {
+            Put::NeedsSplit
+        });
+    }
+    let view = node.view();
+    if view.lens(idx).1 == value.len() {
+        node.overwrite_value(idx, value)?;
+        return Ok(Put::Done { inserted: false });
+    }
+    let (id, old) = (view.id(), view.value(idx)?.to_vec());
+    fingerprint::remove(node, idx);
+    if fingerprint::insert(node, k, value)? {
+        return Ok(Put::Done { inserted: false });
+    }
+    // Put the old record back (it fitted before) and split.
+    if !fingerprint::insert(node, k, &old)? {
+        return Err(corrupt(id, "record no longer fits its own leaf"));
+    }
+    Ok(Put::NeedsSplit)
+}

@@ -1,0 +1,76 @@
+//! In-memory node pages: the slotted-page node formats of "B-Trees Are Back" (SIGMOD 2025).
+//!
+//! A node is a fixed-size byte buffer (2–64 KiB, default 4 KiB) with typed views: an accessor
+//! over `&[u8]` that decodes and bounds-checks, and a mutator over `&mut [u8]` that edits in
+//! place. Nothing here is a `#[repr(C)]` struct: every field is read and written as explicit
+//! little-endian bytes at a documented offset (`docs/format.md`, section "In-memory node pages").
+//!
+//! Files:
+//! - [`slotted`]: the comparison-based node of section 2 (header, slot array growing up, heap
+//!   growing down, lazy compaction) with the switchable optimizations of sections 3.1–3.3:
+//!   prefix truncation, 4-byte heads in the slots, and the 16-entry hint array. Inner nodes and
+//!   comparison leaves share this format; the kind byte tells them apart.
+//! - [`fingerprint`]: the fingerprinting leaf of section 3.4 (a slotted variant with an unsorted
+//!   tail and a one-byte hash per key, scanned with SIMD).
+//! - [`dense`]: the fully-dense leaf of section 3.5 (values in an array indexed by the key's
+//!   numeric part, a presence bitmap).
+//! - [`build`]: writing a fresh node from a sorted record stream (used by split, merge and
+//!   compaction) and the separator choice of section 2.
+//!
+//! Not implemented (the paper's section 3.5): the semi-dense leaf (kind 4 is reserved). The
+//! adaptive policy (section 5) lives in `sylva::btree`.
+//!
+//! Why the decoders check every offset even for pages that never leave memory: the tree reads
+//! pages optimistically (optimistic lock coupling) while a writer may be changing them, so an
+//! accessor can see torn bytes. Every length and offset is bounds-checked before use and a
+//! failed check is an [`Error::Corruption`]; the tree then validates the page version and
+//! restarts instead of reporting it when the page changed underneath.
+
+pub mod build;
+pub mod dense;
+pub mod fingerprint;
+pub mod slotted;
+
+use crate::error::Error;
+
+/// Identifies a node page in a node store.
+pub type PageId = u64;
+
+/// Smallest supported page size in bytes.
+pub const MIN_PAGE_SIZE: usize = 2 * 1024;
+/// Largest supported page size in bytes.
+pub const MAX_PAGE_SIZE: usize = 64 * 1024;
+/// Default page size in bytes.
+pub const DEFAULT_PAGE_SIZE: usize = 4 * 1024;
+
+/// Kind tag (byte 0) of an inner node in the slotted format.
+pub const KIND_INNER: u8 = 1;
+/// Kind tag (byte 0) of a comparison-based leaf in the slotted format.
+pub const KIND_LEAF: u8 = 2;
+/// Kind tag (byte 0) of a fingerprinting leaf (section 3.4): the slotted format without heads,
+/// an unsorted tail of slots, and a fingerprint array on the heap.
+pub const KIND_FP_LEAF: u8 = 3;
+
+/// A corruption error for page `page`.
+pub(crate) fn corrupt(page: PageId, detail: impl Into<String>) -> Error {
+    Error::Corruption {
+        page,
+        detail: detail.into(),
+    }
+}
+
+/// Length of the longest common prefix of `a` and `b`.
+#[inline]
+pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// A key's head (section 3.2): its first four bytes as a big-endian integer, zero-padded, so
+/// that comparing heads as integers orders keys whenever the heads differ.
+#[inline]
+pub fn head(key: &[u8]) -> u32 {
+    let mut b = [0u8; 4];
+    let n = key.len().min(4);
+    b[..n].copy_from_slice(&key[..n]);
+    u32::from_be_bytes(b)
+}
