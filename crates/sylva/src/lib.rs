@@ -8,10 +8,13 @@
 //! Engines:
 //! - [`MemMap`]: std `BTreeMap` under a `RwLock`; the model for tests and the floor for
 //!   benchmarks.
+//! - [`mem::bptree`]: the BP-tree (in-memory concurrent B+tree with buffered-partitioned-array
+//!   leaves) and its sorted-leaf baseline.
 #![warn(missing_docs)]
 
 mod error;
 mod kv;
+pub mod mem;
 mod memmap;
 
 pub use error::{Error, Result};
