@@ -43,6 +43,35 @@ use std::ops::Bound;
 
 use super::leaf::{at_or_after, before, Leaf, Removed, Scan};
 
+#[cfg(test)]
+#[path = "bpa_tests.rs"]
+mod tests;
+
+/// Which flush paths ran on this thread, so tests can show they hit each one.
+#[cfg(test)]
+pub(crate) mod paths {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// [first flush into an empty header, case 2a, case 2b, split, tombstone sent to 2b]
+        pub(crate) static HITS: Cell<[u64; 5]> = const { Cell::new([0; 5]) };
+    }
+
+    pub(crate) fn hit(i: usize) {
+        HITS.with(|h| {
+            let mut a = h.get();
+            a[i] += 1;
+            h.set(a);
+        });
+    }
+}
+
+#[cfg(not(test))]
+mod paths {
+    #[inline(always)]
+    pub(crate) fn hit(_: usize) {}
+}
+
 /// The shape of a BPA leaf, in slots. The default (32, 32, 32) is the paper's: 1,088 slots,
 /// 17,408 bytes for u64 pairs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -296,15 +325,18 @@ impl<K: Ord + Copy, V: Copy> Bpa<K, V> {
         }
         self.sort_log();
         if self.heads == 0 {
+            paths::hit(0);
             let all = self.merged();
             self.redistribute(&all);
             return;
         }
         let Some(plan) = self.plan_case_2a() else {
+            paths::hit(2);
             let all = self.merged();
             self.redistribute(&all);
             return;
         };
+        paths::hit(1);
         let mut new_min_in_block_0 = false;
         for (j, p) in plan.iter().enumerate() {
             if p.slot != usize::MAX {
@@ -361,7 +393,10 @@ impl<K: Ord + Copy, V: Copy> Bpa<K, V> {
                     block.iter().position(|x| *x == k).map(|p| s + p)
                 };
                 match (slot, self.log_tomb[e]) {
-                    (Some(_), true) => return None,
+                    (Some(_), true) => {
+                        paths::hit(4);
+                        return None;
+                    }
                     (None, false) => new += 1,
                     _ => {}
                 }
@@ -542,6 +577,7 @@ where
             self.redistribute(&all);
             return None;
         }
+        paths::hit(3);
         let mid = all.len() / 2;
         let (left, right) = all.split_at(mid);
         self.redistribute(left);

@@ -34,6 +34,7 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use super::bpa::Bpa;
 use super::inner::Inner;
 use super::leaf::{Leaf, Removed, Scan};
 
@@ -106,7 +107,7 @@ pub struct TreeStats {
 
 /// A concurrent B+tree whose leaves are `L`: the BP-tree with [`Bpa`](super::Bpa) leaves (the
 /// default), the paper's baseline B+tree with [`SortedLeaf`](super::SortedLeaf) leaves.
-pub struct BpTree<K: Ord + Copy, V: Copy, L: Leaf<K, V>> {
+pub struct BpTree<K: Ord + Copy, V: Copy, L: Leaf<K, V> = Bpa<K, V>> {
     root: AtomicPtr<Node<K, V, L>>,
     shape: L::Shape,
     inner_capacity: usize,
