@@ -41,7 +41,7 @@
 
 use std::ops::Bound;
 
-use super::leaf::{at_or_after, before, Leaf, Removed, Scan};
+use super::leaf::{at_or_after, before, prefetch_slice, Leaf, Removed, Scan};
 
 #[cfg(test)]
 #[path = "bpa_tests.rs"]
@@ -204,7 +204,10 @@ impl<K: Ord + Copy, V: Copy> Bpa<K, V> {
             return Some(self.header_start() + b);
         }
         let s = self.block_start(b);
-        self.keys[s..s + self.len_of(b)]
+        let n = self.len_of(b);
+        // The block's values load while its keys are scanned.
+        prefetch_slice(&self.vals[s..s + n]);
+        self.keys[s..s + n]
             .iter()
             .position(|k| k == key)
             .map(|p| s + p)
@@ -537,6 +540,12 @@ where
     }
 
     #[inline]
+    fn prefetch(&self, _key: &K) {
+        prefetch_slice(&self.keys[..self.log_len]);
+        prefetch_slice(self.header());
+    }
+
+    #[inline]
     fn find(&self, key: &K) -> Option<V> {
         if let Some(j) = self.locate_log(key) {
             return (!self.log_tomb[j]).then(|| self.vals[j]);
@@ -615,40 +624,58 @@ where
                 Bound::Unbounded => 0,
             });
         }
-        // Co-iterate while log entries remain.
+        // Co-iterate while log entries remain: emit the stored run below each log key, then the
+        // log entry itself (it replaces an equal stored key, being the newer copy).
         while li < self.log_len {
-            while b < self.heads && p.is_some_and(|i| i >= self.len_of(b)) {
-                b += 1;
-                p = None;
-            }
-            let main_slot = if b < self.heads {
-                match p {
-                    None => Some(self.header_start() + b),
-                    Some(_) if !self.is_sorted(b) => return Scan::NeedsSort,
-                    Some(i) => Some(self.block_start(b) + i),
-                }
-            } else {
-                None
-            };
             let lk = self.keys[li];
-            match main_slot {
-                Some(s) if self.keys[s] < lk => {
-                    if !f(self.keys[s], self.vals[s]) {
-                        return Scan::Stopped;
+            while b < self.heads {
+                match p {
+                    None => {
+                        let h = self.header_start() + b;
+                        if self.keys[h] >= lk {
+                            break;
+                        }
+                        if !f(self.keys[h], self.vals[h]) {
+                            return Scan::Stopped;
+                        }
+                        p = Some(0);
                     }
+                    Some(i) => {
+                        let (s, n) = (self.block_start(b), self.len_of(b));
+                        if i < n {
+                            if !self.is_sorted(b) {
+                                return Scan::NeedsSort;
+                            }
+                            let mut j = s + i;
+                            while j < s + n && self.keys[j] < lk {
+                                if !f(self.keys[j], self.vals[j]) {
+                                    return Scan::Stopped;
+                                }
+                                j += 1;
+                            }
+                            p = Some(j - s);
+                            if j < s + n {
+                                break;
+                            }
+                        }
+                        b += 1;
+                        p = None;
+                    }
+                }
+            }
+            if b < self.heads {
+                let slot = match p {
+                    None => self.header_start() + b,
+                    Some(i) => self.block_start(b) + i,
+                };
+                if self.keys[slot] == lk {
                     p = Some(p.map_or(0, |i| i + 1));
                 }
-                _ => {
-                    // The log's copy is the newer one: it replaces an equal stored key.
-                    if main_slot.is_some_and(|s| self.keys[s] == lk) {
-                        p = Some(p.map_or(0, |i| i + 1));
-                    }
-                    if !self.log_tomb[li] && !f(lk, self.vals[li]) {
-                        return Scan::Stopped;
-                    }
-                    li += 1;
-                }
             }
+            if !self.log_tomb[li] && !f(lk, self.vals[li]) {
+                return Scan::Stopped;
+            }
+            li += 1;
         }
         self.iterate_main(b, p, f)
     }

@@ -56,6 +56,10 @@ pub trait Leaf<K: Ord + Copy, V: Copy>: Sized + Send + Sync {
     /// The value of `key`, if present.
     fn find(&self, key: &K) -> Option<V>;
 
+    /// Starts loading the cache lines a lookup of `key` reads first, so their misses overlap
+    /// instead of following one another.
+    fn prefetch(&self, _key: &K) {}
+
     /// Removes `key`.
     fn remove(&mut self, key: &K) -> Removed<V>;
 
@@ -109,4 +113,23 @@ pub(crate) fn before<K: Ord>(key: &K, end: &Option<K>) -> bool {
         Some(e) => key < e,
         None => true,
     }
+}
+
+/// Asks the CPU to load every cache line of `items` (a hint: no effect on results).
+#[inline(always)]
+pub(crate) fn prefetch_slice<T>(items: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let bytes = std::mem::size_of_val(items);
+        let base = items.as_ptr().cast::<i8>();
+        let mut off = 0;
+        while off < bytes {
+            // SAFETY: prefetch is a hint that never faults, and `base + off` stays inside `items`.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.add(off)) };
+            off += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = items;
 }

@@ -10,7 +10,7 @@
 
 use std::ops::Bound;
 
-use super::leaf::{before, Leaf, Removed, Scan};
+use super::leaf::{before, prefetch_slice, Leaf, Removed, Scan};
 
 /// The baseline leaf's shape: how many `(key, value)` slots it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,6 +73,11 @@ where
         self.keys[i] = key;
         self.vals[i] = value;
         self.len += 1;
+    }
+
+    #[inline]
+    fn prefetch(&self, _key: &K) {
+        prefetch_slice(&self.keys[..self.len]);
     }
 
     #[inline]

@@ -230,12 +230,14 @@ where
     /// The value of `key`.
     pub fn find(&self, key: &K) -> Option<V> {
         let (g, _) = self.descend(Target::Key(key), |l| l.read())?;
+        g.leaf.prefetch(key);
         g.leaf.find(key)
     }
 
     /// Inserts `(key, value)`, overwriting an existing value.
     pub fn insert(&self, key: K, value: V) {
         if let Some((mut g, _)) = self.descend(Target::Key(&key), |l| l.write()) {
+            g.leaf.prefetch(&key);
             if !g.leaf.is_full() {
                 g.leaf.insert(key, value);
                 return;
@@ -576,7 +578,7 @@ where
                         "inner node at depth {depth}: pivot outside its range"
                     ));
                 }
-                for (c, &child) in g.children().iter().enumerate() {
+                for (c, child) in g.children().enumerate() {
                     let clo = if c == 0 { lo } else { Some(keys[c - 1]) };
                     let chi = keys.get(c).copied().or(hi);
                     self.check_node(child, clo, chi, depth + 1, leaf_depth, leaves)?;
@@ -624,7 +626,7 @@ impl<K: Ord + Copy, V: Copy, L: Leaf<K, V>> Drop for BpTree<K, V, L> {
             let node = unsafe { Box::from_raw(p.0.as_ptr()) };
             if let Node::Inner(i) = *node {
                 let inner = i.into_inner();
-                for &c in inner.children() {
+                for c in inner.children() {
                     free(c);
                 }
             }
