@@ -8,6 +8,7 @@
 //! ```text
 //! cargo run --release --example bptree_tables -- [--keys N] [--ops N] [--scan-elements N]
 //!     [--threads 1,2] [--set all|default] [--seed N]
+//! cargo run --release --example bptree_tables -- --memory N
 //! ```
 //!
 //! `--set default` runs only `bptree` (32×32), `bptree-baseline` at 1 KiB and `BTreeMap`.
@@ -249,8 +250,44 @@ fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
         .unwrap_or(default)
 }
 
+/// `--memory N`: bytes allocated per live record while N random keys are inserted, at tenths of
+/// N, for the default BP-tree and the 1 KiB baseline.
+fn memory_curve(n: usize, seed: u64) {
+    let bp: BpTree<u64, u64> = BpTree::new();
+    let base = BpTree::baseline(&BaselineOptions::default()).expect("valid baseline options");
+    let mut rng = Rng(seed);
+    println!("| records | bptree bytes/record | bptree-baseline 1 KiB bytes/record |");
+    println!("|---|---|---|");
+    for step in 1..=10 {
+        for _ in 0..n / 10 {
+            let k = rng.next();
+            bp.insert(k, k);
+            base.insert(k, k);
+        }
+        let (a, b) = (bp.stats(), base.stats());
+        println!(
+            "| {} | {:.1} | {:.1} |",
+            a.records,
+            a.bytes as f64 / a.records as f64,
+            b.bytes as f64 / b.records as f64
+        );
+        let _ = step;
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if let Some(n) = args
+        .iter()
+        .position(|a| a == "--memory")
+        .and_then(|i| args.get(i + 1))
+    {
+        memory_curve(
+            n.parse().expect("--memory takes a record count"),
+            arg(&args, "--seed", 42),
+        );
+        return;
+    }
     let keys: usize = arg(&args, "--keys", 2_000_000);
     let ops: usize = arg(&args, "--ops", 1_000_000);
     let scan_elements: usize = arg(&args, "--scan-elements", 20_000_000);

@@ -72,6 +72,8 @@ fn monotonic<L: Leaf<u64, u64> + 'static>(tree: BpTree<u64, u64, L>, interleaved
         }
     });
     tree.check().unwrap();
+    let stats = tree.stats();
+    assert!(stats.leaf_splits + stats.three_way_splits > 0, "{stats:?}");
     let got = all(&tree);
     let mut want: Vec<_> = (0..THREADS)
         .flat_map(|t| (0..PER).map(move |i| (key(t, i), i)))
@@ -181,6 +183,18 @@ fn iterate_under_writes<L: Leaf<u64, u64> + 'static>(tree: BpTree<u64, u64, L>) 
         stop.store(true, Ordering::Relaxed);
     });
     tree.check().unwrap();
+    let stats = tree.stats();
+    if L::SHARES_WITH_SIBLING {
+        assert!(
+            stats.sibling_shares > 0 && stats.three_way_splits > 0,
+            "{stats:?}"
+        );
+    } else {
+        assert!(
+            stats.sibling_shares == 0 && stats.three_way_splits == 0,
+            "{stats:?}"
+        );
+    }
     let got = all(&tree);
     assert!(got.windows(2).all(|w| w[0].0 < w[1].0));
     assert_eq!(got.iter().filter(|e| e.0 % 4 == 0).count(), stable.len());

@@ -505,6 +505,8 @@ where
 {
     type Shape = BpaShape;
 
+    const SHARES_WITH_SIBLING: bool = true;
+
     fn with_first(shape: BpaShape, key: K, value: V) -> Self {
         // Unused slots hold copies of the first pair (no `Default` bound, no uninitialised
         // memory); only slots inside the lengths are ever read.
@@ -594,6 +596,18 @@ where
         let mut new = Bpa::with_first(self.shape, k0, v0);
         new.redistribute(right);
         Some((k0, new))
+    }
+
+    fn capacity(&self) -> usize {
+        self.shape.capacity()
+    }
+
+    fn take_sorted(&mut self) -> Vec<(K, V)> {
+        self.merged()
+    }
+
+    fn refill(&mut self, sorted: &[(K, V)]) {
+        self.redistribute(sorted);
     }
 
     fn iterate<F: FnMut(K, V) -> bool>(&self, from: Bound<K>, f: &mut F) -> Scan {

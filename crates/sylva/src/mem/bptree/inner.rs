@@ -55,6 +55,25 @@ impl<K: Ord + Copy, C: Copy> Inner<K, C> {
         self.pairs.iter().map(|p| p.0).collect()
     }
 
+    /// Whether `child` is a child of this node other than the first.
+    pub(crate) fn has_later_child(&self, child: C) -> bool
+    where
+        C: PartialEq,
+    {
+        self.pairs.iter().any(|p| p.1 == child)
+    }
+
+    /// Replaces the pivot just before `child` (which must be a later child) with `pivot`, which
+    /// must keep the pivots ascending.
+    pub(crate) fn set_pivot_before(&mut self, child: C, pivot: K)
+    where
+        C: PartialEq,
+    {
+        if let Some(p) = self.pairs.iter_mut().find(|p| p.1 == child) {
+            p.0 = pivot;
+        }
+    }
+
     /// Whether one more pivot fits.
     #[inline]
     pub(crate) fn has_room(&self) -> bool {

@@ -154,6 +154,9 @@ impl KvStore for BpTreeStore {
                 ("leaves", s.leaves),
                 ("inner_nodes", s.inner_nodes),
                 ("num_elts", s.num_elts),
+                ("leaf_splits", s.leaf_splits),
+                ("sibling_shares", s.sibling_shares),
+                ("three_way_splits", s.three_way_splits),
             ],
         }
     }

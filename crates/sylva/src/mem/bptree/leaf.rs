@@ -43,6 +43,11 @@ pub trait Leaf<K: Ord + Copy, V: Copy>: Sized + Send + Sync {
     /// The leaf's shape (sizes), fixed for a tree.
     type Shape: Copy + Send + Sync + std::fmt::Debug;
 
+    /// Whether a full leaf first shares its elements with its right sibling (two leaves
+    /// rebalanced, or two full leaves split into three), as in a B*-tree, instead of always
+    /// splitting in two. See the tree's module docs for why the BPA wants it.
+    const SHARES_WITH_SIBLING: bool = false;
+
     /// A leaf holding exactly `(key, value)`.
     fn with_first(shape: Self::Shape, key: K, value: V) -> Self;
 
@@ -67,6 +72,16 @@ pub trait Leaf<K: Ord + Copy, V: Copy>: Sized + Send + Sync {
     /// still full, moves its upper half (in key order) to a new leaf and returns
     /// `(first key of the new leaf, new leaf)`. `None` means room was made without a split.
     fn make_room(&mut self) -> Option<(K, Self)>;
+
+    /// Distinct elements the leaf holds at most.
+    fn capacity(&self) -> usize;
+
+    /// Every live element in ascending key order, duplicates and tombstones resolved. The leaf
+    /// must be [`Leaf::refill`]ed before any other use.
+    fn take_sorted(&mut self) -> Vec<(K, V)>;
+
+    /// Replaces the contents with `sorted` (ascending, distinct, at most `capacity()` elements).
+    fn refill(&mut self, sorted: &[(K, V)]);
 
     /// Visits the elements with key in `from` in ascending order (stopping early when `f` returns
     /// `false`), without writing. See [`Scan::NeedsSort`].

@@ -115,6 +115,26 @@ where
         Some((right.keys[0], right))
     }
 
+    fn capacity(&self) -> usize {
+        self.keys.len()
+    }
+
+    fn take_sorted(&mut self) -> Vec<(K, V)> {
+        let out = (0..self.len)
+            .map(|i| (self.keys[i], self.vals[i]))
+            .collect();
+        self.len = 0;
+        out
+    }
+
+    fn refill(&mut self, sorted: &[(K, V)]) {
+        for (i, &(k, v)) in sorted.iter().enumerate() {
+            self.keys[i] = k;
+            self.vals[i] = v;
+        }
+        self.len = sorted.len();
+    }
+
     #[inline]
     fn iterate<F: FnMut(K, V) -> bool>(&self, from: Bound<K>, f: &mut F) -> Scan {
         let i = self.lower_bound(&from);

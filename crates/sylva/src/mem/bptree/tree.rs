@@ -71,6 +71,10 @@ struct LeafNode<K, V, L> {
     next: Option<NodePtr<K, V, L>>,
     /// The pivot just above this leaf (every key here is below it); `None` for the last leaf.
     high: Option<K>,
+    /// Bumped whenever elements leave this leaf for a leaf on its left (a two-into-three split
+    /// moves the lower part of the right leaf into the new middle leaf). An iteration that let go
+    /// of the leaf to sort it checks this to know whether it must descend again.
+    moved_left: u32,
     _v: PhantomData<V>,
 }
 
@@ -103,6 +107,12 @@ pub struct TreeStats {
     pub inner_nodes: u64,
     /// Bytes allocated for nodes (node structs plus their arrays).
     pub bytes: u64,
+    /// Full leaves split in two.
+    pub leaf_splits: u64,
+    /// Full leaves rebalanced with their right sibling.
+    pub sibling_shares: u64,
+    /// Full leaves split, with their full right sibling, into three.
+    pub three_way_splits: u64,
 }
 
 /// A concurrent B+tree whose leaves are `L`: the BP-tree with [`Bpa`](super::Bpa) leaves (the
@@ -113,6 +123,8 @@ pub struct BpTree<K: Ord + Copy, V: Copy, L: Leaf<K, V> = Bpa<K, V>> {
     inner_capacity: usize,
     leaves: AtomicUsize,
     inner_nodes: AtomicUsize,
+    /// [leaf splits in two, rebalances with the right sibling, two-into-three splits]
+    reorganisations: [AtomicUsize; 3],
 }
 
 // SAFETY: the tree owns its nodes through raw pointers; every access to a node goes through its
@@ -148,6 +160,7 @@ where
             inner_capacity: inner_capacity.max(3),
             leaves: AtomicUsize::new(0),
             inner_nodes: AtomicUsize::new(0),
+            reorganisations: Default::default(),
         }
     }
 
@@ -181,6 +194,7 @@ where
             leaf,
             next,
             high,
+            moved_left: 0,
             _v: PhantomData,
         })))
     }
@@ -288,6 +302,7 @@ where
         match g.leaf.make_room() {
             None => (None, Self::apply(&mut g.leaf, key, op)),
             Some((pivot, right_leaf)) => {
+                self.reorganisations[0].fetch_add(1, Ordering::Relaxed);
                 let mut right_leaf = right_leaf;
                 // Apply before publishing the right leaf, so nobody sees it half-done.
                 let result = if key < pivot {
@@ -301,6 +316,73 @@ where
                 (Some((pivot, right)), result)
             }
         }
+    }
+
+    /// Makes room in the latched full leaf `g` together with its right sibling `right` (a later
+    /// child of the write-latched `parent`): if the two leave enough room, rebalance them evenly;
+    /// otherwise split the two into three. Applies `op`. Returns a new middle leaf and its pivot,
+    /// still to be inserted into the parent.
+    #[allow(clippy::type_complexity)]
+    fn share_and_apply(
+        &self,
+        g: &mut LeafNode<K, V, L>,
+        right: NodePtr<K, V, L>,
+        parent: &mut Inner<K, NodePtr<K, V, L>>,
+        key: K,
+        op: Op<V>,
+    ) -> (Option<(K, NodePtr<K, V, L>)>, Result<Option<V>, ()>) {
+        let Node::Leaf(r) = self.node(right) else {
+            unreachable!("a leaf's sibling is a leaf")
+        };
+        let mut rg = r.write();
+        let cap = g.leaf.capacity();
+        let mut all = g.leaf.take_sorted();
+        if all.len() < cap {
+            // Resolving buffered duplicates and tombstones made room.
+            g.leaf.refill(&all);
+            return (None, Self::apply(&mut g.leaf, key, op));
+        }
+        all.extend(rg.leaf.take_sorted());
+        let n = all.len();
+        if n <= cap * 2 * 7 / 8 {
+            // Two leaves, each left at least an eighth empty.
+            let (a, b) = all.split_at(n / 2);
+            g.leaf.refill(a);
+            rg.leaf.refill(b);
+            let pivot = b[0].0;
+            parent.set_pivot_before(right, pivot);
+            g.high = Some(pivot);
+            let result = if key < pivot {
+                Self::apply(&mut g.leaf, key, op)
+            } else {
+                Self::apply(&mut rg.leaf, key, op)
+            };
+            self.reorganisations[1].fetch_add(1, Ordering::Relaxed);
+            return (None, result);
+        }
+        // Two full leaves become three, two thirds full each.
+        self.reorganisations[2].fetch_add(1, Ordering::Relaxed);
+        let t = n / 3;
+        let (a, rest) = all.split_at(t);
+        let (b, c) = rest.split_at(t);
+        g.leaf.refill(a);
+        rg.leaf.refill(c);
+        rg.moved_left = rg.moved_left.wrapping_add(1);
+        let mut middle = L::with_first(self.leaf_shape(), b[0].0, b[0].1);
+        middle.refill(b);
+        let (pm, pr) = (b[0].0, c[0].0);
+        parent.set_pivot_before(right, pr);
+        let result = if key < pm {
+            Self::apply(&mut g.leaf, key, op)
+        } else if key < pr {
+            Self::apply(&mut middle, key, op)
+        } else {
+            Self::apply(&mut rg.leaf, key, op)
+        };
+        let m = self.new_leaf(middle, Some(right), Some(pr));
+        g.next = Some(m);
+        g.high = Some(pm);
+        (Some((pm, m)), result)
     }
 
     /// The second, pessimistic descent (section 2.1): write latches from the root down,
@@ -373,7 +455,16 @@ where
                                 if let Ok(r) = Self::apply(&mut lg.leaf, key, op) {
                                     return r;
                                 }
-                                let (split, result) = self.split_and_apply(&mut lg, key, op);
+                                let sibling = lg.next.filter(|r| {
+                                    L::SHARES_WITH_SIBLING
+                                        && path.last().is_some_and(|(_, p)| p.has_later_child(*r))
+                                });
+                                let (split, result) = match (sibling, path.last_mut()) {
+                                    (Some(r), Some((_, parent))) => {
+                                        self.share_and_apply(&mut lg, r, parent, key, op)
+                                    }
+                                    _ => self.split_and_apply(&mut lg, key, op),
+                                };
                                 if let Some((pivot, right)) = split {
                                     self.insert_pivot(&mut path, pivot, right);
                                 }
@@ -461,8 +552,22 @@ where
                     latch = l;
                 }
                 Scan::NeedsSort => {
+                    // Sorting needs the write latch. If, while no latch was held, elements left
+                    // this leaf for one on its left, descend again to the leaf holding the cursor.
+                    let moved = g.moved_left;
                     drop(g);
                     let mut w = latch.write();
+                    if w.moved_left != moved {
+                        drop(w);
+                        let target = match &cursor {
+                            Bound::Included(k) | Bound::Excluded(k) => Target::Key(k),
+                            Bound::Unbounded => Target::Leftmost,
+                        };
+                        let Some((again, l)) = self.descend(target, |l| l.write()) else {
+                            return count;
+                        };
+                        (w, latch) = (again, l);
+                    }
                     w.leaf.prepare_iterate(cursor, length - count);
                     g = RwLockWriteGuard::downgrade(w);
                 }
@@ -520,6 +625,8 @@ where
         }
         s.leaves = self.leaves.load(Ordering::Relaxed) as u64;
         s.inner_nodes = self.inner_nodes.load(Ordering::Relaxed) as u64;
+        let r = |i: usize| self.reorganisations[i].load(Ordering::Relaxed) as u64;
+        (s.leaf_splits, s.sibling_shares, s.three_way_splits) = (r(0), r(1), r(2));
         let node = std::mem::size_of::<Node<K, V, L>>();
         s.bytes = s.leaves * (node + L::heap_bytes(&self.leaf_shape())) as u64
             + s.inner_nodes
