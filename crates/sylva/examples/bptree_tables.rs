@@ -7,11 +7,14 @@
 //!
 //! ```text
 //! cargo run --release --example bptree_tables -- [--keys N] [--ops N] [--scan-elements N]
-//!     [--threads 1,2] [--set all|default] [--seed N]
+//!     [--threads 1,2] [--set all|default] [--repeat R] [--clock cpu|wall] [--seed N]
 //! cargo run --release --example bptree_tables -- --memory N
 //! ```
 //!
-//! `--set default` runs only `bptree` (32×32), `bptree-baseline` at 1 KiB and `BTreeMap`.
+//! Phases are timed by the CPU time of the busiest worker thread unless `--clock wall`: on a
+//! shared, oversubscribed machine wall time mostly measures how often other processes ran.
+//! With `--repeat R` every structure is measured R times, rounds alternating, and each cell is the
+//! median. `--set default` runs only `bptree` (32×32), `bptree-baseline` at 1 KiB and `BTreeMap`.
 //! Throughput is Mops/s for inserts and finds, and millions of elements visited per second for
 //! iterations and maps (the paper's "expected elements per second").
 
@@ -97,8 +100,20 @@ impl Ops for &mut BTreeMap<u64, u64> {
     }
 }
 
+/// Nanoseconds this thread has spent on a CPU (Linux `/proc/thread-self/schedstat`), or `None`
+/// where that is not available.
+fn thread_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Whether phases are timed by CPU time (default) or wall-clock time.
+static WALL_CLOCK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Runs `work` over `items` split across the handles' threads; returns (seconds, Σ units, Σ
-/// checksum) where `work` returns (units done, checksum) per item.
+/// checksum) where `work` returns (units done, checksum) per item. Seconds are the largest CPU
+/// time of any worker thread (what the wall time would be with a core per thread, so that other
+/// processes on a shared machine do not dilute the result), or wall time with `--clock wall`.
 fn phase<O: Ops, T: Sync>(
     handles: &mut [O],
     items: &[T],
@@ -106,20 +121,22 @@ fn phase<O: Ops, T: Sync>(
 ) -> (f64, u64, u64) {
     let chunk = items.len().div_ceil(handles.len().max(1)).max(1);
     let t0 = Instant::now();
-    let results: Vec<(u64, u64)> = std::thread::scope(|s| {
+    let results: Vec<(u64, u64, Option<u64>)> = std::thread::scope(|s| {
         let work = &work;
         let hs: Vec<_> = handles
             .iter_mut()
             .zip(items.chunks(chunk))
             .map(|(h, part)| {
                 s.spawn(move || {
+                    let cpu0 = thread_cpu_ns();
                     let (mut units, mut sum) = (0u64, 0u64);
                     for it in part {
                         let (u, c) = work(h, it);
                         units += u;
                         sum = sum.wrapping_add(c);
                     }
-                    (units, sum)
+                    let cpu = cpu0.and_then(|c0| Some(thread_cpu_ns()? - c0));
+                    (units, sum, cpu)
                 })
             })
             .collect();
@@ -127,7 +144,14 @@ fn phase<O: Ops, T: Sync>(
             .map(|h| h.join().expect("worker panicked"))
             .collect()
     });
-    let secs = t0.elapsed().as_secs_f64();
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = results.iter().map(|r| r.2).collect::<Option<Vec<u64>>>();
+    let secs = match cpu {
+        Some(c) if !WALL_CLOCK.load(std::sync::atomic::Ordering::Relaxed) => {
+            c.into_iter().max().unwrap_or(0) as f64 / 1e9
+        }
+        _ => wall,
+    };
     let units = results.iter().map(|r| r.0).sum();
     let sum = results.iter().fold(0u64, |a, r| a.wrapping_add(r.1));
     (secs, units, sum)
@@ -242,6 +266,42 @@ fn measure_btreemap(w: &Workload) -> Row {
     measure("BTreeMap", 0, w, &mut [&mut map])
 }
 
+/// One row per (structure, threads): the median of each measure over the repeated rounds.
+fn medians(runs: Vec<Row>) -> Vec<Row> {
+    fn median(mut v: Vec<f64>) -> f64 {
+        v.sort_by(|a, b| a.total_cmp(b));
+        v[v.len() / 2]
+    }
+    let mut out: Vec<Row> = Vec::new();
+    for r in &runs {
+        if out
+            .iter()
+            .any(|o| o.name == r.name && o.threads == r.threads)
+        {
+            continue;
+        }
+        let same: Vec<&Row> = runs
+            .iter()
+            .filter(|o| o.name == r.name && o.threads == r.threads)
+            .collect();
+        let col = |f: &dyn Fn(&Row) -> f64| median(same.iter().map(|o| f(o)).collect());
+        out.push(Row {
+            name: r.name.clone(),
+            leaf_bytes: r.leaf_bytes,
+            threads: r.threads,
+            insert: col(&|o| o.insert),
+            find: col(&|o| o.find),
+            iterate: (0..r.iterate.len())
+                .map(|i| col(&|o| o.iterate[i]))
+                .collect(),
+            map: (0..r.map.len()).map(|i| col(&|o| o.map[i])).collect(),
+            bytes_per_record: r.bytes_per_record,
+            checksum: r.checksum,
+        });
+    }
+    out
+}
+
 fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
     args.iter()
         .position(|a| a == name)
@@ -347,36 +407,54 @@ fn main() {
         "# bptree_tables: {keys} preloaded random u64 keys, {ops} inserts and finds, \
          ~{scan_elements} elements per scan size, seed {seed}"
     );
-    let mut rows = Vec::new();
-    for &t in &threads {
-        for &size in &baseline_sizes {
-            let tree = BpTree::baseline(&BaselineOptions {
-                node_size: size,
-                internal_size: None,
-            })
-            .expect("valid baseline options");
-            let name = format!("bptree-baseline:node_size={size}");
-            rows.push(measure_tree(&name, size, t, &w, tree));
-            eprintln!("done {name} t={t}");
+    let repeat: usize = arg(&args, "--repeat", 1).max(1);
+    let clock: String = arg(&args, "--clock", "cpu".to_string());
+    WALL_CLOCK.store(clock == "wall", std::sync::atomic::Ordering::Relaxed);
+    println!(
+        "# timing: {}",
+        if clock == "wall" {
+            "wall-clock time"
+        } else {
+            "CPU time of the busiest worker thread (/proc/thread-self/schedstat)"
         }
-        for &(header, block) in &bpa_shapes {
-            let opts = BpTreeOptions {
-                log_size: header,
-                num_blocks: header,
-                block_size: block,
-                internal_size: 1024,
-            };
-            let tree = BpTree::with_options(&opts).expect("valid bptree options");
-            let leaf = (header + header + header * block) * pair;
-            let name = format!("bptree:log_size={header},num_blocks={header},block_size={block}");
-            rows.push(measure_tree(&name, leaf, t, &w, tree));
-            eprintln!("done {name} t={t}");
+    );
+    let mut runs: Vec<Row> = Vec::new();
+    for round in 0..repeat {
+        let mut rows = Vec::new();
+        for &t in &threads {
+            for &size in &baseline_sizes {
+                let tree = BpTree::baseline(&BaselineOptions {
+                    node_size: size,
+                    internal_size: None,
+                })
+                .expect("valid baseline options");
+                let name = format!("bptree-baseline:node_size={size}");
+                rows.push(measure_tree(&name, size, t, &w, tree));
+                eprintln!("done {name} t={t}");
+            }
+            for &(header, block) in &bpa_shapes {
+                let opts = BpTreeOptions {
+                    log_size: header,
+                    num_blocks: header,
+                    block_size: block,
+                    internal_size: 1024,
+                };
+                let tree = BpTree::with_options(&opts).expect("valid bptree options");
+                let leaf = (header + header + header * block) * pair;
+                let name =
+                    format!("bptree:log_size={header},num_blocks={header},block_size={block}");
+                rows.push(measure_tree(&name, leaf, t, &w, tree));
+                eprintln!("done {name} t={t}");
+            }
+            if t == 1 {
+                rows.push(measure_btreemap(&w));
+                eprintln!("done BTreeMap");
+            }
         }
-        if t == 1 {
-            rows.push(measure_btreemap(&w));
-            eprintln!("done BTreeMap");
-        }
+        eprintln!("round {} of {repeat} done", round + 1);
+        runs.extend(rows);
     }
+    let rows = medians(runs);
 
     println!(
         "\n| structure | leaf bytes | threads | insert Mops/s | find Mops/s | iterate ≤100 | iterate ≤10k | iterate ≤100k | map ≤100 | map ≤10k | map ≤100k | bytes/record | checksum |"

@@ -130,9 +130,13 @@ pub(crate) fn before<K: Ord>(key: &K, end: &Option<K>) -> bool {
     }
 }
 
-/// Asks the CPU to load every cache line of `items` (a hint: no effect on results).
+/// Asks the CPU to load every cache line of `items` (a hint: no effect on results), when they
+/// span at most 2 KiB; past that a binary search touches too few of the lines to pay for it.
 #[inline(always)]
 pub(crate) fn prefetch_slice<T>(items: &[T]) {
+    if std::mem::size_of_val(items) > 2048 {
+        return;
+    }
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};

@@ -64,7 +64,8 @@ enum Node<K, V, L> {
     Leaf(RwLock<LeafNode<K, V, L>>),
 }
 
-/// A leaf with its place in the leaf chain.
+/// A leaf with its place in the leaf chain (`repr(C)`: the leaf's hot fields first).
+#[repr(C)]
 struct LeafNode<K, V, L> {
     leaf: L,
     /// The right sibling, if any.
@@ -532,6 +533,9 @@ where
         let Some((mut g, mut latch)) = self.descend(target, |l| l.read()) else {
             return 0;
         };
+        if let Target::Key(k) = target {
+            g.leaf.prefetch(k);
+        }
         let mut count = 0usize;
         let mut cursor = start;
         loop {
