@@ -39,6 +39,14 @@ impl Default for StressConfig {
     }
 }
 
+struct WriterDone<'a>(&'a AtomicUsize);
+
+impl Drop for WriterDone<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Release);
+    }
+}
+
 /// xorshift64*: enough randomness for choosing operations, and no dependency.
 struct Rng(u64);
 
@@ -74,9 +82,9 @@ pub fn stress<S: Subject>(subject: &mut S, config: StressConfig) {
             .map(|w| {
                 let (store, writers_running) = (&store, &writers_running);
                 s.spawn(move || {
-                    let model = writer(store, w as u64, config, span);
-                    writers_running.fetch_sub(1, Ordering::Release);
-                    model
+                    // Count the writer out even if it panics, or the readers would spin forever.
+                    let _done = WriterDone(writers_running);
+                    writer(store, w as u64, config, span)
                 })
             })
             .collect();

@@ -64,6 +64,29 @@ pub enum Error {
         path: PathBuf,
     },
 
+    /// A file that is not what sylva expects there: not a sylva file at all (wrong magic) or
+    /// damaged beyond recovery in its header.
+    #[error("{} is not a sylva {expected}: {detail}", path.display())]
+    NotSylva {
+        /// The file.
+        path: PathBuf,
+        /// What it should have been (for example "write-ahead log").
+        expected: &'static str,
+        /// What was found.
+        detail: String,
+    },
+
+    /// A sylva file written by a format version this build does not read.
+    #[error("{} has format version {found}; this build reads version {supported}", path.display())]
+    UnsupportedVersion {
+        /// The file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        supported: u32,
+    },
+
     /// A write to stable storage failed earlier; the store refuses writes until reopened.
     #[error("store is poisoned by an earlier failed write to stable storage; reopen it")]
     Poisoned,

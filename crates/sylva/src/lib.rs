@@ -12,10 +12,13 @@
 //!   leaves) and its sorted-leaf baseline.
 #![warn(missing_docs)]
 
+pub mod buffer;
 mod error;
+pub mod io;
 mod kv;
 pub mod mem;
 mod memmap;
+pub mod wal;
 
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};

@@ -1,0 +1,280 @@
+//! `sylva bench`: generate (or read) a workload once, then replay it on every engine named, in one
+//! process, alternating engines across repetitions, and report side by side.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use ycsb::dist::Distribution;
+use ycsb::keys::KeySet;
+use ycsb::memory::{release_free_memory, rss_bytes};
+use ycsb::report::{summary_table, write_json, RunRecord};
+use ycsb::runner::run_phase;
+use ycsb::trace::{ScanEndAs, TraceReader};
+use ycsb::workload::{generate, GenerateParams, Workload, WorkloadSpec};
+
+use crate::engines::{opener, EngineSpec, Opener, DEFAULT_ENGINE};
+
+/// Arguments of `sylva bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Engine to run, with options: NAME[:KEY=VALUE,...]. Repeat to compare engines side by side.
+    #[arg(long = "engine", value_name = "SPEC")]
+    pub(crate) engines: Vec<String>,
+    /// Workload: a, b, c, d, e, f (YCSB core), x (long ordered scans), y (long range maps).
+    #[arg(long, default_value = "c")]
+    pub(crate) workload: String,
+    /// Records loaded before the run phase.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) records: u64,
+    /// Operations in the run phase.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub(crate) ops: u64,
+    /// Threads in both phases.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+    /// Request distribution: uniform, zipfian or latest (default: the workload's own, zipfian for
+    /// all but d, which uses latest).
+    #[arg(long)]
+    pub(crate) dist: Option<String>,
+    /// Key set: dense, sparse, urls, wiki or file:PATH.
+    #[arg(long, default_value = "dense")]
+    pub(crate) keys: String,
+    /// Value size in bytes.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) value_size: usize,
+    /// Longest scan or range map (default: 100 for e, 10000 for x and y).
+    #[arg(long)]
+    pub(crate) max_scan: Option<u64>,
+    /// Directory for durable engines' files (default: a temporary directory, removed afterwards).
+    #[arg(long)]
+    pub(crate) dir: Option<PathBuf>,
+    /// Repetitions; engines alternate A B A B and the table reports medians and min–max.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) repeat: usize,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 42)]
+    pub(crate) seed: u64,
+    /// Replay trace files instead of generating: the first is the load phase, the second the run phase.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trace: Vec<PathBuf>,
+    /// Write every measurement to this JSON file.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) json: Option<PathBuf>,
+    /// Run a predefined comparison suite instead of one workload: `papers` (the five seeds'
+    /// comparison sets; writes a Markdown report and SVG charts to --out).
+    #[arg(long)]
+    pub(crate) suite: Option<String>,
+    /// Where `--suite` writes its report and charts.
+    #[arg(long, default_value = "docs/results")]
+    pub(crate) out: PathBuf,
+    /// Scales every size of `--suite` (records and operations), e.g. 0.01 for a quick check.
+    #[arg(long, default_value_t = 1.0)]
+    pub(crate) scale: f64,
+}
+
+struct Prepared {
+    workload: Workload,
+    label: String,
+}
+
+fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
+    let mut spec = WorkloadSpec::named(&args.workload).map_err(|e| e.to_string())?;
+    if !args.trace.is_empty() {
+        if args.trace.len() > 2 {
+            return Err(
+                "give at most two --trace files: the load phase, then the run phase".into(),
+            );
+        }
+        let as_ = if spec.name == 'y' {
+            ScanEndAs::Map
+        } else {
+            ScanEndAs::Ordered
+        };
+        let mut reader = TraceReader::new(as_);
+        let load = reader
+            .read_file(&args.trace[0])
+            .map_err(|e| e.to_string())?;
+        let run = match args.trace.get(1) {
+            Some(p) => reader.read_file(p).map_err(|e| e.to_string())?,
+            None => Vec::new(),
+        };
+        return Ok(Prepared {
+            workload: Workload {
+                arena: reader.into_arena(),
+                load,
+                run,
+            },
+            label: "trace".into(),
+        });
+    }
+    if args.records == 0 {
+        return Err("--records must be at least 1".into());
+    }
+    if let Some(m) = args.max_scan {
+        if m == 0 {
+            return Err("--max-scan must be at least 1".into());
+        }
+        spec.max_scan = m;
+    }
+    let dist = match &args.dist {
+        Some(d) => Distribution::parse(d).ok_or_else(|| {
+            format!("unknown distribution `{d}`; valid: uniform, zipfian, latest")
+        })?,
+        None => spec.default_dist,
+    };
+    let keys = KeySet::parse(&args.keys)
+        .map_err(|e| e.to_string())?
+        .generator(args.seed)
+        .map_err(|e| e.to_string())?;
+    let params = GenerateParams {
+        spec,
+        dist,
+        records: args.records,
+        ops: args.ops,
+        seed: args.seed,
+    };
+    let workload = generate(&params, &keys).map_err(|e| e.to_string())?;
+    Ok(Prepared {
+        workload,
+        label: args.workload.clone(),
+    })
+}
+
+fn progress_bar(len: usize, message: String) -> ProgressBar {
+    let pb = ProgressBar::new(len as u64);
+    let style =
+        ProgressStyle::with_template("{msg:>28} [{bar:40}] {pos}/{len} ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+    pb.set_style(style);
+    pb.set_message(message);
+    pb
+}
+
+/// Runs `sylva bench`: the measurements, then the table and the JSON file.
+pub fn run(args: BenchArgs) -> Result<(), String> {
+    if let Some(suite) = &args.suite {
+        return crate::suite::run(suite, &args);
+    }
+    let records = measure(&args)?;
+    print!("{}", summary_table(&records));
+    if let Some(path) = &args.json {
+        write_json(path, &records).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// Parses `sylva bench` arguments (without the program and subcommand names).
+pub(crate) fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
+    #[derive(clap::Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        args: BenchArgs,
+    }
+    use clap::Parser;
+    let argv = std::iter::once("bench".to_string()).chain(args.iter().cloned());
+    Wrapper::try_parse_from(argv)
+        .map(|w| w.args)
+        .map_err(|e| e.to_string())
+}
+
+/// Runs every engine of `args` on its workload and returns one record per engine, phase and
+/// repetition.
+pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
+    if args.threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    if args.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
+    }
+    let texts = if args.engines.is_empty() {
+        vec![DEFAULT_ENGINE.to_owned()]
+    } else {
+        args.engines.clone()
+    };
+    let engines: Vec<(EngineSpec, Opener)> = texts
+        .iter()
+        .map(|t| {
+            let spec = EngineSpec::parse(t)?;
+            let open = opener(&spec)?;
+            Ok((spec, open))
+        })
+        .collect::<Result<_, String>>()?;
+
+    let Prepared { workload, label } = prepare(args)?;
+    let (_temp, base) = match &args.dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
+            (None, d.clone())
+        }
+        None => {
+            let t = tempfile::tempdir()
+                .map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+            let p = t.path().to_path_buf();
+            (Some(t), p)
+        }
+    };
+
+    let mut records: Vec<RunRecord> = Vec::new();
+    for rep in 0..args.repeat {
+        for (index, (spec, open)) in engines.iter().enumerate() {
+            let dir = base.join(format!("{index}-{}-{rep}", spec.name));
+            std::fs::create_dir_all(&dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            release_free_memory();
+            let rss_before = rss_bytes();
+            let mut target = open(&dir).map_err(|e| format!("{}: {e}", spec.text))?;
+            let growth = || {
+                rss_bytes()
+                    .zip(rss_before)
+                    .map(|(now, before)| now.saturating_sub(before))
+            };
+
+            let phases = [
+                ("load", &workload.load, 0u64),
+                ("run", &workload.run, 1u64 << 48),
+            ];
+            for (phase, ops, seq_base) in phases {
+                if ops.is_empty() {
+                    continue;
+                }
+                let pb = progress_bar(ops.len(), format!("{} {phase} #{}", spec.text, rep + 1));
+                let result = run_phase(
+                    &mut *target,
+                    &workload.arena,
+                    ops,
+                    args.threads,
+                    args.value_size,
+                    seq_base,
+                    &|n| pb.inc(n),
+                )
+                .map_err(|e| format!("{} {phase}: {e}", spec.text))?;
+                pb.finish_and_clear();
+                if phase == "load" {
+                    target
+                        .sync()
+                        .map_err(|e| format!("{} sync after load: {e}", spec.text))?;
+                }
+                let stats = target.stats();
+                records.push(RunRecord::new(
+                    &spec.text,
+                    &label,
+                    phase,
+                    args.threads,
+                    rep,
+                    &result,
+                    growth(),
+                    &stats,
+                ));
+            }
+            drop(target);
+            if args.dir.is_some() || _temp.is_some() {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+    }
+    Ok(records)
+}

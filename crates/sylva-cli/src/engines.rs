@@ -1,0 +1,221 @@
+//! The engine registry: names and options of everything `sylva bench` can run.
+//!
+//! An engine spec is `NAME` or `NAME:KEY=VALUE,KEY=VALUE`; the options are checked when the
+//! command line is parsed, so a typo fails before any work starts, with a message listing what is
+//! valid. Each spec becomes an [`Opener`] that builds a fresh instance in a directory.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+
+use sylva::{KvStore, MemMap, Stats};
+use ycsb::runner::{Session, Shared, Target};
+
+/// The engine `sylva bench` runs when none is named.
+pub const DEFAULT_ENGINE: &str = "memmap";
+
+/// Every engine name, for error messages and help.
+pub const ENGINE_NAMES: &[&str] = &[
+    "memmap", "btreemap", "rocksdb", "lmdb", "redb", "fjall", "sled",
+];
+
+/// The peers: engines people use today, built only with `--features peers`.
+pub const PEER_ENGINES: &[&str] = &["rocksdb", "lmdb", "redb", "fjall", "sled"];
+
+/// A parsed `NAME[:KEY=VALUE,...]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineSpec {
+    /// The spec as given (it labels results).
+    pub text: String,
+    /// The engine name.
+    pub name: String,
+    /// Its options, in order.
+    pub options: Vec<(String, String)>,
+}
+
+impl EngineSpec {
+    /// Parses a spec.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (name, rest) = text.split_once(':').unwrap_or((text, ""));
+        let mut options = Vec::new();
+        for pair in rest.split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("engine option `{pair}` in `{text}` is not KEY=VALUE"))?;
+            options.push((k.trim().to_owned(), v.trim().to_owned()));
+        }
+        Ok(EngineSpec {
+            text: text.to_owned(),
+            name: name.to_owned(),
+            options,
+        })
+    }
+}
+
+/// Builds a fresh engine instance in a directory (which durable engines use and memory engines
+/// ignore).
+pub type Opener = Box<dyn Fn(&Path) -> Result<Box<dyn Target>, String>>;
+
+fn no_options(spec: &EngineSpec) -> Result<(), String> {
+    match spec.options.first() {
+        None => Ok(()),
+        Some((k, _)) => Err(format!(
+            "engine `{}` has no option `{k}` (it takes no options)",
+            spec.name
+        )),
+    }
+}
+
+fn shared(store: impl KvStore + 'static) -> Result<Box<dyn Target>, String> {
+    Ok(Box::new(Shared(Box::new(store))))
+}
+
+/// Checks a spec and returns its opener; an unknown engine or option is an error listing the valid ones.
+pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
+    match spec.name.as_str() {
+        "memmap" => {
+            no_options(spec)?;
+            Ok(Box::new(|_| shared(MemMap::new())))
+        }
+        "btreemap" => {
+            no_options(spec)?;
+            Ok(Box::new(|_| Ok(Box::new(BareBTreeMap::default()))))
+        }
+        other => Err(format!(
+            "unknown engine `{other}`; valid: {}",
+            ENGINE_NAMES.join(", ")
+        )),
+    }
+}
+
+/// std `BTreeMap<Vec<u8>, Vec<u8>>` with no lock at all: the single-threaded floor.
+#[derive(Default)]
+pub struct BareBTreeMap {
+    map: BTreeMap<Vec<u8>, Vec<u8>>,
+}
+
+impl Target for BareBTreeMap {
+    fn sessions(&mut self, n: usize) -> Result<Vec<Box<dyn Session + '_>>, String> {
+        if n != 1 {
+            return Err(format!(
+                "engine `btreemap` is single-threaded; it cannot run {n} threads"
+            ));
+        }
+        Ok(vec![Box::new(BareSession(&mut self.map))])
+    }
+    fn sync(&self) -> sylva::Result<()> {
+        Ok(())
+    }
+    fn stats(&self) -> Stats {
+        Stats {
+            records: self.map.len() as u64,
+            bytes_used: None,
+            counters: Vec::new(),
+        }
+    }
+}
+
+/// The one session of a [`BareBTreeMap`].
+struct BareSession<'a>(&'a mut BTreeMap<Vec<u8>, Vec<u8>>);
+
+impl Session for BareSession<'_> {
+    fn get_into(&mut self, key: &[u8], out: &mut Vec<u8>) -> sylva::Result<bool> {
+        match self.0.get(key) {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+    fn put(&mut self, key: &[u8], value: &[u8]) -> sylva::Result<()> {
+        match self.0.get_mut(key) {
+            Some(v) => {
+                v.clear();
+                v.extend_from_slice(value);
+            }
+            None => {
+                self.0.insert(key.to_vec(), value.to_vec());
+            }
+        }
+        Ok(())
+    }
+    fn delete(&mut self, key: &[u8]) -> sylva::Result<bool> {
+        Ok(self.0.remove(key).is_some())
+    }
+    fn scan(
+        &mut self,
+        start: &[u8],
+        limit: usize,
+        visitor: &mut sylva::Visitor<'_>,
+    ) -> sylva::Result<usize> {
+        let mut n = 0;
+        for (k, v) in self
+            .0
+            .range::<[u8], _>((Bound::Included(start), Bound::Unbounded))
+            .take(limit)
+        {
+            n += 1;
+            if !visitor(k, v) {
+                break;
+            }
+        }
+        Ok(n)
+    }
+    fn map_range(
+        &mut self,
+        start: &[u8],
+        end: &[u8],
+        visitor: &mut sylva::Visitor<'_>,
+    ) -> sylva::Result<usize> {
+        if start >= end {
+            return Ok(0);
+        }
+        let mut n = 0;
+        for (k, v) in self
+            .0
+            .range::<[u8], _>((Bound::Included(start), Bound::Excluded(end)))
+        {
+            n += 1;
+            if !visitor(k, v) {
+                break;
+            }
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_unknown_names_and_options_are_refused() {
+        let s = EngineSpec::parse("bptree:log_size=32, block_size=64").expect("parse");
+        assert_eq!(s.name, "bptree");
+        assert_eq!(
+            s.options,
+            vec![
+                ("log_size".into(), "32".into()),
+                ("block_size".into(), "64".into())
+            ]
+        );
+        assert!(EngineSpec::parse("x:novalue").is_err());
+        let err = opener(&EngineSpec::parse("nosuch").expect("parse"))
+            .err()
+            .expect("unknown engine");
+        assert!(err.contains("memmap") && err.contains("btreemap"), "{err}");
+        let err = opener(&EngineSpec::parse("memmap:foo=1").expect("parse"))
+            .err()
+            .expect("unknown option");
+        assert!(err.contains("foo"), "{err}");
+    }
+
+    #[test]
+    fn btreemap_refuses_more_than_one_thread() {
+        let mut t = BareBTreeMap::default();
+        assert!(t.sessions(2).is_err());
+        assert_eq!(t.sessions(1).expect("one session").len(), 1);
+    }
+}

@@ -1,0 +1,377 @@
+//! `sylva bench --suite papers`: the comparison sets of the five seed papers, run side by side on
+//! every engine this build has, written up as `peers.md` plus SVG charts.
+//!
+//! Sets (sizes at `--scale 1`, chosen so the whole suite finishes in under 30 minutes on the
+//! 2-core machine):
+//! - **YCSB**: workloads A, B, C and E, uniform and zipfian, 1M records of 8-byte keys and 8-byte
+//!   values, 1M operations, one thread (the BP-tree and PA-Tree papers' core comparison).
+//! - **Long ranges**: the BP-tree paper's X (ordered scans) and Y (range maps) of up to 10,000
+//!   records, 1M records, 2,000 operations.
+//! - **Insert-heavy**: 2M inserts in random order into an empty store; the load phase's maximum
+//!   and p99.99 latency per engine (the NB-tree paper's measure of worst-case inserts).
+//! - **Larger than memory** (TreeLine's setting): 4M records with 56-byte values, durable engines
+//!   only, cache budget 1/3 of the raw data (`cache_bytes=` engine option); workloads C and E.
+//!
+//! Each row of a table gives the engine's ratio to the best *peer* (RocksDB, LMDB, redb, fjall,
+//! sled) in that row group, so sylva's engines read as "× of the best engine people use today".
+//! Engines that this build lacks (the durable `db` until it exists, the peers without
+//! `--features peers`) are listed as missing in the report, not silently dropped.
+
+use std::fmt::Write as _;
+
+use ycsb::report::{write_json, RunRecord};
+
+use crate::bench::{measure, parse_args, BenchArgs};
+use crate::charts;
+use crate::engines::{opener, EngineSpec, PEER_ENGINES};
+
+/// sylva's engines the suite runs when they exist.
+const SYLVA_ENGINES: &[&str] = &["memmap", "bptree", "btree", "db"];
+/// Engines with a cache budget (durable ones), for the larger-than-memory set.
+fn durable(name: &str) -> bool {
+    name == "db" || PEER_ENGINES.contains(&name)
+}
+
+struct Set {
+    title: &'static str,
+    note: &'static str,
+    runs: Vec<Vec<String>>,
+    durable_only: bool,
+    phase: &'static str,
+}
+
+fn sets(scale: f64) -> Vec<Set> {
+    let n = |x: f64| ((x * scale).round() as u64).max(1).to_string();
+    let mut ycsb = Vec::new();
+    for w in ["a", "b", "c", "e"] {
+        for d in ["uniform", "zipfian"] {
+            ycsb.push(
+                [
+                    "--workload",
+                    w,
+                    "--dist",
+                    d,
+                    "--records",
+                    &n(1e6),
+                    "--ops",
+                    &n(1e6),
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            );
+        }
+    }
+    let long = ["x", "y"]
+        .iter()
+        .map(|w| {
+            ["--workload", w, "--records", &n(1e6), "--ops", &n(2000.0)]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()
+        })
+        .collect();
+    let raw = 4e6 * scale * (8.0 + 56.0);
+    let budget = ((raw / 3.0) as u64).max(1 << 20).to_string();
+    let ltm = ["c", "e"]
+        .iter()
+        .map(|w| {
+            [
+                "--workload",
+                w,
+                "--records",
+                &n(4e6),
+                "--ops",
+                &n(5e5),
+                "--value-size",
+                "56",
+                "--cache-bytes",
+                &budget,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+        })
+        .collect();
+    vec![
+        Set {
+            title: "YCSB (1M records, 8-byte keys and values, one thread)",
+            note: "run phase",
+            runs: ycsb,
+            durable_only: false,
+            phase: "run",
+        },
+        Set {
+            title: "Long ranges: workloads X and Y (BP-tree paper)",
+            note: "run phase; scans and maps of up to 10,000 records",
+            runs: long,
+            durable_only: false,
+            phase: "run",
+        },
+        Set {
+            title: "Insert-heavy: worst-case insert latency (NB-tree paper)",
+            note: "load phase: random-order inserts into an empty store",
+            runs: vec![["--workload", "c", "--records", &n(2e6), "--ops", "0"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()],
+            durable_only: false,
+            phase: "load",
+        },
+        Set {
+            title: "Larger than memory (TreeLine's setting: cache = 1/3 of the data)",
+            note: "run phase; 56-byte values; durable engines only",
+            runs: ltm,
+            durable_only: true,
+            phase: "run",
+        },
+    ]
+}
+
+/// Runs the suite named `name` with the common options of `base`.
+pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
+    if name != "papers" {
+        return Err(format!("unknown suite `{name}`; valid: papers"));
+    }
+    if base.scale.is_nan() || base.scale <= 0.0 {
+        return Err("--scale must be positive".into());
+    }
+    let wanted: Vec<String> = if base.engines.is_empty() {
+        SYLVA_ENGINES
+            .iter()
+            .chain(PEER_ENGINES.iter())
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        base.engines.clone()
+    };
+    let (available, missing): (Vec<String>, Vec<String>) = wanted
+        .into_iter()
+        .partition(|e| EngineSpec::parse(e).and_then(|s| opener(&s)).is_ok());
+    std::fs::create_dir_all(&base.out)
+        .map_err(|e| format!("cannot create {}: {e}", base.out.display()))?;
+
+    let mut md = String::new();
+    let command: Vec<String> = std::env::args().collect();
+    let _ = writeln!(md, "# sylva and its peers, side by side\n");
+    let _ = writeln!(
+        md,
+        "Produced by `{}` (scale {}), seed {}.",
+        command.join(" "),
+        base.scale,
+        base.seed
+    );
+    let _ = writeln!(md, "Ratios are to the best peer in the same row group, measured in the same run; absolute numbers are from a shared, noisy 2-core machine.\n");
+    if !missing.is_empty() {
+        let _ = writeln!(
+            md,
+            "Not in this build, so not measured: {}.\n",
+            missing.join(", ")
+        );
+    }
+    let mut all: Vec<RunRecord> = Vec::new();
+    for (set_index, set) in sets(base.scale).into_iter().enumerate() {
+        let engines: Vec<&String> = available
+            .iter()
+            .filter(|e| !set.durable_only || durable(e.split(':').next().unwrap_or(e)))
+            .collect();
+        let _ = writeln!(md, "## {}\n\n{}.\n", set.title, set.note);
+        if engines.is_empty() {
+            let _ = writeln!(md, "No engine of this build qualifies for this set.\n");
+            continue;
+        }
+        let mut set_records = Vec::new();
+        for run in &set.runs {
+            let mut argv = run.clone();
+            let cache = take_option(&mut argv, "--cache-bytes");
+            for e in &engines {
+                argv.push("--engine".into());
+                argv.push(match &cache {
+                    Some(bytes) => with_option(e, "cache_bytes", bytes),
+                    None => e.to_string(),
+                });
+            }
+            argv.extend([
+                "--seed".into(),
+                base.seed.to_string(),
+                "--repeat".into(),
+                base.repeat.to_string(),
+            ]);
+            if let Some(d) = &base.dir {
+                argv.extend(["--dir".into(), d.display().to_string()]);
+            }
+            eprintln!("suite: {}", argv.join(" "));
+            let args = parse_args(&argv)?;
+            let records = measure(&args)?;
+            let label = row_label(&argv);
+            md.push_str(&table(&label, &records, set.phase));
+            set_records.extend(records.into_iter().map(|mut r| {
+                r.workload = label.clone();
+                r
+            }));
+        }
+        let chart = format!("peers-set{}-throughput.svg", set_index + 1);
+        charts::throughput(&base.out.join(&chart), set.title, &set_records, set.phase)?;
+        let _ = writeln!(md, "![throughput]({chart})\n");
+        if let Some(first) = set_records.first() {
+            let cdf = format!("peers-set{}-latency.svg", set_index + 1);
+            let label = first.workload.clone();
+            let rows: Vec<&RunRecord> = set_records
+                .iter()
+                .filter(|r| r.workload == label && r.phase == set.phase)
+                .collect();
+            charts::latency_cdf(
+                &base.out.join(&cdf),
+                &format!("latency CDF, {label}"),
+                &rows,
+            )?;
+            let _ = writeln!(md, "![latency CDF of {label}]({cdf})\n");
+        }
+        all.extend(set_records);
+    }
+    let md_path = base.out.join("peers.md");
+    std::fs::write(&md_path, md).map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
+    let json_path = base
+        .json
+        .clone()
+        .unwrap_or_else(|| base.out.join("peers.json"));
+    write_json(&json_path, &all)
+        .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
+    eprintln!("wrote {} and {}", md_path.display(), json_path.display());
+    Ok(())
+}
+
+fn take_option(argv: &mut Vec<String>, name: &str) -> Option<String> {
+    let i = argv.iter().position(|a| a == name)?;
+    let value = argv.get(i + 1).cloned();
+    argv.drain(i..(i + 2).min(argv.len()));
+    value
+}
+
+fn with_option(spec: &str, key: &str, value: &str) -> String {
+    if spec.contains(':') {
+        format!("{spec},{key}={value}")
+    } else {
+        format!("{spec}:{key}={value}")
+    }
+}
+
+fn row_label(argv: &[String]) -> String {
+    let get = |name: &str| {
+        argv.iter()
+            .position(|a| a == name)
+            .and_then(|i| argv.get(i + 1))
+            .cloned()
+    };
+    let mut label = format!("workload {}", get("--workload").unwrap_or_default());
+    if let Some(d) = get("--dist") {
+        label.push_str(&format!(" {d}"));
+    }
+    label
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+fn table(label: &str, records: &[RunRecord], phase: &str) -> String {
+    let rows: Vec<&RunRecord> = records.iter().filter(|r| r.phase == phase).collect();
+    let mut engines: Vec<&str> = Vec::new();
+    for r in &rows {
+        if !engines.contains(&r.engine.as_str()) {
+            engines.push(&r.engine);
+        }
+    }
+    let tput = |e: &str| {
+        median(
+            rows.iter()
+                .filter(|r| r.engine == e)
+                .map(|r| r.ops_per_sec)
+                .collect(),
+        )
+    };
+    let best_peer = engines
+        .iter()
+        .filter(|e| PEER_ENGINES.contains(&e.split(':').next().unwrap_or(e)))
+        .map(|e| tput(e))
+        .fold(0.0, f64::max);
+    let mut out = format!(
+        "**{label}** ({} ops)\n\n| engine | ops/s | × best peer | p50 | p99 | p99.9 | p99.99 | max | B/rec RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        rows.first().map_or(0, |r| r.ops)
+    );
+    for e in engines {
+        let Some(r) = rows.iter().find(|r| r.engine == e) else {
+            continue;
+        };
+        let t = tput(e);
+        let ratio = if best_peer > 0.0 {
+            format!("{:.2}", t / best_peer)
+        } else {
+            "–".into()
+        };
+        let l = &r.latency_ns;
+        let _ = writeln!(
+            out,
+            "| {e} | {:.0} | {ratio} | {} | {} | {} | {} | {} | {} |",
+            t,
+            ns(l.p50),
+            ns(l.p99),
+            ns(l.p999),
+            ns(l.p9999),
+            ns(l.max),
+            r.bytes_per_record.map_or("–".into(), |b| format!("{b:.0}"))
+        );
+    }
+    out.push('\n');
+    out
+}
+
+fn ns(v: u64) -> String {
+    match v {
+        v if v >= 1_000_000 => format!("{:.2} ms", v as f64 / 1e6),
+        v if v >= 1_000 => format!("{:.1} µs", v as f64 / 1e3),
+        v => format!("{v} ns"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_moved_onto_engine_specs() {
+        let mut argv: Vec<String> = ["--workload", "c", "--cache-bytes", "99", "--ops", "5"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(
+            take_option(&mut argv, "--cache-bytes").as_deref(),
+            Some("99")
+        );
+        assert_eq!(argv, ["--workload", "c", "--ops", "5"]);
+        assert_eq!(
+            with_option("rocksdb", "cache_bytes", "9"),
+            "rocksdb:cache_bytes=9"
+        );
+        assert_eq!(
+            with_option("db:sync=batch", "cache_bytes", "9"),
+            "db:sync=batch,cache_bytes=9"
+        );
+    }
+
+    #[test]
+    fn every_set_parses_as_bench_arguments() {
+        for set in sets(0.001) {
+            for run in set.runs {
+                let mut argv = run.clone();
+                take_option(&mut argv, "--cache-bytes");
+                parse_args(&argv).unwrap_or_else(|e| panic!("{run:?}: {e}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,215 @@
+//! `sylva bench` end to end: the table, the JSON, trace replay and bad input.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn sylva(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sylva"))
+        .args(args)
+        .output()
+        .expect("run sylva")
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("parse json")
+}
+
+#[test]
+fn two_engines_print_a_table_write_json_and_agree() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out.json");
+    let o = sylva(&[
+        "bench",
+        "--engine",
+        "memmap",
+        "--engine",
+        "btreemap",
+        "--workload",
+        "e",
+        "--records",
+        "20000",
+        "--ops",
+        "5000",
+        "--repeat",
+        "2",
+        "--json",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let table = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        table.contains("run phase") && table.contains("btreemap"),
+        "{table}"
+    );
+    let v = json(&out);
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 8, "2 engines × 2 phases × 2 repetitions");
+    let run_sums: Vec<u64> = runs
+        .iter()
+        .filter(|r| r["phase"] == "run")
+        .map(|r| r["checksum"].as_u64().expect("checksum"))
+        .collect();
+    assert!(
+        run_sums.iter().all(|&c| c == run_sums[0]),
+        "identical operations, different answers: {run_sums:?}"
+    );
+    assert!(runs
+        .iter()
+        .all(|r| r["ops_per_sec"].as_f64().expect("ops/s") > 0.0));
+    // Engines alternate: memmap, btreemap, memmap, btreemap.
+    let order: Vec<&str> = runs
+        .iter()
+        .filter(|r| r["phase"] == "load")
+        .map(|r| r["engine"].as_str().expect("engine"))
+        .collect();
+    assert_eq!(order, ["memmap", "btreemap", "memmap", "btreemap"]);
+}
+
+#[test]
+fn traces_replay_with_the_same_answers_as_generated_operations() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (load, run) = (dir.path().join("load.txt"), dir.path().join("run.txt"));
+    let mut l = String::new();
+    for k in 0..1000u64 {
+        l.push_str(&format!("INSERT {}\n", k * 7));
+    }
+    std::fs::write(&load, l).expect("write load");
+    std::fs::write(
+        &run,
+        "READ 7\nREAD 8\nUPDATE 14\nSCAN 0 10\nSCANEND 70 140\nDELETE 21\nREAD 21\n",
+    )
+    .expect("write run");
+    let out = dir.path().join("t.json");
+    let o = sylva(&[
+        "bench",
+        "--engine",
+        "memmap",
+        "--engine",
+        "btreemap",
+        "--trace",
+        load.to_str().expect("utf8"),
+        "--trace",
+        run.to_str().expect("utf8"),
+        "--json",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&out);
+    let run: Vec<&serde_json::Value> = v["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["phase"] == "run")
+        .collect();
+    assert_eq!(run.len(), 2);
+    for r in &run {
+        assert_eq!(r["ops"], 7);
+        assert_eq!(r["workload"], "trace");
+        // READ 7 and UPDATE-free reads: 7 found, 8 missing, DELETE 21 found, READ 21 missing.
+        assert_eq!(r["found"], 2, "{r}");
+        assert_eq!(r["missing"], 2, "{r}");
+        assert_eq!(
+            r["scanned"], 20,
+            "SCAN 0 10 gives 10 records, SCANEND [70, 140) gives 10"
+        );
+        assert_eq!(r["records"], 999);
+    }
+    assert_eq!(run[0]["checksum"], run[1]["checksum"]);
+}
+
+#[test]
+fn bad_input_is_one_line_on_stderr_and_exit_code_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let bad_trace = dir.path().join("bad.txt");
+    std::fs::write(&bad_trace, "INSERT 1\nINSERT\n").expect("write");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (vec!["--engine".into(), "nosuch".into()], "unknown engine"),
+        (vec!["--workload".into(), "q".into()], "unknown workload"),
+        (vec!["--records".into(), "0".into()], "at least 1"),
+        (
+            vec![
+                "--trace".into(),
+                dir.path().join("missing.txt").display().to_string(),
+            ],
+            "missing.txt",
+        ),
+        (
+            vec!["--trace".into(), bad_trace.display().to_string()],
+            "bad.txt:2",
+        ),
+        (
+            vec!["--engine".into(), "memmap:size=3".into()],
+            "no option `size`",
+        ),
+        (
+            vec!["--dist".into(), "pareto".into()],
+            "unknown distribution",
+        ),
+        (vec!["--keys".into(), "emoji".into()], "unknown key set"),
+        (
+            vec![
+                "--engine".into(),
+                "btreemap".into(),
+                "--threads".into(),
+                "2".into(),
+                "--records".into(),
+                "10".into(),
+            ],
+            "single-threaded",
+        ),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["bench".to_string()];
+        all.extend(args.iter().cloned());
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let o = sylva(&all);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected `{needle}` in {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?} panicked: {err}");
+    }
+    let o = sylva(&["frobnicate"]);
+    assert_eq!(o.status.code(), Some(2), "unknown subcommand");
+}
+
+#[test]
+fn the_papers_suite_writes_a_report_and_charts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("results");
+    let o = sylva(&[
+        "bench",
+        "--suite",
+        "papers",
+        "--scale",
+        "0.002",
+        "--engine",
+        "memmap",
+        "--out",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("peers.md")).expect("peers.md");
+    for needle in [
+        "workload a uniform",
+        "workload e zipfian",
+        "workload x",
+        "workload y",
+        "p99.99",
+        "Larger than memory",
+    ] {
+        assert!(md.contains(needle), "peers.md lacks `{needle}`");
+    }
+    let svg = std::fs::read_to_string(out.join("peers-set1-throughput.svg")).expect("chart");
+    assert!(
+        svg.starts_with("<svg") && svg.contains("memmap"),
+        "throughput chart"
+    );
+    assert!(out.join("peers-set1-latency.svg").exists());
+    let v = json(&out.join("peers.json"));
+    assert!(v["runs"].as_array().expect("runs").len() >= 10);
+    let o = sylva(&["bench", "--suite", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,216 @@
+use std::sync::Arc;
+
+use super::*;
+use crate::io::FileIo;
+use crate::wal::SyncMode;
+
+fn pool(dir: &std::path::Path, budget_pages: u64, wal: Option<Arc<Wal>>) -> BufferPool {
+    let file = PageFile::create(&dir.join("pages"), 4096, true).expect("create");
+    BufferPool::new(
+        file,
+        wal,
+        PoolOptions {
+            budget_bytes: budget_pages * 4096,
+            reserve_bytes: 1 << 32,
+        },
+    )
+    .expect("pool")
+}
+
+fn write_pattern(p: &BufferPool, id: u64, seed: u64) {
+    // SAFETY: (test) the caller holds page `id`'s exclusive lock.
+    let data = unsafe { std::slice::from_raw_parts_mut(p.data(id).as_ptr(), p.usable_size()) };
+    for (i, chunk) in data.chunks_exact_mut(8).enumerate() {
+        chunk.copy_from_slice(&(seed ^ i as u64).to_le_bytes());
+    }
+}
+
+/// Reads page `id` optimistically and returns its first word, retrying until validated.
+fn read_first_word(p: &BufferPool, id: u64) -> u64 {
+    loop {
+        let v = p.read_lock(id).expect("read_lock").expect("not freed");
+        let mut w = [0u8; 8];
+        // SAFETY: (test) an optimistic read of our own mapping, validated below.
+        unsafe { std::ptr::copy_nonoverlapping(p.data(id).as_ptr(), w.as_mut_ptr(), 8) };
+        if p.validate(id, v) {
+            return u64::from_le_bytes(w);
+        }
+    }
+}
+
+#[test]
+fn pages_survive_eviction_within_the_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 32, None);
+    let ids: Vec<u64> = (0..500u64)
+        .map(|i| {
+            let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+            write_pattern(&p, id, i * 1000);
+            p.unlock(id, true);
+            assert!(
+                p.stats().resident <= 32,
+                "resident {} over a budget of 32 pages",
+                p.stats().resident
+            );
+            id
+        })
+        .collect();
+    for (i, &id) in ids.iter().enumerate().rev() {
+        assert_eq!(read_first_word(&p, id), i as u64 * 1000, "page {id}");
+        assert!(p.stats().resident <= 32);
+    }
+    let s = p.stats();
+    assert!(
+        s.evictions >= 468 && s.misses > 0 && s.writebacks >= 468,
+        "{s:?}"
+    );
+}
+
+#[test]
+fn a_checkpointed_pool_reopens_with_every_page() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ids: Vec<u64> = {
+        let p = pool(dir.path(), 16, None);
+        let ids = (0..100u64)
+            .map(|i| {
+                let id = p.allocate(PageKind::BTreeInner).expect("allocate");
+                write_pattern(&p, id, i + 7);
+                p.unlock(id, true);
+                id
+            })
+            .collect();
+        p.checkpoint(b"meta").expect("checkpoint");
+        ids
+    };
+    let (file, meta) = PageFile::open(&dir.path().join("pages"), true).expect("open");
+    assert_eq!(meta.user, b"meta");
+    let p = BufferPool::new(
+        file,
+        None,
+        PoolOptions {
+            budget_bytes: 16 * 4096,
+            reserve_bytes: 1 << 32,
+        },
+    )
+    .expect("pool");
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(read_first_word(&p, id), i as u64 + 7);
+    }
+}
+
+#[test]
+fn a_corrupt_page_is_an_error_every_time_not_a_panic() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let id = {
+        let p = pool(dir.path(), 16, None);
+        let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+        write_pattern(&p, id, 1);
+        p.unlock(id, true);
+        p.checkpoint(&[]).expect("checkpoint");
+        id
+    };
+    let path = dir.path().join("pages");
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[id as usize * 4096 + 200] ^= 4;
+    std::fs::write(&path, bytes).expect("write");
+    let (file, _) = PageFile::open(&path, false).expect("open");
+    let p = BufferPool::new(
+        file,
+        None,
+        PoolOptions {
+            budget_bytes: 16 * 4096,
+            reserve_bytes: 1 << 32,
+        },
+    )
+    .expect("pool");
+    for _ in 0..2 {
+        assert!(matches!(
+            p.read_lock(id),
+            Err(Error::ChecksumMismatch { .. })
+        ));
+        assert!(matches!(p.lock(id), Err(Error::ChecksumMismatch { .. })));
+    }
+    assert!(p.read_lock(id + 100).is_err(), "a page beyond the file");
+}
+
+#[test]
+fn dirty_pages_reach_disk_only_after_their_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let io = FileIo::open(&dir.path().join("wal"), true).expect("wal file");
+    let (wal, _) = Wal::open(Box::new(io), SyncMode::Never, 1).expect("wal");
+    let wal = Arc::new(wal);
+    let p = pool(dir.path(), 16, Some(wal.clone()));
+    let mut last = 0;
+    let mut pages = Vec::new();
+    for i in 0..64u64 {
+        let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+        last = wal
+            .append(format!("change {i}").as_bytes())
+            .expect("append");
+        p.set_lsn(id, last);
+        p.unlock(id, true);
+        pages.push((id, last));
+        // Every page written back (now evicted) must have had its log record made durable first.
+        let durable = wal.durable_below();
+        for &(id, lsn) in &pages {
+            if is_evicted(p.state(id).expect("state").load()) {
+                assert!(
+                    durable > lsn,
+                    "page {id} (LSN {lsn}) reached disk before its log (durable below {durable})"
+                );
+            }
+        }
+    }
+    assert!(p.stats().writebacks > 0, "the budget forced write-backs");
+    p.flush_all().expect("flush");
+    assert!(
+        wal.durable_below() > last,
+        "flushing the last page synced the log past its LSN"
+    );
+}
+
+#[test]
+fn readers_and_writers_on_two_threads_with_a_tiny_budget() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 16, None);
+    let ids: Vec<u64> = (0..200u64)
+        .map(|i| {
+            let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+            write_pattern(&p, id, i << 32);
+            p.unlock(id, true);
+            id
+        })
+        .collect();
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let (p, ids) = (&p, &ids);
+            s.spawn(move || {
+                let mut x = t + 1;
+                for _ in 0..20_000 {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    let i = (x % ids.len() as u64) as usize;
+                    let id = ids[i];
+                    if x % 10 == 0 {
+                        p.lock(id).expect("lock");
+                        // Writers keep the page's identity in the high half, a counter below.
+                        // SAFETY: (test) exclusive lock held.
+                        let w = unsafe { &mut *(p.data(id).as_ptr() as *mut [u8; 8]) };
+                        let v = u64::from_le_bytes(*w) + 1;
+                        *w = v.to_le_bytes();
+                        p.unlock(id, true);
+                    } else {
+                        let v = read_first_word(p, id);
+                        assert_eq!(v >> 32, i as u64, "page {id} holds another page's bytes");
+                    }
+                }
+            });
+        }
+    });
+    assert!(
+        p.stats().resident <= 16 + 2,
+        "resident {}",
+        p.stats().resident
+    );
+}

@@ -1,0 +1,112 @@
+//! The lowest layer: positioned reads and writes on one file, behind the [`Io`] trait so tests can
+//! put a fault-injecting implementation ([`FaultyIo`]) under everything above.
+//!
+//! Everything above (`wal`, later the page file and the buffer pool) goes through `Io`; nothing
+//! above calls `std::fs` on a data file directly. Every error carries the file's path.
+
+mod aligned;
+mod faulty;
+mod mem;
+mod page_file;
+pub mod page_header;
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+pub use aligned::{AlignedBuf, IO_ALIGN};
+pub use faulty::{Fault, FaultHandle, FaultyIo};
+pub use mem::MemIo;
+pub use page_file::{Meta, PageFile, FIRST_DATA_PAGE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+
+use crate::error::{Error, Result};
+
+/// Positioned I/O on one file.
+pub trait Io: Send + Sync {
+    /// Fills `buf` from `offset`; reading past the end is an error.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()>;
+    /// Writes all of `buf` at `offset`.
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()>;
+    /// Makes every completed write durable (`fdatasync`).
+    fn sync(&self) -> Result<()>;
+    /// Current length in bytes.
+    fn file_len(&self) -> Result<u64>;
+    /// Truncates or extends to `len` bytes.
+    fn set_file_len(&self, len: u64) -> Result<()>;
+    /// The file's path, for error messages.
+    fn path(&self) -> &Path;
+}
+
+/// A plain file, read and written with `pread`/`pwrite`.
+#[derive(Debug)]
+pub struct FileIo {
+    file: File,
+    path: PathBuf,
+}
+
+impl FileIo {
+    /// Opens `path` for reading and writing, creating it if `create`.
+    pub fn open(path: &Path, create: bool) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(create)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| Error::io_at(path, e))?;
+        Ok(FileIo {
+            file,
+            path: path.to_path_buf(),
+        })
+    }
+}
+
+impl FileIo {
+    /// Wraps an already opened file.
+    pub fn from_file(file: File, path: &Path) -> Self {
+        FileIo {
+            file,
+            path: path.to_path_buf(),
+        }
+    }
+}
+
+impl Io for FileIo {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.file
+            .read_exact_at(buf, offset)
+            .map_err(|e| Error::io_at(&self.path, e))
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.file
+            .write_all_at(buf, offset)
+            .map_err(|e| Error::io_at(&self.path, e))
+    }
+    fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| Error::io_at(&self.path, e))
+    }
+    fn file_len(&self) -> Result<u64> {
+        Ok(self
+            .file
+            .metadata()
+            .map_err(|e| Error::io_at(&self.path, e))?
+            .len())
+    }
+    fn set_file_len(&self, len: u64) -> Result<()> {
+        self.file
+            .set_len(len)
+            .map_err(|e| Error::io_at(&self.path, e))
+    }
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// `fsync`s a directory, so a file created or renamed in it survives a crash.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io_at(dir, e))
+}

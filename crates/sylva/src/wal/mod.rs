@@ -1,0 +1,385 @@
+//! The write-ahead log: checksummed records, group commit, three durability modes, and recovery
+//! that cuts a torn tail.
+//!
+//! The record format is in [`record`] and `docs/format.md`. Each record gets the next LSN (a
+//! counter, not a byte offset, so a checkpoint can restart the file without renumbering).
+//!
+//! **Durability modes** ([`SyncMode`]), after the PA-Tree paper's strong and weak persistent
+//! buffering (section III.C): `Always` makes a record durable before `append` returns (strong);
+//! `Batch { ops, interval }` makes it durable at the next batch boundary — after `ops` records or
+//! once `interval` has passed since the last sync, checked at each append — or at an explicit
+//! [`Wal::sync`] (weak; the paper syncs every 1,000 updates); `Never` writes to the OS when the
+//! buffer fills and fsyncs only on `sync`.
+//!
+//! **Group commit.** Appends only encode into a shared buffer under a short lock. A thread that
+//! needs durability becomes the *leader* if no flush is in flight: it takes the whole buffer (its
+//! own record and everyone else's), writes and fsyncs it outside the lock, then wakes the
+//! *followers*, whose records that flush covered. Concurrent committers so share one fsync.
+//!
+//! **Failure.** A failed write or fsync poisons the log: the kernel may have dropped the dirty
+//! pages, so nothing after it could be acknowledged honestly. Every later call returns
+//! [`Error::Poisoned`] until the database is reopened (and recovery reads what really reached disk).
+//!
+//! **Recovery** ([`Wal::open`]) reads records from the header on while each is intact and has the
+//! next LSN; the first that is not ends the log, and everything from it on is cut off and
+//! reported in [`Recovered::cut_bytes`]. That is a torn tail after a crash mid-write. Recovery
+//! also looks beyond the cut for an intact record with a later LSN and reports it in
+//! [`Recovered::intact_after_cut`]: under `Batch` or `Never` that is expected (the OS may write
+//! pages back out of order, and unsynced records were never acknowledged), while under `Always` it
+//! means damage inside acknowledged records, which the caller should report loudly. Recovery
+//! itself never needs a human: the log that remains is always a valid prefix.
+
+pub mod record;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::error::{Error, Result};
+use crate::io::Io;
+use record::{
+    decode_header, decode_record, encode_header, encode_record, Header, HEADER_LEN, VERSION,
+};
+
+/// When appended records become durable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncMode {
+    /// Durable before `append` returns.
+    Always,
+    /// Durable after `ops` records or `interval`, whichever comes first, or at `sync()`.
+    Batch {
+        /// Records per batch.
+        ops: u64,
+        /// Longest time between syncs while appends keep coming.
+        interval: Duration,
+    },
+    /// Durable only at `sync()`.
+    Never,
+}
+
+/// Bytes buffered before `Never` and `Batch` hand the buffer to the OS without an fsync.
+const WRITE_BEHIND: usize = 1 << 20;
+
+struct State {
+    /// Encoded records not yet handed to the OS.
+    buf: Vec<u8>,
+    /// LSN the next record gets.
+    next_lsn: u64,
+    /// File offset the buffer will be written at.
+    write_offset: u64,
+    /// Every record with an LSN below this is durable.
+    durable_below: u64,
+    /// A leader is writing; others wait.
+    flushing: bool,
+    /// Records appended since the last sync, and when it was.
+    since_sync: u64,
+    last_sync: Instant,
+}
+
+/// What recovery found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// Every intact record, in LSN order.
+    pub records: Vec<(u64, Vec<u8>)>,
+    /// Bytes of torn tail that were cut off (0 after a clean shutdown).
+    pub cut_bytes: u64,
+    /// File offset of an intact record with a later LSN found beyond the cut, if any.
+    pub intact_after_cut: Option<u64>,
+}
+
+/// The write-ahead log over one file.
+pub struct Wal {
+    io: Box<dyn Io>,
+    mode: SyncMode,
+    state: Mutex<State>,
+    flushed: Condvar,
+    poisoned: AtomicBool,
+}
+
+impl Wal {
+    /// Opens (or creates, if the file is empty) the log in `io`, recovering its records. The next
+    /// record's LSN is one past the last recovered record, and at least `min_next_lsn` (so LSNs
+    /// stay monotonic across a checkpoint that emptied the log).
+    pub fn open(io: Box<dyn Io>, mode: SyncMode, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
+        let len = io.file_len()?;
+        let scan = if len == 0 {
+            io.write_at(&encode_header(min_next_lsn), 0)?;
+            io.sync()?;
+            Scan {
+                records: Vec::new(),
+                end: HEADER_LEN,
+                start_lsn: min_next_lsn,
+                intact_after_cut: None,
+            }
+        } else {
+            recover(&*io, len, min_next_lsn)?
+        };
+        let Scan {
+            records,
+            end,
+            start_lsn,
+            intact_after_cut,
+        } = scan;
+        let cut_bytes = len.max(HEADER_LEN) - end;
+        if cut_bytes > 0 {
+            io.set_file_len(end)?;
+            io.sync()?;
+        }
+        let next_lsn = records
+            .last()
+            .map_or(start_lsn, |(lsn, _)| lsn + 1)
+            .max(min_next_lsn);
+        let state = State {
+            buf: Vec::with_capacity(WRITE_BEHIND),
+            next_lsn,
+            write_offset: end,
+            durable_below: next_lsn,
+            flushing: false,
+            since_sync: 0,
+            last_sync: Instant::now(),
+        };
+        let wal = Wal {
+            io,
+            mode,
+            state: Mutex::new(state),
+            flushed: Condvar::new(),
+            poisoned: AtomicBool::new(false),
+        };
+        Ok((
+            wal,
+            Recovered {
+                records,
+                cut_bytes,
+                intact_after_cut,
+            },
+        ))
+    }
+
+    /// Appends a record and returns its LSN; under `SyncMode::Always` it is durable on return.
+    pub fn append(&self, payload: &[u8]) -> Result<u64> {
+        if payload.len() > record::MAX_PAYLOAD {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "log record of {} bytes is longer than the maximum",
+                    payload.len()
+                ),
+                limit: record::MAX_PAYLOAD,
+            });
+        }
+        self.check_poisoned()?;
+        let mut st = self.state.lock();
+        let lsn = st.next_lsn;
+        st.next_lsn += 1;
+        encode_record(&mut st.buf, lsn, payload);
+        st.since_sync += 1;
+        let need_sync = match self.mode {
+            SyncMode::Always => true,
+            SyncMode::Batch { ops, interval } => {
+                st.since_sync >= ops || st.last_sync.elapsed() >= interval
+            }
+            SyncMode::Never => false,
+        };
+        let need_write = st.buf.len() >= WRITE_BEHIND;
+        drop(st);
+        if need_sync {
+            self.commit(lsn, true)?;
+        } else if need_write {
+            self.commit(lsn, false)?;
+        }
+        Ok(lsn)
+    }
+
+    /// Makes every record appended so far durable.
+    pub fn sync(&self) -> Result<()> {
+        let last = self.state.lock().next_lsn.saturating_sub(1);
+        self.commit(last, true)
+    }
+
+    /// Makes every record up to and including `lsn` durable (the WAL rule: the buffer pool calls
+    /// this before writing back a page whose last change is `lsn`).
+    pub fn sync_to(&self, lsn: u64) -> Result<()> {
+        self.commit(lsn, true)
+    }
+
+    /// Every record with an LSN below this is durable.
+    pub fn durable_below(&self) -> u64 {
+        self.state.lock().durable_below
+    }
+
+    /// The LSN the next record will get.
+    pub fn next_lsn(&self) -> u64 {
+        self.state.lock().next_lsn
+    }
+
+    /// Bytes in the log file, including buffered records.
+    pub fn bytes(&self) -> u64 {
+        let st = self.state.lock();
+        st.write_offset + st.buf.len() as u64
+    }
+
+    /// Empties the log after a checkpoint has made everything in it redundant. The caller must
+    /// keep appends out while this runs. The next record keeps the current LSN sequence.
+    pub fn truncate(&self) -> Result<()> {
+        self.check_poisoned()?;
+        self.sync()?;
+        let mut st = self.state.lock();
+        let result = (|| {
+            // Cut first, then rewrite the header: a crash between leaves a valid empty log.
+            self.io.set_file_len(HEADER_LEN)?;
+            self.io.sync()?;
+            self.io.write_at(&encode_header(st.next_lsn), 0)?;
+            self.io.sync()
+        })();
+        if let Err(e) = result {
+            self.poisoned.store(true, Ordering::Release);
+            return Err(e);
+        }
+        st.write_offset = HEADER_LEN;
+        Ok(())
+    }
+
+    fn check_poisoned(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Acquire) {
+            Err(Error::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Returns once the record `lsn` is written (and durable, if `durable`), leading a flush if
+    /// no other thread is.
+    fn commit(&self, lsn: u64, durable: bool) -> Result<()> {
+        let mut st = self.state.lock();
+        loop {
+            self.check_poisoned()?;
+            if st.durable_below > lsn || (!durable && st.buf.is_empty() && !st.flushing) {
+                return Ok(());
+            }
+            if st.flushing {
+                self.flushed.wait(&mut st);
+                continue;
+            }
+            // Lead: take everything buffered, write it outside the lock.
+            st.flushing = true;
+            let buf = std::mem::take(&mut st.buf);
+            let offset = st.write_offset;
+            st.write_offset += buf.len() as u64;
+            let covers_below = st.next_lsn;
+            drop(st);
+            let result = self.io.write_at(&buf, offset).and_then(|()| {
+                if durable {
+                    self.io.sync()
+                } else {
+                    Ok(())
+                }
+            });
+            st = self.state.lock();
+            st.flushing = false;
+            if st.buf.is_empty() {
+                // Hand the allocation back so the buffer does not regrow every batch.
+                let mut buf = buf;
+                buf.clear();
+                st.buf = buf;
+            }
+            if let Err(e) = result {
+                self.poisoned.store(true, Ordering::Release);
+                self.flushed.notify_all();
+                return Err(e);
+            }
+            if durable {
+                st.durable_below = covers_below;
+                st.since_sync = 0;
+                st.last_sync = Instant::now();
+            }
+            self.flushed.notify_all();
+            if !durable {
+                return Ok(());
+            }
+        }
+    }
+}
+
+struct Scan {
+    records: Vec<(u64, Vec<u8>)>,
+    /// Offset just past the last intact record.
+    end: u64,
+    start_lsn: u64,
+    intact_after_cut: Option<u64>,
+}
+
+fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
+    let path = io.path().to_path_buf();
+    if len < HEADER_LEN {
+        return Err(Error::NotSylva {
+            path,
+            expected: "write-ahead log",
+            detail: format!("{len} bytes is shorter than the {HEADER_LEN}-byte header"),
+        });
+    }
+    let mut header = [0u8; HEADER_LEN as usize];
+    io.read_at(&mut header, 0)?;
+    let start_lsn = match decode_header(&header) {
+        Header::Valid { start_lsn } => start_lsn,
+        Header::WrongMagic => {
+            return Err(Error::NotSylva {
+                path,
+                expected: "write-ahead log",
+                detail: "wrong magic bytes".into(),
+            })
+        }
+        Header::WrongVersion(found) => {
+            return Err(Error::UnsupportedVersion {
+                path,
+                found,
+                supported: VERSION,
+            })
+        }
+        // A header torn while a truncation rewrote it, over an empty log: nothing was lost.
+        Header::BadChecksum if len == HEADER_LEN => {
+            io.write_at(&encode_header(min_next_lsn), 0)?;
+            io.sync()?;
+            min_next_lsn
+        }
+        Header::BadChecksum => {
+            return Err(Error::Corruption {
+                page: 0,
+                detail: format!("{}: log header checksum mismatch", path.display()),
+            })
+        }
+    };
+    let body_len = usize::try_from(len - HEADER_LEN).map_err(|_| Error::Corruption {
+        page: 0,
+        detail: format!(
+            "{}: log of {len} bytes is too large to recover in memory",
+            path.display()
+        ),
+    })?;
+    let mut body = vec![0u8; body_len];
+    io.read_at(&mut body, HEADER_LEN)?;
+    let mut records = Vec::new();
+    let mut at = 0usize;
+    let mut expect = start_lsn;
+    while at < body.len() {
+        match decode_record(&body[at..]) {
+            Some((lsn, payload, size)) if lsn == expect => {
+                records.push((lsn, payload.to_vec()));
+                at += size;
+                expect += 1;
+            }
+            _ => break,
+        }
+    }
+    let intact_after_cut = (at + 1..body.len())
+        .find(|&q| decode_record(&body[q..]).is_some_and(|(lsn, _, _)| lsn >= expect))
+        .map(|q| HEADER_LEN + q as u64);
+    Ok(Scan {
+        records,
+        end: HEADER_LEN + at as u64,
+        start_lsn,
+        intact_after_cut,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,344 @@
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::io::{Fault, FaultyIo, FileIo};
+
+fn open(path: &Path, mode: SyncMode) -> (Wal, Recovered) {
+    Wal::open(
+        Box::new(FileIo::open(path, true).expect("open file")),
+        mode,
+        1,
+    )
+    .expect("open wal")
+}
+
+fn payload(i: u64) -> Vec<u8> {
+    format!("record {i} ")
+        .repeat(1 + (i % 7) as usize)
+        .into_bytes()
+}
+
+fn lsns(r: &Recovered) -> Vec<u64> {
+    r.records.iter().map(|(l, _)| *l).collect()
+}
+
+/// Counts fsyncs and makes each take a while, so concurrent committers pile up behind it.
+struct SlowSync {
+    inner: FileIo,
+    syncs: Arc<AtomicU64>,
+}
+
+impl Io for SlowSync {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn sync(&self) -> Result<()> {
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        std::thread::sleep(Duration::from_millis(2));
+        self.inner.sync()
+    }
+    fn file_len(&self) -> Result<u64> {
+        self.inner.file_len()
+    }
+    fn set_file_len(&self, len: u64) -> Result<()> {
+        self.inner.set_file_len(len)
+    }
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+}
+
+#[test]
+fn records_survive_reopen_in_every_mode() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (i, mode) in [
+        SyncMode::Always,
+        SyncMode::Batch {
+            ops: 10,
+            interval: Duration::from_secs(1),
+        },
+        SyncMode::Never,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = dir.path().join(format!("wal{i}"));
+        let (wal, rec) = open(&path, mode);
+        assert!(rec.records.is_empty());
+        for n in 0..100 {
+            assert_eq!(
+                wal.append(&payload(n)).expect("append"),
+                n + 1,
+                "LSNs count from min_next_lsn"
+            );
+        }
+        wal.sync().expect("sync");
+        drop(wal);
+        let (wal, rec) = open(&path, mode);
+        assert_eq!(rec.cut_bytes, 0, "{mode:?}: a clean log has no torn tail");
+        assert_eq!(rec.records.len(), 100, "{mode:?}");
+        for (n, (lsn, p)) in rec.records.iter().enumerate() {
+            assert_eq!(
+                (*lsn, p.as_slice()),
+                (n as u64 + 1, payload(n as u64).as_slice())
+            );
+        }
+        assert_eq!(
+            wal.append(b"more").expect("append after reopen"),
+            101,
+            "LSNs continue after reopen"
+        );
+    }
+}
+
+#[test]
+fn a_torn_tail_is_cut_at_every_possible_byte() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let (wal, _) = open(&path, SyncMode::Always);
+    for n in 0..5 {
+        wal.append(&payload(n)).expect("append");
+    }
+    let full = wal.bytes();
+    let last_start = full - (FRAME_LEN_FOR_TEST + payload(4).len()) as u64;
+    drop(wal);
+    let pristine = std::fs::read(&path).expect("read");
+    for cut in last_start..full {
+        std::fs::write(&path, &pristine[..cut as usize]).expect("write");
+        let (wal, rec) = open(&path, SyncMode::Always);
+        assert_eq!(lsns(&rec), vec![1, 2, 3, 4], "cut at {cut}");
+        assert_eq!(rec.cut_bytes, cut - last_start, "cut at {cut}");
+        assert_eq!(rec.intact_after_cut, None);
+        // The log goes on from the cut, and a second recovery sees the new record.
+        assert_eq!(wal.append(b"after").expect("append"), 5);
+        drop(wal);
+        let (_, rec) = open(&path, SyncMode::Always);
+        assert_eq!(lsns(&rec), vec![1, 2, 3, 4, 5]);
+        assert_eq!(rec.records[4].1, b"after");
+    }
+}
+
+const FRAME_LEN_FOR_TEST: usize = record::FRAME_LEN;
+
+#[test]
+fn damage_in_the_middle_keeps_the_prefix_and_reports_intact_records_beyond() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let (wal, _) = open(&path, SyncMode::Always);
+    let mut offsets = vec![wal.bytes()];
+    for n in 0..10 {
+        wal.append(&payload(n)).expect("append");
+        offsets.push(wal.bytes());
+    }
+    drop(wal);
+    let mut bytes = std::fs::read(&path).expect("read");
+    bytes[offsets[4] as usize + 20] ^= 0x40; // inside record 5's payload
+    std::fs::write(&path, &bytes).expect("write");
+    let (_, rec) = open(&path, SyncMode::Always);
+    assert_eq!(lsns(&rec), vec![1, 2, 3, 4]);
+    assert_eq!(
+        rec.intact_after_cut,
+        Some(offsets[5]),
+        "record 6 is intact and must be reported"
+    );
+}
+
+#[test]
+fn concurrent_committers_share_fsyncs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let syncs = Arc::new(AtomicU64::new(0));
+    let io = SlowSync {
+        inner: FileIo::open(&path, true).expect("open"),
+        syncs: syncs.clone(),
+    };
+    let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("open wal");
+    let before = syncs.load(Ordering::Relaxed);
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let wal = &wal;
+            s.spawn(move || {
+                for n in 0..100 {
+                    wal.append(&payload(t * 1000 + n)).expect("append");
+                }
+            });
+        }
+    });
+    let used = syncs.load(Ordering::Relaxed) - before;
+    assert!(
+        used <= 250,
+        "400 commits from 4 threads took {used} fsyncs; group commit should share them"
+    );
+    drop(wal);
+    let (_, rec) = open(&path, SyncMode::Always);
+    assert_eq!(lsns(&rec), (1..=400).collect::<Vec<_>>());
+}
+
+#[test]
+fn batch_mode_syncs_at_batch_boundaries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let syncs = Arc::new(AtomicU64::new(0));
+    let io = SlowSync {
+        inner: FileIo::open(&dir.path().join("wal"), true).expect("open"),
+        syncs: syncs.clone(),
+    };
+    let (wal, _) = Wal::open(
+        Box::new(io),
+        SyncMode::Batch {
+            ops: 10,
+            interval: Duration::from_secs(3600),
+        },
+        1,
+    )
+    .expect("wal");
+    let before = syncs.load(Ordering::Relaxed);
+    for n in 0..95 {
+        wal.append(&payload(n)).expect("append");
+    }
+    assert_eq!(
+        syncs.load(Ordering::Relaxed) - before,
+        9,
+        "one fsync per 10 records"
+    );
+    wal.sync().expect("sync");
+    assert_eq!(
+        syncs.load(Ordering::Relaxed) - before,
+        10,
+        "sync() covers the partial batch"
+    );
+}
+
+#[test]
+fn a_failed_fsync_poisons_and_acknowledged_records_survive() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    for fault in [Fault::FailSync, Fault::FailWrite, Fault::ShortWrite(10)] {
+        let _ = std::fs::remove_file(&path);
+        let (io, faults) = FaultyIo::new(FileIo::open(&path, true).expect("open"));
+        let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("wal");
+        for n in 0..20 {
+            wal.append(&payload(n)).expect("append");
+        }
+        faults.arm(fault);
+        assert!(
+            wal.append(b"doomed").is_err(),
+            "{fault:?}: the failing commit reports an error"
+        );
+        assert!(
+            matches!(wal.append(b"after"), Err(Error::Poisoned)),
+            "{fault:?}: then the log is poisoned"
+        );
+        assert!(
+            matches!(wal.sync(), Err(Error::Poisoned)),
+            "{fault:?}: sync is refused too"
+        );
+        drop(wal);
+        let (_, rec) = open(&path, SyncMode::Always);
+        assert!(
+            rec.records.len() >= 20,
+            "{fault:?}: acknowledged records lost"
+        );
+        assert_eq!(lsns(&rec)[..20], (1..=20).collect::<Vec<_>>()[..]);
+    }
+}
+
+#[test]
+fn a_torn_write_reported_as_success_is_cut_on_recovery() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let (io, faults) = FaultyIo::new(FileIo::open(&path, true).expect("open"));
+    let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("wal");
+    for n in 0..10 {
+        wal.append(&payload(n)).expect("append");
+    }
+    faults.arm(Fault::TornWrite(7));
+    let _ = wal.append(b"torn record, the crash happened mid-write");
+    drop(wal);
+    let (_, rec) = open(&path, SyncMode::Always);
+    assert_eq!(lsns(&rec), (1..=10).collect::<Vec<_>>());
+    assert_eq!(rec.cut_bytes, 7);
+}
+
+#[test]
+fn truncate_empties_the_log_and_lsns_go_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let (wal, _) = open(&path, SyncMode::Never);
+    for n in 0..50 {
+        wal.append(&payload(n)).expect("append");
+    }
+    wal.truncate().expect("truncate");
+    assert_eq!(wal.bytes(), record::HEADER_LEN);
+    assert_eq!(wal.append(b"x").expect("append"), 51);
+    wal.sync().expect("sync");
+    drop(wal);
+    let (wal, rec) = open(&path, SyncMode::Never);
+    assert_eq!(lsns(&rec), vec![51]);
+    assert_eq!(wal.next_lsn(), 52);
+}
+
+#[test]
+fn foreign_and_future_files_are_refused_clearly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    std::fs::write(&path, b"this is somebody's shopping list, not a log at all").expect("write");
+    let err = Wal::open(
+        Box::new(FileIo::open(&path, false).expect("open")),
+        SyncMode::Never,
+        1,
+    )
+    .err()
+    .expect("must fail");
+    assert!(matches!(err, Error::NotSylva { .. }), "{err}");
+    std::fs::write(&path, b"tiny").expect("write");
+    let err = Wal::open(
+        Box::new(FileIo::open(&path, false).expect("open")),
+        SyncMode::Never,
+        1,
+    )
+    .err()
+    .expect("must fail");
+    assert!(matches!(err, Error::NotSylva { .. }), "{err}");
+    let mut future = record::encode_header(1);
+    future[8] = 9;
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&future[0..12]), &future[16..32]);
+    future[12..16].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, future).expect("write");
+    let err = Wal::open(
+        Box::new(FileIo::open(&path, false).expect("open")),
+        SyncMode::Never,
+        1,
+    )
+    .err()
+    .expect("must fail");
+    assert!(
+        matches!(
+            err,
+            Error::UnsupportedVersion {
+                found: 9,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_torn_header_over_an_empty_log_recovers_empty() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let mut h = record::encode_header(40);
+    h[17] ^= 0xFF;
+    std::fs::write(&path, h).expect("write");
+    let (io, _) = FaultyIo::new(FileIo::open(&path, false).expect("open"));
+    let (wal, rec) = Wal::open(Box::new(io), SyncMode::Always, 40).expect("recovers");
+    assert!(rec.records.is_empty());
+    assert_eq!(wal.append(b"x").expect("append"), 40);
+}

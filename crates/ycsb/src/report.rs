@@ -1,0 +1,363 @@
+//! Reports: one [`RunRecord`] per engine, phase and repetition; a summary table with medians,
+//! min–max and each engine's ratio to the first; and the JSON file of `DESIGN.md`.
+
+use serde::Serialize;
+
+use crate::runner::PhaseResult;
+
+/// Latency percentiles in nanoseconds.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct Latency {
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// 99.99th percentile.
+    pub p9999: u64,
+    /// Maximum.
+    pub max: u64,
+}
+
+/// Quantiles sampled for [`RunRecord::latency_cdf_ns`]: dense in the body, then the tail.
+pub const CDF_QUANTILES: [f64; 24] = [
+    0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.93, 0.95, 0.97, 0.98, 0.99,
+    0.995, 0.999, 0.9995, 0.9999, 0.99995, 0.99999, 1.0,
+];
+
+/// One measured phase of one engine in one repetition. Field names are part of the JSON schema
+/// in `DESIGN.md`: they may be added to, never renamed.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    /// The engine spec as given on the command line.
+    pub engine: String,
+    /// The workload letter, or `trace`.
+    pub workload: String,
+    /// `load` or `run`.
+    pub phase: &'static str,
+    /// Threads.
+    pub threads: usize,
+    /// Repetition index (0-based).
+    pub repeat: usize,
+    /// Operations.
+    pub ops: u64,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Throughput.
+    pub ops_per_sec: f64,
+    /// Latency percentiles.
+    pub latency_ns: Latency,
+    /// Points `[quantile, nanoseconds]` of the latency distribution, for CDF charts.
+    pub latency_cdf_ns: Vec<(f64, u64)>,
+    /// Growth of the process's resident memory since before the engine was opened, per live
+    /// record (`null` when RSS cannot be read).
+    pub bytes_per_record: Option<f64>,
+    /// The engine's own count of bytes used, per live record, where it reports one.
+    pub engine_bytes_per_record: Option<f64>,
+    /// Live records at the end of the phase, as the engine reports.
+    pub records: u64,
+    /// Wrapping sum of hashes of every value found and record scanned.
+    pub checksum: u64,
+    /// Point reads (and deletes) that found their key.
+    pub found: u64,
+    /// Point reads (and deletes) that did not.
+    pub missing: u64,
+    /// Records visited by scans and maps.
+    pub scanned: u64,
+}
+
+impl RunRecord {
+    /// A record of `result`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        engine: &str,
+        workload: &str,
+        phase: &'static str,
+        threads: usize,
+        repeat: usize,
+        result: &PhaseResult,
+        rss_growth: Option<u64>,
+        stats: &sylva::Stats,
+    ) -> Self {
+        let per = |bytes: u64| bytes as f64 / stats.records.max(1) as f64;
+        let h = &result.latency;
+        RunRecord {
+            engine: engine.to_owned(),
+            workload: workload.to_owned(),
+            phase,
+            threads,
+            repeat,
+            ops: result.ops,
+            seconds: result.elapsed.as_secs_f64(),
+            ops_per_sec: result.ops_per_sec(),
+            latency_ns: Latency {
+                p50: h.value_at_quantile(0.5),
+                p99: h.value_at_quantile(0.99),
+                p999: h.value_at_quantile(0.999),
+                p9999: h.value_at_quantile(0.9999),
+                max: h.max(),
+            },
+            latency_cdf_ns: CDF_QUANTILES
+                .iter()
+                .map(|&q| (q, h.value_at_quantile(q)))
+                .collect(),
+            bytes_per_record: rss_growth.map(per),
+            engine_bytes_per_record: stats.bytes_used.map(per),
+            records: stats.records,
+            checksum: result.checksum,
+            found: result.found,
+            missing: result.missing,
+            scanned: result.scanned,
+        }
+    }
+}
+
+/// The JSON document: `{"runs": [...]}`.
+#[derive(Debug, Serialize)]
+pub struct Report<'a> {
+    /// Every record.
+    pub runs: &'a [RunRecord],
+}
+
+/// Writes the JSON report.
+pub fn write_json(path: &std::path::Path, runs: &[RunRecord]) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(&Report { runs })?;
+    std::fs::write(path, text + "\n")
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        0.0
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+fn fmt_ops(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}K", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.2}s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.2}ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.1}µs", ns / 1e3)
+    } else {
+        format!("{ns:.0}ns")
+    }
+}
+
+/// The summary table: per phase, per engine (in the order given), median throughput with min–max
+/// over repetitions, the ratio of the median to the first engine's, median latency percentiles,
+/// memory per record and the checksum (marked `*` when it differs from the first engine's:
+/// identical operations should give identical answers).
+pub fn summary_table(runs: &[RunRecord]) -> String {
+    let mut out = String::new();
+    let mut phases: Vec<&'static str> = Vec::new();
+    let mut engines: Vec<&str> = Vec::new();
+    for r in runs {
+        if !phases.contains(&r.phase) {
+            phases.push(r.phase);
+        }
+        if !engines.contains(&r.engine.as_str()) {
+            engines.push(&r.engine);
+        }
+    }
+    let header = [
+        "engine",
+        "ops/s (median)",
+        "min–max",
+        "ratio",
+        "p50",
+        "p99",
+        "p99.9",
+        "max",
+        "B/rec RSS",
+        "B/rec engine",
+        "checksum",
+    ];
+    for phase in phases {
+        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+        let mut first: Option<(f64, u64)> = None;
+        let mut title = String::new();
+        for engine in &engines {
+            let rs: Vec<&RunRecord> = runs
+                .iter()
+                .filter(|r| r.phase == phase && r.engine == *engine)
+                .collect();
+            let Some(r0) = rs.first() else { continue };
+            if title.is_empty() {
+                title = format!(
+                    "== {phase} phase · workload {} · {} threads · {} ops · {} repetition(s) ==",
+                    r0.workload,
+                    r0.threads,
+                    r0.ops,
+                    rs.len()
+                );
+            }
+            let med = |f: &dyn Fn(&RunRecord) -> f64| median(rs.iter().map(|r| f(r)).collect());
+            let tput = med(&|r| r.ops_per_sec);
+            let lo = rs
+                .iter()
+                .map(|r| r.ops_per_sec)
+                .fold(f64::INFINITY, f64::min);
+            let hi = rs.iter().map(|r| r.ops_per_sec).fold(0.0, f64::max);
+            let (base_tput, base_sum) = *first.get_or_insert((tput, r0.checksum));
+            let consistent = rs.iter().all(|r| r.checksum == r0.checksum);
+            let mark = if r0.checksum != base_sum || !consistent {
+                "*"
+            } else {
+                ""
+            };
+            let bytes = |v: Vec<Option<f64>>| -> String {
+                let v: Vec<f64> = v.into_iter().flatten().collect();
+                if v.is_empty() {
+                    "–".into()
+                } else {
+                    format!("{:.1}", median(v))
+                }
+            };
+            rows.push(vec![
+                engine.to_string(),
+                fmt_ops(tput),
+                format!("{}–{}", fmt_ops(lo), fmt_ops(hi)),
+                format!("{:.2}×", tput / base_tput.max(1e-9)),
+                fmt_ns(med(&|r| r.latency_ns.p50 as f64)),
+                fmt_ns(med(&|r| r.latency_ns.p99 as f64)),
+                fmt_ns(med(&|r| r.latency_ns.p999 as f64)),
+                fmt_ns(med(&|r| r.latency_ns.max as f64)),
+                bytes(rs.iter().map(|r| r.bytes_per_record).collect()),
+                bytes(rs.iter().map(|r| r.engine_bytes_per_record).collect()),
+                format!("{:016x}{mark}", r0.checksum),
+            ]);
+        }
+        let widths: Vec<usize> = (0..header.len())
+            .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+            .collect();
+        out.push_str(&title);
+        out.push('\n');
+        for row in &rows {
+            let cells: Vec<String> = row
+                .iter()
+                .enumerate()
+                .map(|(c, s)| {
+                    let pad = widths[c] - s.chars().count();
+                    if c == 0 {
+                        format!("{s}{}", " ".repeat(pad))
+                    } else {
+                        format!("{}{s}", " ".repeat(pad))
+                    }
+                })
+                .collect();
+            out.push_str(cells.join("  ").trim_end());
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    if runs.iter().any(|r| r.threads > 1) {
+        out.push_str("(with several threads, operations racing on the same keys may give different checksums)\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(engine: &str, ops_per_sec: f64, checksum: u64) -> RunRecord {
+        RunRecord {
+            engine: engine.into(),
+            workload: "c".into(),
+            phase: "run",
+            threads: 1,
+            repeat: 0,
+            ops: 100,
+            seconds: 100.0 / ops_per_sec,
+            ops_per_sec,
+            latency_ns: Latency {
+                p50: 100,
+                p99: 200,
+                p999: 300,
+                p9999: 350,
+                max: 400,
+            },
+            latency_cdf_ns: vec![(0.5, 100), (1.0, 400)],
+            bytes_per_record: Some(50.0),
+            engine_bytes_per_record: None,
+            records: 10,
+            checksum,
+            found: 100,
+            missing: 0,
+            scanned: 0,
+        }
+    }
+
+    #[test]
+    fn table_gives_medians_ratios_and_flags_differing_answers() {
+        let runs = vec![
+            record("memmap", 1000.0, 7),
+            record("other", 3000.0, 7),
+            record("memmap", 2000.0, 7),
+            record("other", 5000.0, 9),
+            record("memmap", 3000.0, 7),
+            record("other", 4000.0, 7),
+        ];
+        let t = summary_table(&runs);
+        let memmap = t
+            .lines()
+            .find(|l| l.starts_with("memmap"))
+            .expect("memmap row");
+        let other = t
+            .lines()
+            .find(|l| l.starts_with("other"))
+            .expect("other row");
+        assert!(
+            memmap.contains("2.0K") && memmap.contains("1.0K–3.0K") && memmap.contains("1.00×"),
+            "{memmap}"
+        );
+        assert!(other.contains("4.0K") && other.contains("2.00×"), "{other}");
+        assert!(
+            other.contains('*') && !memmap.contains('*'),
+            "differing checksums are flagged: {t}"
+        );
+    }
+
+    #[test]
+    fn json_has_the_design_schema() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path().join("out.json");
+        write_json(&p, &[record("memmap", 1000.0, 7)]).expect("write");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&p).expect("read")).expect("json");
+        let run = &v["runs"][0];
+        for field in [
+            "engine",
+            "workload",
+            "phase",
+            "threads",
+            "ops",
+            "seconds",
+            "ops_per_sec",
+            "bytes_per_record",
+            "checksum",
+        ] {
+            assert!(!run[field].is_null(), "missing {field}");
+        }
+        for p in ["p50", "p99", "p999", "max"] {
+            assert!(run["latency_ns"][p].is_u64(), "missing latency_ns.{p}");
+        }
+    }
+}
