@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
+use sylva::mem::bptree::{BaselineOptions, BpTreeOptions, BpTreeStore};
 use sylva::{KvStore, MemMap, Stats};
 use ycsb::runner::{Session, Shared, Target};
 
@@ -80,6 +81,24 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
         "btreemap" => {
             no_options(spec)?;
             Ok(Box::new(|_| Ok(Box::new(BareBTreeMap::default()))))
+        }
+        "bptree" => {
+            let mut options = BpTreeOptions::default();
+            for (k, v) in &spec.options {
+                options.set(k, v)?;
+            }
+            Ok(Box::new(move |_| {
+                shared(BpTreeStore::new(&options).map_err(|e| e.to_string())?)
+            }))
+        }
+        "bptree-baseline" => {
+            let mut options = BaselineOptions::default();
+            for (k, v) in &spec.options {
+                options.set(k, v)?;
+            }
+            Ok(Box::new(move |_| {
+                shared(BpTreeStore::baseline(&options).map_err(|e| e.to_string())?)
+            }))
         }
         other => Err(format!(
             "unknown engine `{other}`; valid: {}",
@@ -210,6 +229,27 @@ mod tests {
             .err()
             .expect("unknown option");
         assert!(err.contains("foo"), "{err}");
+        for good in [
+            "bptree",
+            "bptree:log_size=16,block_size=64",
+            "bptree-baseline:node_size=4096",
+        ] {
+            assert!(
+                opener(&EngineSpec::parse(good).expect("parse")).is_ok(),
+                "{good}"
+            );
+        }
+        let err = opener(&EngineSpec::parse("bptree:node_size=1").expect("parse"))
+            .err()
+            .expect("unknown bptree option");
+        assert!(
+            err.contains("log_size") && err.contains("internal_size"),
+            "{err}"
+        );
+        let err = opener(&EngineSpec::parse("bptree-baseline:node_size=100").expect("parse"))
+            .err()
+            .expect("node_size out of range");
+        assert!(err.contains("256"), "{err}");
     }
 
     #[test]

@@ -302,6 +302,22 @@ fn medians(runs: Vec<Row>) -> Vec<Row> {
     out
 }
 
+/// `a`'s throughput over `b`'s, per measure.
+fn ratios(a: &Row, b: &Row) -> String {
+    let mut out = format!(
+        "insert {:.2}x, find {:.2}x",
+        a.insert / b.insert,
+        a.find / b.find
+    );
+    for (i, len) in ["≤100", "≤10k", "≤100k"].iter().enumerate() {
+        out += &format!(", iterate {len} {:.2}x", a.iterate[i] / b.iterate[i]);
+    }
+    for (i, len) in ["≤100", "≤10k", "≤100k"].iter().enumerate() {
+        out += &format!(", map {len} {:.2}x", a.map[i] / b.map[i]);
+    }
+    out
+}
+
 fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
     args.iter()
         .position(|a| a == name)
@@ -496,27 +512,12 @@ fn main() {
         ) else {
             continue;
         };
-        let ratio = |a: f64, b: f64| a / b;
         println!(
-            "\nbptree / baseline 1 KiB, {t} thread(s): insert {:.2}x, find {:.2}x, iterate ≤100 {:.2}x, ≤10k {:.2}x, ≤100k {:.2}x, map ≤100 {:.2}x, ≤10k {:.2}x, ≤100k {:.2}x",
-            ratio(bp.insert, base.insert),
-            ratio(bp.find, base.find),
-            ratio(bp.iterate[0], base.iterate[0]),
-            ratio(bp.iterate[1], base.iterate[1]),
-            ratio(bp.iterate[2], base.iterate[2]),
-            ratio(bp.map[0], base.map[0]),
-            ratio(bp.map[1], base.map[1]),
-            ratio(bp.map[2], base.map[2]),
+            "\nbptree / baseline 1 KiB, {t} thread(s): {}",
+            ratios(bp, base)
         );
         if let Some(std) = find_row("BTreeMap", 1).filter(|_| t == 1) {
-            println!(
-                "bptree / BTreeMap, 1 thread: insert {:.2}x, find {:.2}x, iterate ≤100 {:.2}x, ≤10k {:.2}x, ≤100k {:.2}x",
-                ratio(bp.insert, std.insert),
-                ratio(bp.find, std.find),
-                ratio(bp.iterate[0], std.iterate[0]),
-                ratio(bp.iterate[1], std.iterate[1]),
-                ratio(bp.iterate[2], std.iterate[2]),
-            );
+            println!("bptree / BTreeMap, 1 thread: {}", ratios(bp, std));
         }
     }
 }

@@ -41,7 +41,7 @@
 
 use std::ops::Bound;
 
-use super::leaf::{at_or_after, before, prefetch_slice, Leaf, Removed, Scan};
+use super::leaf::{at_or_after, before, lower_bound, prefetch_slice, Leaf, Removed, Scan};
 
 #[cfg(test)]
 #[path = "bpa_tests.rs"]
@@ -433,17 +433,6 @@ impl<K: Ord + Copy, V: Copy> Bpa<K, V> {
         }
     }
 
-    /// The first log index whose key lies in `from` (log must be sorted).
-    #[inline]
-    fn log_lower_bound(&self, from: &Bound<K>) -> usize {
-        let log = &self.keys[..self.log_len];
-        match from {
-            Bound::Included(s) => log.partition_point(|k| k < s),
-            Bound::Excluded(s) => log.partition_point(|k| k <= s),
-            Bound::Unbounded => 0,
-        }
-    }
-
     /// Emits the sorted main part from block `b`, position `p` (`None`: starting with the header
     /// element) onwards, with the log already exhausted.
     #[inline]
@@ -619,7 +608,7 @@ where
         if !self.log_sorted {
             return Scan::NeedsSort;
         }
-        let mut li = self.log_lower_bound(&from);
+        let mut li = lower_bound(&self.keys[..self.log_len], &from);
         if self.heads == 0 {
             for j in li..self.log_len {
                 if !self.log_tomb[j] && !f(self.keys[j], self.vals[j]) {
@@ -640,11 +629,7 @@ where
             }
             let s = self.block_start(b);
             let block = &self.keys[s..s + self.len_of(b)];
-            p = Some(match &from {
-                Bound::Included(k) => block.partition_point(|x| x < k),
-                Bound::Excluded(k) => block.partition_point(|x| x <= k),
-                Bound::Unbounded => 0,
-            });
+            p = Some(lower_bound(block, &from));
         }
         // Co-iterate while log entries remain: emit the stored run below each log key, then the
         // log entry itself (it replaces an equal stored key, being the newer copy).

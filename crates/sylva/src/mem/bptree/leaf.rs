@@ -121,6 +121,16 @@ pub(crate) fn at_or_after<K: Ord>(key: &K, from: &Bound<K>) -> bool {
     }
 }
 
+/// The first index of the ascending `sorted` whose key lies in `from`.
+#[inline(always)]
+pub(crate) fn lower_bound<K: Ord>(sorted: &[K], from: &Bound<K>) -> usize {
+    match from {
+        Bound::Included(s) => sorted.partition_point(|k| k < s),
+        Bound::Excluded(s) => sorted.partition_point(|k| k <= s),
+        Bound::Unbounded => 0,
+    }
+}
+
 /// Whether `key` lies before the exclusive `end` (`None`: unbounded).
 #[inline(always)]
 pub(crate) fn before<K: Ord>(key: &K, end: &Option<K>) -> bool {

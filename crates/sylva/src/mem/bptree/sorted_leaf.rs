@@ -10,7 +10,7 @@
 
 use std::ops::Bound;
 
-use super::leaf::{before, prefetch_slice, Leaf, Removed, Scan};
+use super::leaf::{before, lower_bound, prefetch_slice, Leaf, Removed, Scan};
 
 /// The baseline leaf's shape: how many `(key, value)` slots it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,19 +25,6 @@ pub struct SortedLeaf<K, V> {
     keys: Box<[K]>,
     vals: Box<[V]>,
     len: usize,
-}
-
-impl<K: Ord + Copy, V: Copy> SortedLeaf<K, V> {
-    /// The first index whose key lies in `from`.
-    #[inline]
-    fn lower_bound(&self, from: &Bound<K>) -> usize {
-        let keys = &self.keys[..self.len];
-        match from {
-            Bound::Included(s) => keys.partition_point(|k| k < s),
-            Bound::Excluded(s) => keys.partition_point(|k| k <= s),
-            Bound::Unbounded => 0,
-        }
-    }
 }
 
 impl<K, V> Leaf<K, V> for SortedLeaf<K, V>
@@ -137,7 +124,7 @@ where
 
     #[inline]
     fn iterate<F: FnMut(K, V) -> bool>(&self, from: Bound<K>, f: &mut F) -> Scan {
-        let i = self.lower_bound(&from);
+        let i = lower_bound(&self.keys[..self.len], &from);
         for (k, v) in self.keys[i..self.len].iter().zip(&self.vals[i..self.len]) {
             if !f(*k, *v) {
                 return Scan::Stopped;
@@ -150,7 +137,7 @@ where
 
     #[inline]
     fn map<F: FnMut(K, V) -> bool>(&self, start: K, end: Option<K>, f: &mut F) -> Scan {
-        let i = self.lower_bound(&Bound::Included(start));
+        let i = lower_bound(&self.keys[..self.len], &Bound::Included(start));
         for (k, v) in self.keys[i..self.len].iter().zip(&self.vals[i..self.len]) {
             if !before(k, &end) {
                 return Scan::Exhausted;

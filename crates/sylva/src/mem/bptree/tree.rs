@@ -16,16 +16,31 @@
 //!   latch and resume after the last visited key (section 5's read-then-write optimisation);
 //! - map_range: like iterate_range but never writes, so read latches only.
 //!
-//! Why latches and not optimistic lock coupling: OLC lets readers read a node while a writer
-//! changes it and validates a version afterwards. For `K: Ord + Copy` in general that means
+//! Why latches and not optimistic lock coupling (OLC): OLC lets readers read a node while a
+//! writer changes it and validates a version afterwards. For `K: Ord + Copy` in general that means
 //! comparing keys read from a torn node, which is undefined behaviour for types with invalid bit
 //! patterns (and formally for any type in Rust's memory model); the tree is generic, so it keeps
-//! the paper's safe scheme. The measured two-thread scaling is in `docs/results/bptree.md`.
+//! the paper's safe scheme. OLC was not implemented, so there is no side-by-side measurement of
+//! the two. What was measured (`docs/results/bptree.md`, `examples/bptree_tables.rs`): with CPU
+//! time per worker as the clock, two threads do about twice the finds of one, that is, latch
+//! traffic on the shared upper nodes did not show up as lost throughput on this 2-core machine;
+//! profiles (`perf`) of finds are dominated by cache misses on nodes, not by latch instructions.
 //!
 //! Nodes are never freed while the tree lives (deletes are tombstones or shifts inside leaves; no
 //! merges), so a node pointer read under a latch stays valid for the tree's lifetime; that is what
 //! makes the raw child pointers sound. Each leaf keeps `next` (its right sibling) and `high` (the
-//! pivot above it), set by splits under the leaf's write latch.
+//! pivot above it), set under the leaf's write latch.
+//!
+//! Splits (section 5) and one addition. A full leaf first resolves its buffered duplicates and
+//! tombstones; if still full it splits in two, as in the paper, except for leaves that ask to
+//! share ([`Leaf::SHARES_WITH_SIBLING`], the BPA): those first rebalance with their right sibling
+//! under the same parent, or split two full leaves into three (B*-tree style). Why: BPA leaves
+//! are so big (1,024 elements) that under uniform inserts all leaves fill at the same rate and
+//! split in waves; with plain splits the memory per record swung between 21.5 and 28.6 bytes as
+//! 10M keys went in (28.4 at 10M), and with sharing it stays at 22.0. The baseline's small leaves
+//! do not have the problem and keep plain splits, as in the paper's B+tree. Elements only move
+//! left (into a new middle leaf) in a two-into-three split; the right leaf's `moved_left` counter
+//! tells an iteration that let go of it to sort that it must descend again.
 
 use std::marker::PhantomData;
 use std::ops::Bound;
