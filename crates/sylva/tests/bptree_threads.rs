@@ -168,7 +168,7 @@ fn iterate_under_writes<L: Leaf<u64, u64> + 'static>(tree: BpTree<u64, u64, L>) 
                     let mut rng = Rng(0xDEAD_BEEF + w);
                     for _ in 0..60_000 {
                         let k = (rng.next() % SPAN) | 1;
-                        if rng.next() % 4 == 0 {
+                        if rng.next().is_multiple_of(4) {
                             tree.remove(&k);
                         } else {
                             tree.insert(k, k);

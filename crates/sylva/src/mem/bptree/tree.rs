@@ -689,7 +689,7 @@ where
         leaf_depth: &mut Option<usize>,
         leaves: &mut Vec<NodePtr<K, V, L>>,
     ) -> Result<(), String> {
-        let in_range = |k: &K| lo.map_or(true, |l| *k >= l) && hi.map_or(true, |h| *k < h);
+        let in_range = |k: &K| lo.is_none_or(|l| *k >= l) && hi.is_none_or(|h| *k < h);
         match self.node(p) {
             Node::Inner(i) => {
                 let g = i.read();
