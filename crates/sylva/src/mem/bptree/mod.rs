@@ -10,7 +10,8 @@
 //! Files, one concept each:
 //! - [`leaf`](self::leaf): the [`Leaf`] trait, the only part that varies between the BP-tree and
 //!   the baseline;
-//! - [`bpa`](self::bpa): the BPA leaf (section 3, `num_elts` of section 5);
+//! - [`bpa`](self::bpa): the BPA leaf (section 3, `num_elts` of section 5), with its flush
+//!   (cases 2a and 2b, redistribute) in `bpa_flush.rs` and property tests in `bpa_tests.rs`;
 //! - [`sorted_leaf`](self::sorted_leaf): the baseline's sorted-array leaf (section 2);
 //! - `inner`: internal nodes, sorted arrays of pivots (section 5);
 //! - [`tree`](self::tree): the concurrent tree shared by both leaf kinds (sections 2.1 and 5),
