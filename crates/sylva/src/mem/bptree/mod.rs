@@ -8,16 +8,16 @@
 //! ordered iteration needs it.
 //!
 //! Files, one concept each:
-//! - [`leaf`](self::leaf): the [`Leaf`] trait, the only part that varies between the BP-tree and
+//! - [`leaf`]: the [`Leaf`] trait, the only part that varies between the BP-tree and
 //!   the baseline;
-//! - [`bpa`](self::bpa): the BPA leaf (section 3, `num_elts` of section 5), with its flush
+//! - [`bpa`]: the BPA leaf (section 3, `num_elts` of section 5), with its flush
 //!   (cases 2a and 2b, redistribute) in `bpa_flush.rs` and property tests in `bpa_tests.rs`;
-//! - [`sorted_leaf`](self::sorted_leaf): the baseline's sorted-array leaf (section 2);
+//! - [`sorted_leaf`]: the baseline's sorted-array leaf (section 2);
 //! - `inner`: internal nodes, sorted arrays of pivots (section 5);
-//! - [`tree`](self::tree): the concurrent tree shared by both leaf kinds (sections 2.1 and 5),
+//! - [`tree`]: the concurrent tree shared by both leaf kinds (sections 2.1 and 5),
 //!   with the concurrency scheme and why it was chosen;
-//! - [`options`](self::options): option structs for CLI engine specs;
-//! - [`kv`](self::kv): [`BpTreeStore`], the `KvStore` adapter over u64 keys and values.
+//! - [`options`]: option structs for CLI engine specs;
+//! - [`kv`]: [`BpTreeStore`], the `KvStore` adapter over u64 keys and values.
 //!
 //! Native use:
 //!

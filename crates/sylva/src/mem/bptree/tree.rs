@@ -131,7 +131,7 @@ pub struct TreeStats {
     pub three_way_splits: u64,
 }
 
-/// A concurrent B+tree whose leaves are `L`: the BP-tree with [`Bpa`](super::Bpa) leaves (the
+/// A concurrent B+tree whose leaves are `L`: the BP-tree with [`Bpa`] leaves (the
 /// default), the paper's baseline B+tree with [`SortedLeaf`](super::SortedLeaf) leaves.
 pub struct BpTree<K: Ord + Copy, V: Copy, L: Leaf<K, V> = Bpa<K, V>> {
     root: AtomicPtr<Node<K, V, L>>,
