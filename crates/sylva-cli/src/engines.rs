@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
 
+use sylva::mem::bptree::{BaselineOptions, BpTreeOptions, BpTreeStore};
 use sylva::{KvStore, MemMap, Stats};
 use ycsb::runner::{Session, Shared, Target};
 
@@ -16,7 +17,16 @@ pub const DEFAULT_ENGINE: &str = "memmap";
 
 /// Every engine name, for error messages and help.
 pub const ENGINE_NAMES: &[&str] = &[
-    "memmap", "btreemap", "btree", "rocksdb", "lmdb", "redb", "fjall", "sled",
+    "memmap",
+    "btreemap",
+    "btree",
+    "bptree",
+    "bptree-baseline",
+    "rocksdb",
+    "lmdb",
+    "redb",
+    "fjall",
+    "sled",
 ];
 
 /// The peers: engines people use today, built only with `--features peers`.
@@ -91,6 +101,27 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
                 shared(sylva::btree::BTree::new(options).map_err(|e| e.to_string())?)
             }))
         }
+        "bptree" => {
+            let mut options = BpTreeOptions::default();
+            for (k, v) in &spec.options {
+                options.set(k, v)?;
+            }
+            Ok(Box::new(move |_| {
+                shared(BpTreeStore::new(&options).map_err(|e| e.to_string())?)
+            }))
+        }
+        "bptree-baseline" => {
+            let mut options = BaselineOptions::default();
+            for (k, v) in &spec.options {
+                options.set(k, v)?;
+            }
+            Ok(Box::new(move |_| {
+                shared(BpTreeStore::baseline(&options).map_err(|e| e.to_string())?)
+            }))
+        }
+        peer if PEER_ENGINES.contains(&peer) => Err(format!(
+            "engine `{peer}` is a peer, built only with `cargo build --release -p sylva-cli --features peers` (see README)"
+        )),
         other => Err(format!(
             "unknown engine `{other}`; valid: {}",
             ENGINE_NAMES.join(", ")
@@ -227,6 +258,27 @@ mod tests {
             .err()
             .expect("unknown btree option");
         assert!(err.contains("layout") && err.contains("page_size"), "{err}");
+        for good in [
+            "bptree",
+            "bptree:log_size=16,block_size=64",
+            "bptree-baseline:node_size=4096",
+        ] {
+            assert!(
+                opener(&EngineSpec::parse(good).expect("parse")).is_ok(),
+                "{good}"
+            );
+        }
+        let err = opener(&EngineSpec::parse("bptree:node_size=1").expect("parse"))
+            .err()
+            .expect("unknown bptree option");
+        assert!(
+            err.contains("log_size") && err.contains("internal_size"),
+            "{err}"
+        );
+        let err = opener(&EngineSpec::parse("bptree-baseline:node_size=100").expect("parse"))
+            .err()
+            .expect("node_size out of range");
+        assert!(err.contains("256"), "{err}");
     }
 
     #[test]

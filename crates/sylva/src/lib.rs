@@ -9,6 +9,11 @@
 //! - [`MemMap`]: std `BTreeMap` under a `RwLock`; the model for tests and the floor for
 //!   benchmarks.
 //! - [`btree::BTree`]: the slotted-page B+tree of "B-Trees Are Back" over [`page`] nodes.
+//! - [`mem::bptree`]: the BP-tree (in-memory concurrent B+tree with buffered-partitioned-array
+//!   leaves) and its sorted-leaf baseline.
+//!
+//! Storage layers for the durable engine (in progress): [`io`] (page file, fault injection),
+//! [`wal`] (write-ahead log), [`buffer`] (buffer pool).
 #![warn(missing_docs)]
 
 pub mod btree;
@@ -16,6 +21,7 @@ pub mod buffer;
 mod error;
 pub mod io;
 mod kv;
+pub mod mem;
 mod memmap;
 pub mod page;
 pub mod wal;

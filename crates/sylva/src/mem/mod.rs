@@ -1,0 +1,3 @@
+//! In-memory engines.
+
+pub mod bptree;

@@ -1,0 +1,234 @@
+//! Multi-threaded behaviour of the native u64 tree, for both leaf kinds and for tiny shapes that
+//! split constantly: monotonic inserts per thread (the paper's worst case for the BPA, section
+//! 6.1), and iterations and maps running against inserts and deletes, each checked sorted and
+//! complete with respect to keys no writer touches.
+
+#![allow(clippy::unwrap_used)] // tests may unwrap
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use sylva::mem::bptree::{BaselineOptions, BaselineTree, BpTree, BpTreeOptions, Leaf};
+
+fn tiny_bpa() -> BpTree<u64, u64> {
+    BpTree::with_options(&BpTreeOptions {
+        log_size: 4,
+        num_blocks: 3,
+        block_size: 4,
+        internal_size: 64,
+    })
+    .unwrap()
+}
+
+fn small_baseline() -> BaselineTree<u64, u64> {
+    BaselineTree::baseline(&BaselineOptions {
+        node_size: 256,
+        internal_size: Some(64),
+    })
+    .unwrap()
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn all<L: Leaf<u64, u64> + 'static>(tree: &BpTree<u64, u64, L>) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    tree.iterate_range(Bound::Unbounded, usize::MAX, |k, v| {
+        out.push((k, v));
+        true
+    });
+    out
+}
+
+/// Each thread inserts its own increasing keys; `interleaved` makes the threads' keys alternate
+/// (so they share leaves), otherwise each thread owns a contiguous range.
+fn monotonic<L: Leaf<u64, u64> + 'static>(tree: BpTree<u64, u64, L>, interleaved: bool) {
+    const THREADS: u64 = 4;
+    const PER: u64 = 20_000;
+    let key = |t: u64, i: u64| {
+        if interleaved {
+            i * THREADS + t
+        } else {
+            t * PER + i
+        }
+    };
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let tree = &tree;
+            s.spawn(move || {
+                for i in 0..PER {
+                    tree.insert(key(t, i), i);
+                }
+            });
+        }
+    });
+    tree.check().unwrap();
+    let stats = tree.stats();
+    assert!(stats.leaf_splits + stats.three_way_splits > 0, "{stats:?}");
+    let got = all(&tree);
+    let mut want: Vec<_> = (0..THREADS)
+        .flat_map(|t| (0..PER).map(move |i| (key(t, i), i)))
+        .collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(tree.stats().records, THREADS * PER);
+}
+
+#[test]
+fn monotonic_inserts_per_thread() {
+    for interleaved in [false, true] {
+        monotonic(BpTree::new(), interleaved);
+        monotonic(tiny_bpa(), interleaved);
+        monotonic(
+            BaselineTree::baseline(&BaselineOptions::default()).unwrap(),
+            interleaved,
+        );
+        monotonic(small_baseline(), interleaved);
+    }
+}
+
+/// Stable keys (multiples of 4) are loaded first and never touched; writers insert and delete
+/// other keys while readers iterate and map, checking every result.
+fn iterate_under_writes<L: Leaf<u64, u64> + 'static>(tree: BpTree<u64, u64, L>) {
+    const SPAN: u64 = 40_000;
+    let stable: BTreeSet<u64> = (0..SPAN).step_by(4).collect();
+    for &k in &stable {
+        tree.insert(k, k ^ 0xABCD);
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for r in 0..2u64 {
+            let (tree, stable, stop) = (&tree, &stable, &stop);
+            s.spawn(move || {
+                let mut rng = Rng(0x9E37_79B9 + r);
+                let mut rounds = 0;
+                while !stop.load(Ordering::Relaxed) || rounds < 50 {
+                    rounds += 1;
+                    let lo = rng.next() % SPAN;
+                    let len = (rng.next() % 3000) as usize;
+                    // Ordered iteration: strictly ascending, stable keys intact and none missed.
+                    let mut seen = Vec::new();
+                    let n = tree.iterate_range(Bound::Included(lo), len, |k, v| {
+                        seen.push((k, v));
+                        true
+                    });
+                    assert_eq!(n, seen.len());
+                    assert!(n <= len);
+                    assert!(
+                        seen.windows(2).all(|w| w[0].0 < w[1].0),
+                        "iteration not ascending"
+                    );
+                    if let (Some(first), Some(last)) = (seen.first(), seen.last()) {
+                        assert!(first.0 >= lo);
+                        let keys: BTreeSet<u64> = seen.iter().map(|e| e.0).collect();
+                        for k in stable.range(lo..=last.0) {
+                            assert!(
+                                keys.contains(k),
+                                "iteration from {lo} missed stable key {k}"
+                            );
+                        }
+                    }
+                    for &(k, v) in &seen {
+                        if k % 4 == 0 {
+                            assert_eq!(v, k ^ 0xABCD, "stable value changed");
+                        }
+                    }
+                    // Map: every stable key in [lo, hi) exactly once, nothing outside.
+                    let hi = lo + (rng.next() % 5000);
+                    let mut mapped = Vec::new();
+                    tree.map_range(lo, Some(hi), |k, _| {
+                        mapped.push(k);
+                        true
+                    });
+                    assert!(
+                        mapped.iter().all(|k| (lo..hi).contains(k)),
+                        "map outside range"
+                    );
+                    let set: BTreeSet<u64> = mapped.iter().copied().collect();
+                    assert_eq!(set.len(), mapped.len(), "map visited a key twice");
+                    for k in stable.range(lo..hi) {
+                        assert!(set.contains(k), "map [{lo}, {hi}) missed stable key {k}");
+                    }
+                }
+            });
+        }
+        let writers: Vec<_> = (0..2u64)
+            .map(|w| {
+                let tree = &tree;
+                s.spawn(move || {
+                    let mut rng = Rng(0xDEAD_BEEF + w);
+                    for _ in 0..60_000 {
+                        let k = (rng.next() % SPAN) | 1;
+                        if rng.next().is_multiple_of(4) {
+                            tree.remove(&k);
+                        } else {
+                            tree.insert(k, k);
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in writers {
+            h.join().unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    tree.check().unwrap();
+    let stats = tree.stats();
+    if L::SHARES_WITH_SIBLING {
+        assert!(
+            stats.sibling_shares > 0 && stats.three_way_splits > 0,
+            "{stats:?}"
+        );
+    } else {
+        assert!(
+            stats.sibling_shares == 0 && stats.three_way_splits == 0,
+            "{stats:?}"
+        );
+    }
+    let got = all(&tree);
+    assert!(got.windows(2).all(|w| w[0].0 < w[1].0));
+    assert_eq!(got.iter().filter(|e| e.0 % 4 == 0).count(), stable.len());
+    assert_eq!(tree.stats().records as usize, got.len());
+}
+
+#[test]
+fn iterations_and_maps_under_concurrent_writes() {
+    iterate_under_writes(BpTree::new());
+    iterate_under_writes(tiny_bpa());
+    iterate_under_writes(BaselineTree::baseline(&BaselineOptions::default()).unwrap());
+    iterate_under_writes(small_baseline());
+}
+
+#[test]
+fn every_key_is_valid_including_the_extremes() {
+    let tree = tiny_bpa();
+    for k in [u64::MAX, 0, 1, u64::MAX - 1] {
+        tree.insert(k, !k);
+    }
+    assert_eq!(tree.find(&0), Some(u64::MAX));
+    assert_eq!(tree.find(&u64::MAX), Some(0));
+    assert_eq!(
+        all(&tree).iter().map(|e| e.0).collect::<Vec<_>>(),
+        [0, 1, u64::MAX - 1, u64::MAX]
+    );
+    let mut n = 0;
+    tree.map_range(u64::MAX - 1, None, |_, _| {
+        n += 1;
+        true
+    });
+    assert_eq!(n, 2);
+    assert_eq!(tree.remove(&0), Some(u64::MAX));
+    assert_eq!(tree.remove(&0), None);
+    assert_eq!(tree.find(&0), None);
+    tree.check().unwrap();
+}
