@@ -1,9 +1,10 @@
 //! fjall (an LSM-tree in Rust) as a [`KvStore`] peer.
 //!
 //! Settings and why (see `docs/benchmarking.md`, "Peers and fair settings"):
-//! - **Memory budget:** `cache_size` = [`PeerSettings::cache_bytes`] (fjall's one block cache,
-//!   holding data, index and filter blocks). Memtables keep fjall's default (64 MiB per keyspace)
-//!   outside the budget, as RocksDB's do.
+//! - **Memory budget:** fjall cannot charge memtables to its cache, so the budget
+//!   [`PeerSettings::cache_bytes`] is split as RocksDB's is: memtables of a sixth of it
+//!   ([`lsm_memtable_bytes`]; one active and one being flushed make a third) and `cache_size` =
+//!   the remaining two thirds (fjall's one cache, for data, index and filter blocks).
 //! - **Blocks:** 4 KiB data blocks (fjall's default, set explicitly).
 //! - **Filters:** fjall's default Bloom filters (10 bits per key below level 0, which gets a
 //!   0.01% false-positive rate); the 10 bits per key is what fjall already does.
@@ -31,8 +32,8 @@ use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistM
 use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
-    create_dir, dir_bytes, empty_range, peer_error, DeleteStripes, PeerSettings, SyncCadence,
-    ADAPTER_MAX_VALUE,
+    create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, DeleteStripes,
+    PeerSettings, SyncCadence, ADAPTER_MAX_VALUE,
 };
 
 const PEER: &str = "fjall";
@@ -55,14 +56,20 @@ impl FjallPeer {
     /// Opens (or creates) the fjall database in `dir`, with one keyspace.
     pub fn open(dir: &Path, settings: &PeerSettings) -> sylva::Result<Self> {
         create_dir(PEER, dir)?;
+        let memtable = lsm_memtable_bytes(settings.cache_bytes);
+        let cache = settings
+            .cache_bytes
+            .saturating_sub(2 * memtable)
+            .max(1 << 20);
         let db = Database::builder(dir)
-            .cache_size(settings.cache_bytes)
+            .cache_size(cache)
             .journal_compression(CompressionType::None)
             .open()
             .map_err(|e| error(dir, e))?;
         let keyspace = db
             .keyspace("sylva", || {
                 KeyspaceCreateOptions::default()
+                    .max_memtable_size(memtable)
                     .data_block_size_policy(BlockSizePolicy::all(4096))
                     .data_block_compression_policy(CompressionPolicy::disabled())
                     .index_block_compression_policy(CompressionPolicy::disabled())

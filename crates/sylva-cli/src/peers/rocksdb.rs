@@ -1,11 +1,12 @@
 //! RocksDB (the `rocksdb` crate, RocksDB built from its bundled source) as a [`KvStore`] peer.
 //!
 //! Settings and why (see `docs/benchmarking.md`, "Peers and fair settings"):
-//! - **Memory budget:** an LRU block cache of [`PeerSettings::cache_bytes`], with index and
-//!   filter blocks charged to it (`cache_index_and_filter_blocks`, level-0 ones pinned) so the
-//!   budget bounds all of RocksDB's read-side memory, as a B-tree's buffer pool bounds its inner
-//!   nodes. Memtables keep RocksDB's defaults (64 MiB each, at most 2) outside the budget: they
-//!   are its write buffer, and sizing them down would measure a different engine.
+//! - **Memory budget:** an LRU block cache of [`PeerSettings::cache_bytes`] that everything
+//!   RocksDB keeps in memory is charged to: index and filter blocks
+//!   (`cache_index_and_filter_blocks`, level-0 ones pinned) and the memtables (a
+//!   `WriteBufferManager` costing them to the cache). Memtables are a sixth of the budget each,
+//!   two at most ([`lsm_memtable_bytes`], TreeLine's split), so RocksDB's whole footprint is the
+//!   budget, as a B-tree's buffer pool holds its inner nodes and dirty pages.
 //! - **Blocks:** 4 KiB (`block_size`, RocksDB's default too).
 //! - **Bloom filters:** 10 bits per key, full (not block-based) filters.
 //! - **Compression:** none on every level (`set_compression_type(None)`; the crate is built
@@ -28,13 +29,14 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, ErrorKind, Options, ReadOptions, WriteOptions, DB,
+    BlockBasedOptions, Cache, DBCompressionType, ErrorKind, Options, ReadOptions,
+    WriteBufferManager, WriteOptions, DB,
 };
 use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
-    create_dir, dir_bytes, empty_range, peer_error, DeleteStripes, PeerSettings, PeerSync,
-    SyncCadence, CAPPED_LIMITS,
+    create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, DeleteStripes,
+    PeerSettings, PeerSync, SyncCadence, CAPPED_LIMITS,
 };
 
 const PEER: &str = "rocksdb";
@@ -69,6 +71,16 @@ impl RocksDbPeer {
         options.set_bottommost_compression_type(DBCompressionType::None);
         options.set_wal_compression_type(DBCompressionType::None);
         options.set_paranoid_checks(true);
+        let memtable =
+            usize::try_from(lsm_memtable_bytes(settings.cache_bytes)).unwrap_or(usize::MAX);
+        options.set_write_buffer_size(memtable);
+        options.set_max_write_buffer_number(2);
+        let memtables = WriteBufferManager::new_write_buffer_manager_with_cache(
+            memtable.saturating_mul(2),
+            false,
+            cache.clone(),
+        );
+        options.set_write_buffer_manager(&memtables);
 
         let db = DB::open(&options, dir).map_err(|e| error(dir, e))?;
         let mut write_options = WriteOptions::default();
