@@ -32,8 +32,8 @@ use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistM
 use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
-    create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, DeleteStripes,
-    PeerSettings, SyncCadence, ADAPTER_MAX_VALUE,
+    copy_value, create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, visit_entries,
+    DeleteStripes, PeerSettings, SyncCadence, ADAPTER_MAX_VALUE,
 };
 
 const PEER: &str = "fjall";
@@ -102,18 +102,9 @@ impl FjallPeer {
         limit: usize,
         visitor: &mut Visitor<'_>,
     ) -> sylva::Result<usize> {
-        if limit == 0 {
-            return Ok(0);
-        }
-        let mut visited = 0;
-        for guard in iter {
-            let (k, v) = guard.into_inner().map_err(|e| self.err(e))?;
-            visited += 1;
-            if !visitor(&k, &v) || visited == limit {
-                break;
-            }
-        }
-        Ok(visited)
+        visit_entries(iter.map(fjall::Guard::into_inner), limit, visitor, |e| {
+            self.err(e)
+        })
     }
 }
 
@@ -138,14 +129,8 @@ impl KvStore for FjallPeer {
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> sylva::Result<bool> {
         LIMITS.check_key(key)?;
-        match self.keyspace.get(key).map_err(|e| self.err(e))? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let value = self.keyspace.get(key).map_err(|e| self.err(e))?;
+        Ok(copy_value(value, out))
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> sylva::Result<()> {

@@ -40,8 +40,8 @@ use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::group::{GroupCommit, WriteOp};
 use super::{
-    create_dir, dir_bytes, empty_range, peer_error, PeerSettings, PeerSync, SyncCadence,
-    ADAPTER_MAX_VALUE,
+    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, PeerSettings,
+    PeerSync, SyncCadence, ADAPTER_MAX_VALUE,
 };
 
 const PEER: &str = "lmdb";
@@ -153,15 +153,8 @@ impl LmdbPeer {
             return Ok(0);
         }
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
-        let mut visited = 0;
-        for entry in self.db.range(&rtxn, &range).map_err(|e| self.err(e))? {
-            let (k, v) = entry.map_err(|e| self.err(e))?;
-            visited += 1;
-            if !visitor(k, v) || visited == limit {
-                break;
-            }
-        }
-        Ok(visited)
+        let entries = self.db.range(&rtxn, &range).map_err(|e| self.err(e))?;
+        visit_entries(entries, limit, visitor, |e| self.err(e))
     }
 
     fn write(&self, op: WriteOp<'_>) -> sylva::Result<bool> {
@@ -219,14 +212,8 @@ impl KvStore for LmdbPeer {
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> sylva::Result<bool> {
         self.limits.check_key(key)?;
         let rtxn = self.env.read_txn().map_err(|e| self.err(e))?;
-        match self.db.get(&rtxn, key).map_err(|e| self.err(e))? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let value = self.db.get(&rtxn, key).map_err(|e| self.err(e))?;
+        Ok(copy_value(value, out))
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> sylva::Result<()> {

@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use sylva::{Error, KvStore, Limits};
+use sylva::{Error, KvStore, Limits, Visitor};
 
 pub use self::fjall::FjallPeer;
 pub use self::lmdb::LmdbPeer;
@@ -171,6 +171,44 @@ pub(crate) fn dir_bytes(dir: &Path) -> Option<u64> {
         }
     }
     Some(total)
+}
+
+/// Hands `value`, if there is one, to a `get_into` caller's buffer; whether there was one.
+pub(crate) fn copy_value(value: Option<impl AsRef<[u8]>>, out: &mut Vec<u8>) -> bool {
+    match value {
+        Some(v) => {
+            out.clear();
+            out.extend_from_slice(v.as_ref());
+            true
+        }
+        None => false,
+    }
+}
+
+/// Feeds a peer's `(key, value)` entries to `visitor`, stopping after `limit` or when the visitor
+/// says so; returns how many it visited. `err` maps the peer's error.
+pub(crate) fn visit_entries<K, V, E>(
+    entries: impl IntoIterator<Item = Result<(K, V), E>>,
+    limit: usize,
+    visitor: &mut Visitor<'_>,
+    err: impl Fn(E) -> Error,
+) -> sylva::Result<usize>
+where
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
+{
+    if limit == 0 {
+        return Ok(0);
+    }
+    let mut visited = 0;
+    for entry in entries {
+        let (k, v) = entry.map_err(&err)?;
+        visited += 1;
+        if !visitor(k.as_ref(), v.as_ref()) || visited == limit {
+            break;
+        }
+    }
+    Ok(visited)
 }
 
 /// Whether `[start, end)` is empty, which several peers refuse to be asked (a range whose start

@@ -27,14 +27,15 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use redb::{
-    Builder, Database, Durability, ReadableDatabase, ReadableTableMetadata, TableDefinition,
+    AccessGuard, Builder, Database, Durability, ReadableDatabase, ReadableTableMetadata,
+    TableDefinition,
 };
 use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::group::{GroupCommit, WriteOp};
 use super::{
-    create_dir, dir_bytes, empty_range, peer_error, PeerSettings, PeerSync, SyncCadence,
-    CAPPED_LIMITS,
+    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, PeerSettings,
+    PeerSync, SyncCadence, CAPPED_LIMITS,
 };
 
 const PEER: &str = "redb";
@@ -118,15 +119,8 @@ impl RedbPeer {
             None => table.range::<&[u8]>(start..),
         }
         .map_err(|e| self.err(e))?;
-        let mut visited = 0;
-        for entry in iter {
-            let (k, v) = entry.map_err(|e| self.err(e))?;
-            visited += 1;
-            if !visitor(k.value(), v.value()) || visited == limit {
-                break;
-            }
-        }
-        Ok(visited)
+        let entries = iter.map(|entry| entry.map(|(k, v)| (Bytes(k), Bytes(v))));
+        visit_entries(entries, limit, visitor, |e| self.err(e))
     }
 
     fn write(&self, op: WriteOp<'_>) -> sylva::Result<bool> {
@@ -161,6 +155,15 @@ impl RedbPeer {
     }
 }
 
+/// A redb value guard seen as the bytes it holds.
+struct Bytes<'a>(AccessGuard<'a, &'static [u8]>);
+
+impl AsRef<[u8]> for Bytes<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self.0.value()
+    }
+}
+
 /// Maps a redb error to a sylva error naming redb.
 fn error(dir: &Path, e: impl Into<redb::Error>) -> sylva::Error {
     match e.into() {
@@ -178,14 +181,8 @@ impl KvStore for RedbPeer {
         CAPPED_LIMITS.check_key(key)?;
         let txn = self.db.begin_read().map_err(|e| self.err(e))?;
         let table = txn.open_table(TABLE).map_err(|e| self.err(e))?;
-        match table.get(key).map_err(|e| self.err(e))? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(v.value());
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let value = table.get(key).map_err(|e| self.err(e))?;
+        Ok(copy_value(value.map(Bytes), out))
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> sylva::Result<()> {

@@ -27,7 +27,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
-    create_dir, dir_bytes, empty_range, peer_error, PeerSettings, SyncCadence, CAPPED_LIMITS,
+    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, PeerSettings,
+    SyncCadence, CAPPED_LIMITS,
 };
 
 const PEER: &str = "sled";
@@ -78,18 +79,7 @@ impl SledPeer {
         limit: usize,
         visitor: &mut Visitor<'_>,
     ) -> sylva::Result<usize> {
-        if limit == 0 {
-            return Ok(0);
-        }
-        let mut visited = 0;
-        for entry in iter {
-            let (k, v) = entry.map_err(|e| self.err(e))?;
-            visited += 1;
-            if !visitor(&k, &v) || visited == limit {
-                break;
-            }
-        }
-        Ok(visited)
+        visit_entries(iter, limit, visitor, |e| self.err(e))
     }
 }
 
@@ -109,14 +99,8 @@ impl KvStore for SledPeer {
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> sylva::Result<bool> {
         CAPPED_LIMITS.check_key(key)?;
-        match self.db.get(key).map_err(|e| self.err(e))? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        let value = self.db.get(key).map_err(|e| self.err(e))?;
+        Ok(copy_value(value, out))
     }
 
     fn put(&self, key: &[u8], value: &[u8]) -> sylva::Result<()> {
