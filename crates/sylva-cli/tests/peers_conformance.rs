@@ -221,3 +221,21 @@ fn lmdb_long_bounds() {
         .unwrap();
     assert_eq!(seen, vec![prefix], "map_range to a too-long end key");
 }
+
+/// A write past LMDB's map size is an error that names the setting to raise, not a panic, and
+/// the store keeps serving what it holds.
+#[test]
+fn lmdb_map_full_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = PeerSettings {
+        lmdb_map_size: 256 << 10,
+        ..PeerSettings::default()
+    };
+    let store = open_peer("lmdb", dir.path(), &settings).unwrap();
+    let value = vec![7u8; 4000];
+    let err = (0..1000u32)
+        .find_map(|i| store.put(&i.to_be_bytes(), &value).err())
+        .expect("a 256 KiB map fills up");
+    assert!(err.to_string().contains("lmdb_map_size"), "{err}");
+    assert_eq!(store.get(&0u32.to_be_bytes()).unwrap(), Some(value));
+}
