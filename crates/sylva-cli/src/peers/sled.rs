@@ -13,6 +13,10 @@
 //!   write under [`PeerSync::Always`]; at each [`PeerSync::Batch`] boundary; and on `sync()`.
 //! - **Mode:** sled's default (`LowSpace`): the issue asks for each engine's normal settings.
 //!
+//! Reopening: sled lets go of its file lock a moment after its handle is dropped (its
+//! background threads hold the database until they notice), so `open` retries a held lock for
+//! up to five seconds before reporting it.
+//!
 //! sled's `insert` and `remove` return the previous value atomically, so `delete` needs no extra
 //! read, and the adapter keeps an exact record count from those answers (sled's own `len()`
 //! scans the whole tree). The count is taken with `len()` once at open.
@@ -23,6 +27,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use sylva::{KvStore, Limits, Stats, Visitor};
 
@@ -32,6 +37,9 @@ use super::{
 };
 
 const PEER: &str = "sled";
+
+/// How long `open` waits for a lock held by a just-dropped handle of the same database.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// sled opened on a directory, with the fair settings.
 pub struct SledPeer {
@@ -45,13 +53,27 @@ impl SledPeer {
     /// Opens (or creates) the sled database in `dir`.
     pub fn open(dir: &Path, settings: &PeerSettings) -> sylva::Result<Self> {
         create_dir(PEER, dir)?;
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(dir)
             .cache_capacity(settings.cache_bytes)
             .use_compression(false)
-            .flush_every_ms(None)
-            .open()
-            .map_err(|e| error(dir, e))?;
+            .flush_every_ms(None);
+        // sled releases its file lock only when its background threads drop their references to
+        // the database, a moment after the handle is dropped; reopening at once in the same
+        // process would fail, so a held lock is retried for a short while.
+        let deadline = Instant::now() + LOCK_WAIT;
+        let db = loop {
+            match config.open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(e))
+                    if e.to_string().contains("could not acquire lock")
+                        && Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(e) => return Err(error(dir, e)),
+            }
+        };
         let records = AtomicU64::new(db.len() as u64);
         Ok(SledPeer {
             db,
