@@ -13,7 +13,7 @@ use sylva::{KvStore, MemMap, Stats};
 use ycsb::runner::{Session, Shared, Target};
 
 /// The engine `sylva bench` runs when none is named.
-pub const DEFAULT_ENGINE: &str = "memmap";
+pub const DEFAULT_ENGINE: &str = "btree";
 
 /// Every engine name, for error messages and help.
 pub const ENGINE_NAMES: &[&str] = &[
@@ -119,6 +119,15 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
                 shared(BpTreeStore::baseline(&options).map_err(|e| e.to_string())?)
             }))
         }
+        #[cfg(feature = "peers")]
+        peer if PEER_ENGINES.contains(&peer) => {
+            let settings = peer_settings(spec)?;
+            let name = peer.to_owned();
+            Ok(Box::new(move |dir| {
+                Ok(Box::new(Shared(crate::peers::open_peer(&name, dir, &settings)?)) as Box<dyn Target>)
+            }))
+        }
+        #[cfg(not(feature = "peers"))]
         peer if PEER_ENGINES.contains(&peer) => Err(format!(
             "engine `{peer}` is a peer, built only with `cargo build --release -p sylva-cli --features peers` (see README)"
         )),
@@ -127,6 +136,45 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
             ENGINE_NAMES.join(", ")
         )),
     }
+}
+
+/// A peer's settings from its spec: `cache_bytes=N`, `sync=never|batch|always`, `batch_ops=N`,
+/// `batch_ms=N`, `lmdb_map_size=N` (defaults: `PeerSettings::default()`, documented in
+/// docs/benchmarking.md).
+#[cfg(feature = "peers")]
+fn peer_settings(spec: &EngineSpec) -> Result<crate::peers::PeerSettings, String> {
+    use crate::peers::{PeerSettings, PeerSync};
+    let mut s = PeerSettings::default();
+    let (mut ops, mut interval) = match s.sync {
+        PeerSync::Batch { ops, interval } => (ops, interval),
+        _ => (1024, std::time::Duration::from_millis(10)),
+    };
+    let mut mode = "batch".to_owned();
+    let number = |k: &str, v: &str| {
+        v.parse::<u64>()
+            .map_err(|_| format!("engine option `{k}={v}` of `{}` is not a number", spec.name))
+    };
+    for (k, v) in &spec.options {
+        match k.as_str() {
+            "cache_bytes" => s.cache_bytes = number(k, v)?,
+            "lmdb_map_size" => s.lmdb_map_size = number(k, v)?,
+            "batch_ops" => ops = number(k, v)?.max(1),
+            "batch_ms" => interval = std::time::Duration::from_millis(number(k, v)?),
+            "sync" if ["never", "batch", "always"].contains(&v.as_str()) => mode = v.clone(),
+            _ => {
+                return Err(format!(
+                    "engine `{}` has no option `{k}={v}`; valid: cache_bytes=N, sync=never|batch|always, batch_ops=N, batch_ms=N, lmdb_map_size=N",
+                    spec.name
+                ))
+            }
+        }
+    }
+    s.sync = match mode.as_str() {
+        "never" => PeerSync::Never,
+        "always" => PeerSync::Always,
+        _ => PeerSync::Batch { ops, interval },
+    };
+    Ok(s)
 }
 
 /// std `BTreeMap<Vec<u8>, Vec<u8>>` with no lock at all: the single-threaded floor.

@@ -6,6 +6,8 @@
 mod bench;
 mod charts;
 mod engines;
+#[cfg(feature = "peers")]
+mod peers;
 mod suite;
 
 use clap::{Parser, Subcommand};
