@@ -204,7 +204,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
         .collect::<Result<_, String>>()?;
 
     let Prepared { workload, label } = prepare(args)?;
-    let (_temp, base) = match &args.dir {
+    let (_temp_dir, base) = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)
                 .map_err(|e| format!("cannot create {}: {e}", d.display()))?;
@@ -271,9 +271,8 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
                 ));
             }
             drop(target);
-            if args.dir.is_some() || _temp.is_some() {
-                let _ = std::fs::remove_dir_all(&dir);
-            }
+            // Each instance's files go once it is measured (the temporary base goes at the end).
+            let _ = std::fs::remove_dir_all(&dir);
         }
     }
     Ok(records)

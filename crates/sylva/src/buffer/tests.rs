@@ -17,6 +17,15 @@ fn pool(dir: &std::path::Path, budget_pages: u64, wal: Option<Arc<Wal>>) -> Buff
     .expect("pool")
 }
 
+/// A pool of `budget_pages` over an already opened page file.
+fn pool_over(file: PageFile, budget_pages: u64) -> BufferPool {
+    let options = PoolOptions {
+        budget_bytes: budget_pages * 4096,
+        reserve_bytes: 1 << 32,
+    };
+    BufferPool::new(file, None, options).expect("pool")
+}
+
 fn write_pattern(p: &BufferPool, id: u64, seed: u64) {
     // SAFETY: (test) the caller holds page `id`'s exclusive lock.
     let data = unsafe { std::slice::from_raw_parts_mut(p.data(id).as_ptr(), p.usable_size()) };
@@ -84,15 +93,7 @@ fn a_checkpointed_pool_reopens_with_every_page() {
     };
     let (file, meta) = PageFile::open(&dir.path().join("pages"), true).expect("open");
     assert_eq!(meta.user, b"meta");
-    let p = BufferPool::new(
-        file,
-        None,
-        PoolOptions {
-            budget_bytes: 16 * 4096,
-            reserve_bytes: 1 << 32,
-        },
-    )
-    .expect("pool");
+    let p = pool_over(file, 16);
     for (i, &id) in ids.iter().enumerate() {
         assert_eq!(read_first_word(&p, id), i as u64 + 7);
     }
@@ -114,15 +115,7 @@ fn a_corrupt_page_is_an_error_every_time_not_a_panic() {
     bytes[id as usize * 4096 + 200] ^= 4;
     std::fs::write(&path, bytes).expect("write");
     let (file, _) = PageFile::open(&path, false).expect("open");
-    let p = BufferPool::new(
-        file,
-        None,
-        PoolOptions {
-            budget_bytes: 16 * 4096,
-            reserve_bytes: 1 << 32,
-        },
-    )
-    .expect("pool");
+    let p = pool_over(file, 16);
     for _ in 0..2 {
         assert!(matches!(
             p.read_lock(id),
