@@ -18,6 +18,7 @@
 
 pub mod btree;
 pub mod buffer;
+mod db;
 mod error;
 pub mod io;
 mod kv;
@@ -26,6 +27,10 @@ mod memmap;
 pub mod page;
 pub mod wal;
 
+pub use db::{
+    Cursor, Db, DbOptions, DbStats, RecoveryReport, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS,
+};
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};
 pub use memmap::{MemMap, MEMMAP_MAX_KEY, MEMMAP_MAX_VALUE};
+pub use wal::SyncMode;

@@ -1,0 +1,150 @@
+//! Options of a [`crate::Db`] and their string form (`sylva bench --engine db:sync=batch,...`).
+
+use std::time::Duration;
+
+use crate::btree::Layout;
+use crate::buffer::default_budget;
+use crate::wal::SyncMode;
+
+/// How a [`crate::Db`] opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DbOptions {
+    /// When writes become durable. Default: `Batch { ops: 1000, interval: 10 ms }` (the PA-Tree
+    /// paper's weak persistence with its batch of 1,000 updates).
+    pub sync: SyncMode,
+    /// Buffer-pool budget in bytes. Default: min(1 GiB, 25% of RAM).
+    pub cache_bytes: u64,
+    /// Page size of a new database (4096..=65536, a power of two). An existing database keeps the
+    /// size it was created with. Default 4096.
+    pub page_size: usize,
+    /// Node layout of the tree. Default: `adaptive`.
+    pub layout: Layout,
+    /// Checkpoint once the log exceeds this many bytes. Default 256 MiB.
+    pub checkpoint_bytes: u64,
+    /// Open the page file with `O_DIRECT` where the filesystem allows. Default true.
+    pub direct_io: bool,
+}
+
+impl Default for DbOptions {
+    fn default() -> Self {
+        DbOptions {
+            sync: SyncMode::Batch {
+                ops: 1000,
+                interval: Duration::from_millis(10),
+            },
+            cache_bytes: default_budget(),
+            page_size: 4096,
+            layout: Layout::Adaptive,
+            checkpoint_bytes: 256 << 20,
+            direct_io: true,
+        }
+    }
+}
+
+/// The option keys [`DbOptions::set`] accepts.
+pub const OPTION_KEYS: [&str; 8] = [
+    "sync",
+    "batch_ops",
+    "batch_ms",
+    "cache_bytes",
+    "page_size",
+    "layout",
+    "checkpoint_bytes",
+    "direct_io",
+];
+
+fn number(key: &str, value: &str) -> Result<u64, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{key} '{value}' is not a whole number"))
+}
+
+impl DbOptions {
+    /// Sets one option from its string form: `sync=always|batch|never`, `batch_ops=N`,
+    /// `batch_ms=N`, `cache_bytes=N`, `page_size=N`, `layout=NAME`, `checkpoint_bytes=N`,
+    /// `direct_io=true|false`.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let batch = |s: SyncMode| match s {
+            SyncMode::Batch { ops, interval } => (ops, interval),
+            _ => (1000, Duration::from_millis(10)),
+        };
+        match key {
+            "sync" => {
+                self.sync = match value {
+                    "always" => SyncMode::Always,
+                    "never" => SyncMode::Never,
+                    "batch" => {
+                        let (ops, interval) = batch(self.sync);
+                        SyncMode::Batch { ops, interval }
+                    }
+                    _ => return Err(format!("sync '{value}' is not always, batch or never")),
+                }
+            }
+            "batch_ops" => {
+                let (_, interval) = batch(self.sync);
+                let ops = number(key, value)?.max(1);
+                self.sync = SyncMode::Batch { ops, interval };
+            }
+            "batch_ms" => {
+                let (ops, _) = batch(self.sync);
+                let interval = Duration::from_millis(number(key, value)?);
+                self.sync = SyncMode::Batch { ops, interval };
+            }
+            "cache_bytes" => self.cache_bytes = number(key, value)?,
+            "page_size" => {
+                let n = number(key, value)? as usize;
+                if !(4096..=65536).contains(&n) || !n.is_power_of_two() {
+                    return Err(format!(
+                        "page_size {n} is not a power of two in 4096..=65536"
+                    ));
+                }
+                self.page_size = n;
+            }
+            "layout" => self.layout = Layout::parse(value)?,
+            "checkpoint_bytes" => self.checkpoint_bytes = number(key, value)?.max(1 << 20),
+            "direct_io" => {
+                self.direct_io = match value {
+                    "true" | "1" | "yes" => true,
+                    "false" | "0" | "no" => false,
+                    _ => return Err(format!("direct_io '{value}' is not true or false")),
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "unknown db option '{key}'; valid options: {}",
+                    OPTION_KEYS.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_parse() {
+        let mut o = DbOptions::default();
+        o.set("sync", "always").unwrap();
+        assert_eq!(o.sync, SyncMode::Always);
+        o.set("batch_ops", "10").unwrap();
+        o.set("batch_ms", "5").unwrap();
+        assert_eq!(
+            o.sync,
+            SyncMode::Batch {
+                ops: 10,
+                interval: Duration::from_millis(5)
+            }
+        );
+        o.set("cache_bytes", "1048576").unwrap();
+        assert_eq!(o.cache_bytes, 1 << 20);
+        assert!(o.set("page_size", "5000").is_err());
+        assert!(o.set("sync", "sometimes").is_err());
+        assert!(o.set("colour", "blue").is_err());
+        o.set("layout", "hints").unwrap();
+        assert_eq!(o.layout, Layout::Hints);
+    }
+}
