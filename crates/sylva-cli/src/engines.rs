@@ -175,9 +175,7 @@ pub fn db_options(spec: &EngineSpec) -> Result<DbOptions, String> {
 pub fn db_opener(spec: &EngineSpec) -> Result<Opener, String> {
     let options = db_options(spec)?;
     Ok(Box::new(move |dir| {
-        shared(crate::db_kv::DbKv(
-            Db::open(dir, options).map_err(|e| e.to_string())?,
-        ))
+        shared(Db::open(dir, options).map_err(|e| e.to_string())?)
     }))
 }
 

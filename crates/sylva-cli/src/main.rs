@@ -6,7 +6,6 @@
 
 mod bench;
 mod charts;
-mod db_kv;
 mod encoding;
 mod engines;
 #[cfg(feature = "peers")]

@@ -13,8 +13,8 @@
 //! - Keys and values are UTF-8 text, or hex with `--hex` (see [`crate::encoding`]).
 //! - Any error (locked, not a database, corruption, bad input) prints one line `error: ...` on
 //!   stderr and exits with code 2.
-//! - The read-only commands (`get`, `scan`, `stats`, `check`) never create a database: a
-//!   directory without a `data.sylva` is `no database at DIR`. The writing ones create it.
+//! - Only `put` creates a database; every other command on a directory without a `data.sylva`
+//!   fails with `no database at DIR` (a mistyped path must not leave an empty database behind).
 
 use std::io::{self, Write};
 use std::ops::Bound;
@@ -119,7 +119,7 @@ pub fn put(args: PutArgs) -> Result<Outcome, String> {
 pub fn get(args: KeyArgs) -> Result<Outcome, String> {
     let enc = args.at.encoding();
     let key = enc.decode("key", &args.key)?;
-    let db = open_existing(&args.at.db)?;
+    let db = open_existing(&args.at.db, DbOptions::default())?;
     let found = db.get(&key).map_err(|e| e.to_string());
     let Some(value) = close(db, found)? else {
         return Ok(Outcome::NotFound);
@@ -134,7 +134,7 @@ pub fn get(args: KeyArgs) -> Result<Outcome, String> {
 /// `sylva delete`: removes one record, durably; `deleted` if it was there.
 pub fn delete(args: KeyArgs) -> Result<Outcome, String> {
     let key = args.at.encoding().decode("key", &args.key)?;
-    let db = open_for_writing(&args.at.db)?;
+    let db = open_existing(&args.at.db, durable())?;
     let deleted = db.delete(&key).map_err(|e| e.to_string());
     if !close(db, deleted)? {
         return Ok(Outcome::NotFound);
@@ -156,7 +156,7 @@ pub fn scan(args: ScanArgs) -> Result<Outcome, String> {
         .as_deref()
         .map(|k| enc.decode("--to key", k))
         .transpose()?;
-    let db = open_existing(&args.at.db)?;
+    let db = open_existing(&args.at.db, DbOptions::default())?;
     let printed = print_range(&db, enc, from.as_deref(), to.as_deref(), &args);
     close(db, printed)?;
     Ok(Outcome::Done)
@@ -202,7 +202,7 @@ fn print_range(
 
 /// `sylva stats`: the database's counts and cache figures, one `name: value` per line.
 pub fn stats(args: DirArgs) -> Result<Outcome, String> {
-    let db = open_existing(&args.db)?;
+    let db = open_existing(&args.db, DbOptions::default())?;
     let stats = db.stats();
     close(db, Ok(()))?;
     write_out(format_stats(&stats).as_bytes())?;
@@ -238,7 +238,7 @@ fn format_stats(s: &DbStats) -> String {
 
 /// `sylva check`: every page checksum and the tree's structure; any problem is an error.
 pub fn check(args: DirArgs) -> Result<Outcome, String> {
-    let db = open_existing(&args.db)?;
+    let db = open_existing(&args.db, DbOptions::default())?;
     let checked = db.check().map_err(|e| format!("check failed: {e}"));
     let report = close(db, checked)?;
     let line = format!(
@@ -249,21 +249,25 @@ pub fn check(args: DirArgs) -> Result<Outcome, String> {
     Ok(Outcome::Done)
 }
 
-/// Opens (creating if needed) with every write durable before it returns.
-fn open_for_writing(dir: &Path) -> Result<Db, String> {
-    let options = DbOptions {
+/// Options of the writing commands: every write durable before it returns.
+fn durable() -> DbOptions {
+    DbOptions {
         sync: SyncMode::Always,
         ..DbOptions::default()
-    };
-    Db::open(dir, options).map_err(|e| e.to_string())
+    }
+}
+
+/// Opens (creating if needed) for `put`.
+fn open_for_writing(dir: &Path) -> Result<Db, String> {
+    Db::open(dir, durable()).map_err(|e| e.to_string())
 }
 
 /// Opens a database that must already exist; never creates one.
-fn open_existing(dir: &Path) -> Result<Db, String> {
+fn open_existing(dir: &Path, options: DbOptions) -> Result<Db, String> {
     if !dir.join(DATA_FILE).exists() {
         return Err(format!("no database at {}", dir.display()));
     }
-    Db::open(dir, DbOptions::default()).map_err(|e| e.to_string())
+    Db::open(dir, options).map_err(|e| e.to_string())
 }
 
 /// Closes `db` (a checkpoint), then returns `result`; the first error wins.

@@ -139,11 +139,15 @@ fn scan_prints_ranges_limits_and_reverse_exactly() {
 }
 
 #[test]
-fn read_commands_never_create_a_database() {
+fn only_put_creates_a_database() {
     let temp = tempfile::tempdir().expect("tempdir");
     let missing = temp.path().join("missing");
-    for command in ["get", "scan", "stats", "check"] {
-        let args: &[&str] = if command == "get" { &["k"] } else { &[] };
+    for command in ["get", "delete", "scan", "stats", "check"] {
+        let args: &[&str] = if ["get", "delete"].contains(&command) {
+            &["k"]
+        } else {
+            &[]
+        };
         fails(&at(command, &missing, args), "no database at");
         assert!(!missing.exists(), "{command} created {}", missing.display());
     }
