@@ -377,7 +377,11 @@ fn scan_crosses_leaves_in_both_directions() {
     let o = text(ok("scan", &dir, &["--from", "k000100", "--to", "k000301"]));
     assert_eq!(o, forward);
     let reverse: String = (34..101).rev().map(line).collect();
-    let o = text(ok("scan", &dir, &["--from", "k000100", "--to", "k000301", "--reverse"]));
+    let o = text(ok(
+        "scan",
+        &dir,
+        &["--from", "k000100", "--to", "k000301", "--reverse"],
+    ));
     assert_eq!(o, reverse);
     let all = text(ok("scan", &dir, &["--reverse"]));
     assert_eq!(all.lines().count(), 3000);
