@@ -3,6 +3,26 @@
 //! and recovery. The design follows the vmcache integration of "B-Trees Are Back" (section 7) and
 //! the persistence modes of the PA-Tree paper (section III.C).
 //!
+//! ```
+//! use std::ops::Bound;
+//! use sylva::{Db, DbOptions, SyncMode, WriteBatch};
+//!
+//! # let tmp = tempfile::tempdir()?;
+//! # let dir = tmp.path().join("db");
+//! let db = Db::open(&dir, DbOptions { sync: SyncMode::Always, ..DbOptions::default() })?;
+//! db.put(b"apple", b"red")?;
+//! db.write(WriteBatch::new().put(b"banana", b"yellow").delete(b"apple"))?;
+//! assert_eq!(db.get(b"banana")?.as_deref(), Some(&b"yellow"[..]));
+//! let keys: Vec<Vec<u8>> = db
+//!     .range(Bound::Included(&b"a"[..]), Bound::Unbounded)
+//!     .rev()
+//!     .map(|r| r.map(|(k, _)| k))
+//!     .collect::<sylva::Result<_>>()?;
+//! assert_eq!(keys, vec![b"banana".to_vec()]);
+//! db.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! A directory holds three files: `data.sylva` (the page file), `wal.log` (the log) and `LOCK`
 //! (held with `flock` while a process has the database open).
 //!
@@ -689,10 +709,11 @@ impl Db {
 
     /// Counts and cache figures, with the fill factor (which walks every leaf).
     pub fn stats(&self) -> DbStats {
+        let height = self.tree.height().unwrap_or(0);
+        let record_bytes = self.record_bytes();
         let mut s = self.quick_stats();
-        s.height = self.tree.height().unwrap_or(0);
-        s.fill_factor =
-            self.record_bytes() as f64 / (s.tree_pages.max(1) * s.page_size as u64) as f64;
+        s.height = height;
+        s.fill_factor = record_bytes as f64 / (s.tree_pages.max(1) * s.page_size as u64) as f64;
         s
     }
 

@@ -352,7 +352,15 @@ impl PageFile {
     pub fn read_frame(&self, id: u64, frame: &mut [u8]) -> Result<PageHeader> {
         self.check_frame(frame)?;
         self.check_range(id, 1)?;
-        self.io.read_at(frame, id * self.page_size as u64)?;
+        match self.io.read_at(frame, id * self.page_size as u64) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(Error::Corruption {
+                    page: id,
+                    detail: "the file ends before this page (truncated?)".into(),
+                })
+            }
+            r => r?,
+        }
         verify(frame, id)
     }
 
