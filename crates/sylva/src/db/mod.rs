@@ -454,13 +454,10 @@ impl Db {
                         }
                         // SAFETY: we hold page `id` exclusively; its engine bytes are
                         // `image_len` long inside the pool's mapping.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                image.as_ptr(),
-                                pool.data(id).as_ptr(),
-                                image_len,
-                            )
+                        let page = unsafe {
+                            std::slice::from_raw_parts_mut(pool.data(id).as_ptr(), image_len)
                         };
+                        image.restore(page);
                         pool.set_lsn(id, lsn);
                         stamp_kind(pool, id);
                         pool.unlock(id, true);
