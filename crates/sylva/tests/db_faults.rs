@@ -415,10 +415,10 @@ impl Workload {
 
     fn next(&mut self) -> Op {
         self.n += 1;
-        if self.n % 151 == 0 {
+        if self.n.is_multiple_of(151) {
             return Op::Checkpoint;
         }
-        if self.n % 53 == 0 {
+        if self.n.is_multiple_of(53) {
             return Op::Sync;
         }
         let k = self.key();
