@@ -65,7 +65,7 @@ impl Script {
             rng: Rng::new(0xC0FFEE ^ round),
             round,
             next: 0,
-            checkpoints: round % 3 == 0,
+            checkpoints: round.is_multiple_of(3),
         }
     }
 
@@ -186,7 +186,7 @@ fn crash_child() {
         if matches!(op, Op::Sync) {
             writeln!(out, "synced {i}").expect("stdout");
         }
-        if i % 32 == 0 {
+        if i.is_multiple_of(32) {
             let s = db.stats();
             writeln!(out, "stats {} {}", s.checkpoints, s.cache_misses).expect("stdout");
         }
