@@ -13,12 +13,11 @@
 use std::cell::Cell;
 
 use super::leaf::{collect, Records, COUNTER_DISABLED};
-use super::store::NodeStore;
+use super::store::{NodeLatch, NodeStore};
 use super::tree::BTree;
 use crate::error::Result;
 use crate::page::build::{Builder, NodeSpec};
-use crate::page::fingerprint;
-use crate::page::slotted::{Slotted, SlottedMut};
+use crate::page::slotted::Slotted;
 use crate::page::{PageId, KIND_FP_LEAF, KIND_LEAF};
 
 /// Probability of a counter increment per scan, in thousandths.
@@ -94,14 +93,15 @@ impl<S: NodeStore> BTree<S> {
         self.adapt_locked(seen, 1)
     }
 
-    /// A point write on leaf `id`, whose write latch the caller holds.
-    pub(crate) fn adapt_after_point_write(&self, id: PageId, page: &mut [u8]) -> Result<()> {
+    /// A point write on leaf `id`, whose write latch the caller holds. Returns whether the leaf
+    /// was converted to another layout (which the caller logs).
+    pub(crate) fn adapt_after_point_write(&self, id: PageId, page: &mut [u8]) -> Result<bool> {
         if !self.adaptive || !(page[0] == KIND_LEAF || page[0] == KIND_FP_LEAF) {
-            return Ok(());
+            return Ok(false);
         }
         let c = page[COUNTER];
         if c == 0 || c == COUNTER_DISABLED || !chance(POINT_PERMILLE) {
-            return Ok(());
+            return Ok(false);
         }
         self.step_counter(id, page, -1)
     }
@@ -110,19 +110,34 @@ impl<S: NodeStore> BTree<S> {
         let Ok(l) = self.latch(seen.id) else {
             return Ok(());
         };
+        let _gate = self.store.write_gate();
         if l.upgrade(seen.version).is_err() {
             return Ok(()); // contended or changed: skip this update
         }
         let r = match self.page_mut(seen.id) {
             Ok(page) => self.step_counter(seen.id, page, step),
-            Err(_) => Ok(()),
+            Err(_) => Ok(false),
         };
-        l.unlock();
-        r
+        match r {
+            Ok(true) => {
+                let logged = self.store.log_pages(&[seen.id], &[]);
+                l.unlock();
+                logged
+            }
+            Ok(false) => {
+                l.unlock_hint();
+                Ok(())
+            }
+            Err(e) => {
+                l.unlock();
+                Err(e)
+            }
+        }
     }
 
-    /// Moves the counter one step and converts the leaf when it saturates.
-    fn step_counter(&self, id: PageId, page: &mut [u8], step: i8) -> Result<()> {
+    /// Moves the counter one step and converts the leaf when it saturates; returns whether it
+    /// converted.
+    fn step_counter(&self, id: PageId, page: &mut [u8], step: i8) -> Result<bool> {
         let c = page[COUNTER];
         let next = if step < 0 {
             c.saturating_sub(1)
@@ -133,16 +148,15 @@ impl<S: NodeStore> BTree<S> {
         match (page[0], next) {
             (KIND_LEAF, 0) => self.convert(id, page, KIND_FP_LEAF),
             (KIND_FP_LEAF, 3) => self.convert(id, page, KIND_LEAF),
-            _ => Ok(()),
+            _ => Ok(false),
         }
     }
 
     /// Rewrites a write-latched slotted leaf as `kind`, keeping its counter; abandoned if the
-    /// records do not fit.
-    fn convert(&self, id: PageId, page: &mut [u8], kind: u8) -> Result<()> {
-        if page[0] == KIND_FP_LEAF {
-            fingerprint::sort(&mut SlottedMut::new(id, page)?)?;
-        }
+    /// records do not fit. Returns whether the page changed (a fingerprinting leaf's tail may
+    /// have been sorted even when the conversion was abandoned).
+    fn convert(&self, id: PageId, page: &mut [u8], kind: u8) -> Result<bool> {
+        let sorted = page[0] == KIND_FP_LEAF && self.sort_fp_leaf(id, page)?;
         let v = Slotted::new(id, page)?;
         let mut recs = Records::default();
         collect(id, page, &mut recs)?;
@@ -157,17 +171,17 @@ impl<S: NodeStore> BTree<S> {
         };
         let mut out = vec![0u8; page.len()];
         let Some(mut b) = Builder::new(&mut out, &spec) else {
-            return Ok(());
+            return Ok(sorted);
         };
         for (k, val) in recs.iter() {
             if !b.push(k, &[], val) {
-                return Ok(());
+                return Ok(sorted);
             }
         }
         b.finish();
         page.copy_from_slice(&out);
         self.conversions
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(())
+        Ok(true)
     }
 }

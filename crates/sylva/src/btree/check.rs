@@ -5,9 +5,9 @@
 //! Meant for a quiescent tree (tests, `sylva check`); it reads pages without validating
 //! latches, so running it concurrently with writers may report spurious errors.
 
-use super::store::NodeStore;
-use super::tree::{BTree, META};
-use crate::error::Result;
+use super::store::{NodeLatch, NodeStore};
+use super::tree::{retry, BTree};
+use crate::error::{Error, Result};
 use crate::page::dense::{self, Dense, KIND_DENSE_LEAF};
 use crate::page::fingerprint::fingerprint;
 use crate::page::slotted::{Slotted, FLAG_HINTS, HINT_COUNT};
@@ -33,9 +33,13 @@ pub struct CheckReport {
 impl<S: NodeStore> BTree<S> {
     /// Validates every node; `Err(Corruption)` names the first page that breaks an invariant.
     pub fn check(&self) -> Result<CheckReport> {
-        let meta = Slotted::new(META, self.page_plain(META)?)?;
+        let meta_page = self.page_plain(self.meta)?;
+        let meta = Slotted::new(self.meta, &meta_page)?;
         if meta.kind() != KIND_INNER || meta.count() != 0 {
-            return Err(corrupt(META, "metadata page is not an empty inner node"));
+            return Err(corrupt(
+                self.meta,
+                "metadata page is not an empty inner node",
+            ));
         }
         let mut report = CheckReport::default();
         let mut leaf_depth = None;
@@ -51,7 +55,7 @@ impl<S: NodeStore> BTree<S> {
         let counted = self.records.load(std::sync::atomic::Ordering::Relaxed);
         if report.records != counted {
             return Err(corrupt(
-                META,
+                self.meta,
                 format!(
                     "leaves hold {} records, the tree counts {counted}",
                     report.records
@@ -61,9 +65,37 @@ impl<S: NodeStore> BTree<S> {
         Ok(report)
     }
 
-    fn page_plain(&self, id: PageId) -> Result<&[u8]> {
-        self.page(id)
-            .map_err(|_| corrupt(id, "page id was never allocated"))
+    /// A validated copy of page `id` (a paged store loads it first).
+    fn page_plain(&self, id: PageId) -> Result<Vec<u8>> {
+        retry(|| {
+            let l = self.latch(id)?;
+            let v = l.read_lock()?;
+            let copy = self.page(id)?.to_vec();
+            l.validate(v)?;
+            Ok(copy)
+        })
+        .map_err(|e| match e {
+            Error::InvalidArgument { .. } => corrupt(id, "page id out of range"),
+            e => e,
+        })
+    }
+
+    /// Levels from the root to the leaves (1 for a lone leaf), following upper children.
+    pub fn height(&self) -> Result<u32> {
+        let meta = self.page_plain(self.meta)?;
+        let mut id = Slotted::new(self.meta, &meta)?.upper_child();
+        let mut height = 1;
+        loop {
+            let page = &self.page_plain(id)?[..];
+            if page[0] != KIND_INNER {
+                return Ok(height);
+            }
+            id = Slotted::new(id, page)?.upper_child();
+            height += 1;
+            if height > 64 {
+                return Err(corrupt(id, "the tree is deeper than 64 levels (a cycle?)"));
+            }
+        }
     }
 
     fn check_node(
@@ -79,7 +111,7 @@ impl<S: NodeStore> BTree<S> {
             return Err(corrupt(id, "tree deeper than 64 levels (a cycle?)"));
         }
         let bad = |what: String| Err(corrupt(id, what));
-        let page = self.page_plain(id)?;
+        let page = &self.page_plain(id)?[..];
         if page.first() == Some(&KIND_DENSE_LEAF) {
             self.check_leaf_depth(id, depth, leaf_depth)?;
             return self.check_dense(id, page, lower, upper, report);

@@ -37,6 +37,10 @@ impl Records {
     pub(crate) fn len(&self) -> usize {
         self.at.len()
     }
+    pub(crate) fn clear(&mut self) {
+        self.data.clear();
+        self.at.clear();
+    }
     /// Appends a record whose key is `a ++ b`.
     #[inline]
     pub(crate) fn push(&mut self, a: &[u8], b: &[u8], value: &[u8]) {
@@ -103,7 +107,7 @@ pub(crate) enum LeafPlan {
 }
 
 /// Fences of a leaf of any kind.
-fn fences(id: PageId, page: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+pub(crate) fn fences(id: PageId, page: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
     if page.first() == Some(&KIND_DENSE_LEAF) {
         let d = Dense::new(id, page)?;
         return Ok((

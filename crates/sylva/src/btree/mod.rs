@@ -49,6 +49,7 @@ mod adapt;
 mod check;
 mod kv;
 mod leaf;
+pub(crate) use leaf::Records;
 pub mod options;
 mod store;
 mod tree;
@@ -56,5 +57,5 @@ mod walk;
 
 pub use check::CheckReport;
 pub use options::{Layout, Options};
-pub use store::{Latch, MemNodeStore, NodeStore};
+pub use store::{Abort, Latch, MemNodeStore, NodeLatch, NodeStore, Olc};
 pub use tree::{max_key_len, max_value_len, BTree};

@@ -27,7 +27,7 @@ const LOCKED: u64 = 2;
 const STEP: u64 = 4;
 
 /// Why an optimistic operation could not complete.
-pub(crate) enum Abort {
+pub enum Abort {
     /// A page changed underneath; start the operation again.
     Restart,
     /// A real error.
@@ -40,7 +40,8 @@ impl From<Error> for Abort {
     }
 }
 
-pub(crate) type Olc<T> = std::result::Result<T, Abort>;
+/// The result of an optimistic step.
+pub type Olc<T> = std::result::Result<T, Abort>;
 
 impl Latch {
     /// Waits until the latch is not write-locked and returns its version. `Restart` if the page
@@ -120,23 +121,98 @@ pub(crate) fn backoff(spins: &mut u32) {
     }
 }
 
+/// A page's latch as the tree uses it: a cheap handle (`Copy`), one per access.
+pub trait NodeLatch: Copy {
+    /// Waits until the page is not write-locked and returns its version. `Restart` if the page
+    /// was freed; a store that loads pages on demand may fail here with a real error.
+    fn read_lock(self) -> Olc<u64>;
+    /// Whether the version is still `v`.
+    fn validate(self, v: u64) -> Olc<()>;
+    /// Takes the write lock if the version is still `v`.
+    fn upgrade(self, v: u64) -> Olc<()>;
+    /// Releases the write lock after a change (which the tree has reported to the store's
+    /// logging hooks).
+    fn unlock(self);
+    /// Releases the write lock after changing only hints (the adaptive layout's operation
+    /// counter): a durable store need not log or write back such a change.
+    fn unlock_hint(self) {
+        self.unlock()
+    }
+}
+
+impl NodeLatch for &Latch {
+    #[inline]
+    fn read_lock(self) -> Olc<u64> {
+        Latch::read_lock(self)
+    }
+    #[inline]
+    fn validate(self, v: u64) -> Olc<()> {
+        Latch::validate(self, v)
+    }
+    #[inline]
+    fn upgrade(self, v: u64) -> Olc<()> {
+        Latch::upgrade(self, v)
+    }
+    #[inline]
+    fn unlock(self) {
+        Latch::unlock(self)
+    }
+}
+
 /// Fixed-size node pages addressed by id, each with a latch.
+///
+/// The logging hooks are how a durable store learns what changed: the tree calls them while it
+/// still holds the write latches of the pages named, after changing them. An in-memory store
+/// ignores them.
 pub trait NodeStore: Send + Sync {
+    /// The latch handle of one page.
+    type Latch<'a>: NodeLatch
+    where
+        Self: 'a;
     /// Page size in bytes.
     fn page_size(&self) -> usize;
     /// Allocates a page and returns it write-locked (contents unspecified).
     fn allocate(&self) -> Result<PageId>;
     /// Frees a page whose write lock the caller holds; releases the lock.
-    fn free(&self, id: PageId);
-    /// The latch of page `id`, or `None` for an id never allocated.
-    fn latch(&self, id: PageId) -> Option<&Latch>;
-    /// The bytes of page `id` (`page_size` long), or `None` for an id never allocated.
+    fn free(&self, id: PageId) -> Result<()>;
+    /// The latch of page `id`, or `None` for an id the store cannot hold.
+    fn latch(&self, id: PageId) -> Option<Self::Latch<'_>>;
+    /// The bytes of page `id` (`page_size` long), or `None` for an id the store cannot hold.
     ///
     /// The pointer stays valid for the store's lifetime. Readers may read through it
     /// optimistically (validating the latch afterwards); only the write-lock holder writes.
     fn page_ptr(&self, id: PageId) -> Option<NonNull<u8>>;
     /// Pages currently allocated (not free).
     fn pages_in_use(&self) -> u64;
+    /// What [`NodeStore::write_gate`] returns: held for the whole of one write.
+    type Gate<'a>
+    where
+        Self: 'a;
+    /// Entered by every operation that may change pages (puts, deletes, and the rare writes of
+    /// readers: adaptive conversions, fingerprint sorts) before it takes any write latch, and
+    /// held until all its latches are released. A durable store closes the gate while it
+    /// checkpoints; an in-memory store's gate is free.
+    fn write_gate(&self) -> Self::Gate<'_>;
+    /// `key` was put into leaf `leaf` with `value` (by the leaf's own insert or overwrite);
+    /// `inserted` if it was not there before.
+    #[inline]
+    fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<()> {
+        let _ = (leaf, key, value, inserted);
+        Ok(())
+    }
+    /// `key` was removed from leaf `leaf`.
+    #[inline]
+    fn log_delete(&self, leaf: PageId, key: &[u8]) -> Result<()> {
+        let _ = (leaf, key);
+        Ok(())
+    }
+    /// The pages `changed` were rewritten in some other way (split, merge, new root, layout
+    /// conversion, sort), and the pages `freed` are about to be freed.
+    #[inline]
+    fn log_pages(&self, changed: &[PageId], freed: &[PageId]) -> Result<()> {
+        let _ = (changed, freed);
+        Ok(())
+    }
 }
 
 const DIRECTORY_LEN: usize = 1 << 16;
@@ -196,6 +272,12 @@ impl MemNodeStore {
 }
 
 impl NodeStore for MemNodeStore {
+    type Latch<'a> = &'a Latch;
+    type Gate<'a> = ();
+
+    #[inline]
+    fn write_gate(&self) {}
+
     fn page_size(&self) -> usize {
         self.page_size
     }
@@ -235,11 +317,12 @@ impl NodeStore for MemNodeStore {
         Ok(id)
     }
 
-    fn free(&self, id: PageId) {
+    fn free(&self, id: PageId) -> Result<()> {
         if let Some(l) = self.latch(id) {
             l.unlock_obsolete();
             self.alloc.lock().free.push(id);
         }
+        Ok(())
     }
 
     #[inline]

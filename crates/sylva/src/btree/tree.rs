@@ -1,8 +1,12 @@
 //! The tree: optimistic lock coupling over a [`NodeStore`], point operations, split and merge
 //! (paper sections 2 and 7.1).
 //!
-//! Page 0 is a metadata node: an inner node with no keys whose upper child is the root, so a
-//! root split is an ordinary split whose parent is page 0 (as in LeanStore and vmcache).
+//! The first page allocated is a metadata node: an inner node with no keys whose upper child is
+//! the root, so a root split is an ordinary split whose parent is that page (as in LeanStore and
+//! vmcache).
+//!
+//! Every change to a page is reported to the store's logging hooks while the page's write latch
+//! is held ([`NodeStore::log_put`] and friends), which is all a durable store needs to log it.
 //!
 //! Concurrency (optimistic lock coupling): readers take no locks; they read a page's latch
 //! version, read the page, and validate the version afterwards, restarting from the root when
@@ -23,7 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::adapt::Seen;
 use super::leaf::LeafPlan;
 use super::options::Options;
-use super::store::{backoff, Abort, Latch, MemNodeStore, NodeStore, Olc};
+use super::store::{backoff, Abort, MemNodeStore, NodeLatch, NodeStore, Olc};
 use crate::error::{Error, Result};
 use crate::kv::{Limits, Stats};
 use crate::page::build::{self, Builder, NodeSpec};
@@ -32,12 +36,11 @@ use crate::page::fingerprint;
 use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
 
-/// The metadata page: its upper child is the root.
-pub(crate) const META: PageId = 0;
-
 /// A B+tree of slotted pages over a node store.
 pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) store: S,
+    /// The metadata page.
+    pub(crate) meta: PageId,
     pub(crate) options: Options,
     pub(crate) flags: u8,
     pub(crate) truncate: bool,
@@ -52,9 +55,9 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
 }
 
 /// Holds a write latch; releases it when dropped.
-pub(crate) struct WriteGuard<'a>(pub(crate) &'a Latch);
+pub(crate) struct WriteGuard<L: NodeLatch>(pub(crate) L);
 
-impl Drop for WriteGuard<'_> {
+impl<L: NodeLatch> Drop for WriteGuard<L> {
     fn drop(&mut self) {
         self.0.unlock();
     }
@@ -85,7 +88,7 @@ pub(crate) fn retry<T>(mut f: impl FnMut() -> Olc<T>) -> Result<T> {
 
 /// Turns a decode error found in an optimistic read into a restart when the page changed.
 #[inline]
-pub(crate) fn checked<T>(l: &Latch, v: u64, r: Result<T>) -> Olc<T> {
+pub(crate) fn checked<T>(l: impl NodeLatch, v: u64, r: Result<T>) -> Olc<T> {
     match r {
         Ok(t) => Ok(t),
         Err(e) => {
@@ -120,34 +123,52 @@ impl<S: NodeStore> BTree<S> {
                 limit: options.page_size,
             });
         }
-        let ps = options.page_size;
-        let tree = BTree {
-            store,
-            options,
-            flags: options.layout.flags(),
-            truncate: options.layout.prefix_truncation(),
-            leaf_kind: options.layout.leaf_kind(),
-            dense: options.layout.dense_leaves(),
-            adaptive: options.layout.adaptive(),
-            records: AtomicU64::new(0),
-            limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
-            splits: AtomicU64::new(0),
-            merges: AtomicU64::new(0),
-            conversions: AtomicU64::new(0),
-        };
-        let meta = tree.store.allocate()?;
-        let root = tree.store.allocate()?;
-        if meta != META {
-            return Err(corrupt(meta, "node store was not empty"));
-        }
+        let meta = store.allocate()?;
+        let root = store.allocate()?;
+        let mut tree = Self::from_parts(store, options, meta, 0);
+        tree.meta = meta;
         tree.init_node(meta, KIND_INNER, root)?;
         tree.init_node(root, tree.leaf_kind, 0)?;
+        tree.store.log_pages(&[meta, root], &[])?;
         for id in [meta, root] {
             tree.latch(id)
                 .map_err(|_| corrupt(id, "fresh page has no latch"))?
                 .unlock();
         }
         Ok(tree)
+    }
+
+    /// The tree already in `store` whose metadata page is `meta`, holding `records` records.
+    pub fn open_store(store: S, options: Options, meta: PageId, records: u64) -> Result<Self> {
+        if store.page_size() != options.page_size {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "node store page size {} differs from the options' page size",
+                    store.page_size()
+                ),
+                limit: options.page_size,
+            });
+        }
+        Ok(Self::from_parts(store, options, meta, records))
+    }
+
+    fn from_parts(store: S, options: Options, meta: PageId, records: u64) -> Self {
+        let ps = options.page_size;
+        BTree {
+            store,
+            meta,
+            options,
+            flags: options.layout.flags(),
+            truncate: options.layout.prefix_truncation(),
+            leaf_kind: options.layout.leaf_kind(),
+            dense: options.layout.dense_leaves(),
+            adaptive: options.layout.adaptive(),
+            records: AtomicU64::new(records),
+            limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
+            splits: AtomicU64::new(0),
+            merges: AtomicU64::new(0),
+            conversions: AtomicU64::new(0),
+        }
     }
 
     fn init_node(&self, id: PageId, kind: u8, upper_child: PageId) -> Result<()> {
@@ -180,7 +201,7 @@ impl<S: NodeStore> BTree<S> {
     }
 
     #[inline]
-    pub(crate) fn latch(&self, id: PageId) -> Olc<&Latch> {
+    pub(crate) fn latch(&self, id: PageId) -> Olc<S::Latch<'_>> {
         self.store.latch(id).ok_or(Abort::Restart)
     }
 
@@ -207,10 +228,10 @@ impl<S: NodeStore> BTree<S> {
     /// Descends to the leaf whose range holds `key`. With `target`, stops at the parent of
     /// page `target` instead and returns `(parent, parent version, target version)`.
     fn descend(&self, key: &[u8], target: Option<PageId>) -> Olc<(PageId, u64, u64)> {
-        let mut parent = META;
-        let mut pl = self.latch(META)?;
+        let mut parent = self.meta;
+        let mut pl = self.latch(self.meta)?;
         let mut pv = pl.read_lock()?;
-        let meta = checked(pl, pv, Slotted::new(META, self.page(META)?))?;
+        let meta = checked(pl, pv, Slotted::new(self.meta, self.page(self.meta)?))?;
         let mut id = meta.upper_child();
         loop {
             let l = self.latch(id)?;
@@ -278,6 +299,7 @@ impl<S: NodeStore> BTree<S> {
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.limits.check_key(key)?;
         self.limits.check_value(value)?;
+        let _gate = self.store.write_gate();
         retry(|| {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
@@ -285,8 +307,11 @@ impl<S: NodeStore> BTree<S> {
             let outcome = {
                 let _g = WriteGuard(l);
                 let outcome = self.leaf_put(id, key, value)?;
-                if let Put::Done { .. } = outcome {
-                    self.adapt_after_point_write(id, self.page_mut(id)?)?;
+                if let Put::Done { inserted } = outcome {
+                    self.store.log_put(id, key, value, inserted)?;
+                    if self.adapt_after_point_write(id, self.page_mut(id)?)? {
+                        self.store.log_pages(&[id], &[])?;
+                    }
                 }
                 outcome
             };
@@ -306,6 +331,35 @@ impl<S: NodeStore> BTree<S> {
     }
 
     fn leaf_put(&self, id: PageId, key: &[u8], value: &[u8]) -> Result<Put> {
+        self.apply_put(id, key, value)
+    }
+
+    /// Puts `key` into leaf `id` (write-latched by the caller) if it fits; returns whether it was
+    /// inserted (not overwritten). Redo uses this to replay a logged put: the same page bytes
+    /// and the same record give the same result.
+    pub(crate) fn redo_put(&self, id: PageId, key: &[u8], value: &[u8]) -> Result<bool> {
+        match self.apply_put(id, key, value)? {
+            Put::Done { inserted } => {
+                if inserted {
+                    self.records.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(inserted)
+            }
+            Put::NeedsSplit => Err(corrupt(id, "a logged put does not fit its leaf on redo")),
+        }
+    }
+
+    /// Removes `key` from leaf `id` (write-latched by the caller) for redo; returns whether it
+    /// was there.
+    pub(crate) fn redo_delete(&self, id: PageId, key: &[u8]) -> Result<bool> {
+        let found = self.apply_delete(id, key)?;
+        if found {
+            self.records.fetch_sub(1, Ordering::Relaxed);
+        }
+        Ok(found)
+    }
+
+    fn apply_put(&self, id: PageId, key: &[u8], value: &[u8]) -> Result<Put> {
         let page = self
             .page_mut(id)
             .map_err(|_| corrupt(id, "leaf vanished"))?;
@@ -354,6 +408,9 @@ impl<S: NodeStore> BTree<S> {
 
     /// Splits page `target` (found through `key`); splits its parent first when the separator
     /// would not fit there. Always ends in `Restart` or an error for the caller to retry.
+    ///
+    /// Every page is allocated before any is changed, so a failed allocation leaves the tree as
+    /// it was; the changed pages are reported to the store's log while all stay latched.
     fn split(&self, target: PageId, key: &[u8], value_len: usize) -> Olc<()> {
         let (pid, pv, tv) = self.descend(key, Some(target))?;
         let (pl, tl) = (self.latch(pid)?, self.latch(target)?);
@@ -370,12 +427,13 @@ impl<S: NodeStore> BTree<S> {
             build::split(&t, &at, self.flags, self.truncate, &mut l, &mut r)?;
             (l, r, at.separator)
         } else {
-            if tpage[0] == KIND_FP_LEAF {
-                fingerprint::sort(&mut SlottedMut::new(target, tpage)?)?;
+            if tpage[0] == KIND_FP_LEAF && self.sort_fp_leaf(target, tpage)? {
+                self.store.log_pages(&[target], &[])?;
             }
             match self.plan_leaf_split(target, tpage, key, value_len)? {
                 LeafPlan::InPlace(image) => {
                     tpage.copy_from_slice(&image);
+                    self.store.log_pages(&[target], &[])?;
                     self.conversions.fetch_add(1, Ordering::Relaxed);
                     return Ok(());
                 }
@@ -386,7 +444,7 @@ impl<S: NodeStore> BTree<S> {
                 } => (left, right, separator),
             }
         };
-        if pid != META {
+        if pid != self.meta {
             let p = Slotted::new(pid, self.page(pid)?)?;
             let sep_len = separator.len().saturating_sub(p.prefix_len());
             if p.free_space_after_compaction() < p.record_space(sep_len, 8) {
@@ -398,12 +456,17 @@ impl<S: NodeStore> BTree<S> {
         }
         let left = self.store.allocate()?;
         let _lg = WriteGuard(self.latch(left)?);
+        let root = if pid == self.meta {
+            let root = self.store.allocate()?;
+            Some((root, WriteGuard(self.latch(root)?)))
+        } else {
+            None
+        };
         self.page_mut(left)?.copy_from_slice(&left_image);
         tpage.copy_from_slice(&right_image);
         let at = build::SplitPoint { left: 0, separator };
-        if pid == META {
-            let root = self.store.allocate()?;
-            let _rg = WriteGuard(self.latch(root)?);
+        if let Some((root, _rg)) = &root {
+            let root = *root;
             let spec = NodeSpec {
                 kind: KIND_INNER,
                 flags: self.flags,
@@ -419,7 +482,9 @@ impl<S: NodeStore> BTree<S> {
                 return Err(corrupt(root, "separator does not fit a new root").into());
             }
             b.finish();
-            SlottedMut::new(META, self.page_mut(META)?)?.set_upper_child(root);
+            SlottedMut::new(self.meta, self.page_mut(self.meta)?)?.set_upper_child(root);
+            self.store
+                .log_pages(&[left, target, root, self.meta], &[])?;
         } else {
             let mut p = SlottedMut::new(pid, self.page_mut(pid)?)?;
             let view = p.view();
@@ -428,43 +493,41 @@ impl<S: NodeStore> BTree<S> {
             if !p.insert(idx, k, &left.to_le_bytes())? {
                 return Err(corrupt(pid, "separator did not fit after the space check").into());
             }
+            self.store.log_pages(&[left, target, pid], &[])?;
         }
         self.splits.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
+    /// Sorts a write-latched fingerprinting leaf's unsorted tail; returns whether it changed.
+    pub(crate) fn sort_fp_leaf(&self, id: PageId, page: &mut [u8]) -> Result<bool> {
+        let mut node = SlottedMut::new(id, page)?;
+        let view = node.view();
+        if view.sorted() >= view.count() {
+            return Ok(false);
+        }
+        fingerprint::sort(&mut node)?;
+        Ok(true)
+    }
+
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.limits.check_key(key)?;
+        let _gate = self.store.write_gate();
         let (found, underfull) = retry(|| {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
             l.upgrade(v)?;
             let _g = WriteGuard(l);
-            let page = self.page_mut(id)?;
-            if page[0] == KIND_DENSE_LEAF {
-                let d = Dense::new(id, page)?;
-                let (slot, cap) = (d.slot_of(key), d.capacity());
-                let found = match slot {
-                    Some(i) => DenseMut::new(id, page)?.clear(i),
-                    None => false,
-                };
-                let count = Dense::new(id, page)?.count();
-                return Ok((found, (found && count * 4 < cap).then_some(id)));
-            }
-            let mut node = SlottedMut::new(id, page)?;
-            let (idx, found) = leaf_find(&node.view(), key)?;
-            if !found {
+            if !self.apply_delete(id, key)? {
                 return Ok((false, None));
             }
-            if node.view().kind() == KIND_FP_LEAF {
-                fingerprint::remove(&mut node, idx);
-            } else {
-                node.remove(idx);
+            self.store.log_delete(id, key)?;
+            let underfull = self.underfull(id)?;
+            if self.adapt_after_point_write(id, self.page_mut(id)?)? {
+                self.store.log_pages(&[id], &[])?;
             }
-            let free = node.view().free_space_after_compaction();
-            self.adapt_after_point_write(id, self.page_mut(id)?)?;
-            Ok((true, (free >= self.options.page_size * 3 / 4).then_some(id)))
+            Ok((true, underfull.then_some(id)))
         })?;
         if found {
             self.records.fetch_sub(1, Ordering::Relaxed);
@@ -473,6 +536,42 @@ impl<S: NodeStore> BTree<S> {
             self.try_merge(id, key)?;
         }
         Ok(found)
+    }
+
+    /// Removes `key` from leaf `id` (write-latched by the caller); returns whether it was there.
+    fn apply_delete(&self, id: PageId, key: &[u8]) -> Result<bool> {
+        let page = self
+            .page_mut(id)
+            .map_err(|_| corrupt(id, "leaf vanished"))?;
+        if page[0] == KIND_DENSE_LEAF {
+            return Ok(match Dense::new(id, page)?.slot_of(key) {
+                Some(i) => DenseMut::new(id, page)?.clear(i),
+                None => false,
+            });
+        }
+        let mut node = SlottedMut::new(id, page)?;
+        let (idx, found) = leaf_find(&node.view(), key)?;
+        if !found {
+            return Ok(false);
+        }
+        if node.view().kind() == KIND_FP_LEAF {
+            fingerprint::remove(&mut node, idx);
+        } else {
+            node.remove(idx);
+        }
+        Ok(true)
+    }
+
+    /// Whether leaf `id` (write-latched by the caller) is empty enough to merge: a dense leaf
+    /// under a quarter full, a slotted one with 3/4 of its page free.
+    fn underfull(&self, id: PageId) -> Result<bool> {
+        let page = self.page(id).map_err(|_| corrupt(id, "leaf vanished"))?;
+        if page[0] == KIND_DENSE_LEAF {
+            let d = Dense::new(id, page)?;
+            return Ok(d.count() * 4 < d.capacity());
+        }
+        let free = Slotted::new(id, page)?.free_space_after_compaction();
+        Ok(free >= self.options.page_size * 3 / 4)
     }
 
     /// Merges page `target` with a neighbour under the same parent if the result fits
@@ -492,7 +591,7 @@ impl<S: NodeStore> BTree<S> {
     /// One merge attempt; returns the parent if it is now underfull itself.
     fn merge_once(&self, target: PageId, key: &[u8]) -> Olc<Option<PageId>> {
         let (pid, pv, tv) = self.descend(key, Some(target))?;
-        if pid == META {
+        if pid == self.meta {
             return Ok(None);
         }
         let (pl, tl) = (self.latch(pid)?, self.latch(target)?);
@@ -517,8 +616,9 @@ impl<S: NodeStore> BTree<S> {
         ol.upgrade(ol.read_lock()?)?;
         let og = WriteGuard(ol);
         for id in [left, right] {
-            if self.page(id)?[0] == KIND_FP_LEAF {
-                fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
+            let page = self.page_mut(id)?;
+            if page[0] == KIND_FP_LEAF && self.sort_fp_leaf(id, page)? {
+                self.store.log_pages(&[id], &[])?;
             }
         }
         let (lp, rp) = (self.page(left)?, self.page(right)?);
@@ -542,10 +642,11 @@ impl<S: NodeStore> BTree<S> {
         let mut pm = SlottedMut::new(pid, self.page_mut(pid)?)?;
         pm.remove(sep_idx);
         let parent_free = pm.view().free_space_after_compaction();
+        self.store.log_pages(&[right, pid], &[left])?;
         // Free the left page: its guard must not unlock it again.
         let (lg, rg) = if left == target { (tg, og) } else { (og, tg) };
         std::mem::forget(lg);
-        self.store.free(left);
+        self.store.free(left)?;
         drop(rg);
         self.merges.fetch_add(1, Ordering::Relaxed);
         Ok((parent_free >= self.options.page_size * 3 / 4).then_some(pid))

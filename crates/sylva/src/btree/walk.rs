@@ -7,12 +7,12 @@
 //! (`upper ++ [0]`): leaves have no sibling pointers, as in the paper.
 
 use super::adapt::Seen;
-use super::store::{Abort, NodeStore, Olc};
+use super::leaf::{collect, fences, Records};
+use super::store::{Abort, NodeLatch, NodeStore, Olc};
 use super::tree::{checked, retry, BTree, WriteGuard};
 use crate::error::Result;
 use crate::page::dense::{Dense, KIND_DENSE_LEAF};
-use crate::page::fingerprint;
-use crate::page::slotted::{Slotted, SlottedMut};
+use crate::page::slotted::Slotted;
 use crate::page::PageId;
 
 impl<S: NodeStore> BTree<S> {
@@ -93,9 +93,12 @@ impl<S: NodeStore> BTree<S> {
         } else {
             let node = checked(l, v, Slotted::new(id, page))?;
             if node.sorted() < node.count() {
+                let _gate = self.store.write_gate();
                 l.upgrade(v)?;
                 let _g = WriteGuard(l);
-                fingerprint::sort(&mut SlottedMut::new(id, self.page_mut(id)?)?)?;
+                if self.sort_fp_leaf(id, self.page_mut(id)?)? {
+                    self.store.log_pages(&[id], &[])?;
+                }
                 return Err(Abort::Restart);
             }
             // Header and slots, then the heap: the free gap between them is never read.
@@ -106,6 +109,24 @@ impl<S: NodeStore> BTree<S> {
         }
         l.validate(v)?;
         Ok(seen)
+    }
+}
+
+impl<S: NodeStore> BTree<S> {
+    /// Copies every record of the leaf whose range holds `key` into `out` (cleared first), in
+    /// key order, and returns the leaf's fences `(lower, upper)` (`lower` empty for the first
+    /// leaf, `upper` `None` for the last). Leaf ranges are `(lower, upper]`, so the leaf before
+    /// this one is the one holding `lower`, and the one after holds `upper ++ [0]`.
+    pub(crate) fn leaf_records(
+        &self,
+        key: &[u8],
+        out: &mut Records,
+    ) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+        let mut snapshot = vec![0u8; self.options.page_size];
+        let seen = retry(|| self.snapshot_leaf(key, &mut snapshot))?;
+        out.clear();
+        collect(seen.id, &snapshot, out)?;
+        fences(seen.id, &snapshot)
     }
 }
 

@@ -257,6 +257,71 @@ impl BufferPool {
         }
     }
 
+    /// Takes the write lock of page `id` if its version is still `version` (from
+    /// [`BufferPool::read_lock`]).
+    #[inline]
+    pub fn try_upgrade(&self, id: u64, version: u64) -> bool {
+        self.state(id)
+            .is_ok_and(|st| st.try_lock(version) || st.try_lock(version | MARKED))
+    }
+
+    /// Pages the pool can address (its reserved address space over the page size).
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Takes page `id` exclusively to overwrite it whole (redo installing a logged image, or
+    /// freeing it): a resident page is locked as usual; an evicted or freed one is made resident
+    /// without reading the file. The file is told the page is in use.
+    pub fn lock_for_overwrite(&self, id: u64) -> Result<()> {
+        self.file.ensure_allocated(id)?;
+        let st = self.state(id)?;
+        let mut spins = 0;
+        loop {
+            let s = st.load();
+            if s & LOCKED != 0 {
+                backoff(&mut spins);
+                continue;
+            }
+            if !is_evicted(s) && s & FREED == 0 {
+                if st.try_lock(s) {
+                    return Ok(());
+                }
+                continue;
+            }
+            if !st.try_lock(s) {
+                continue;
+            }
+            if let Err(e) = self.make_room() {
+                st.unlock(s & (EVICTED | FREED), false);
+                return Err(e);
+            }
+            // SAFETY: we hold the page exclusively.
+            unsafe { self.frame_slice(id) }.fill(0);
+            self.resident.fetch_add(1, Ordering::Relaxed);
+            self.clock.lock().pages.push(id);
+            // Still locked; the state word's residency bits are cleared when it is unlocked.
+            st.0.store((s & !(EVICTED | FREED)) | LOCKED, Ordering::Release);
+            return Ok(());
+        }
+    }
+
+    /// The LSN in page `id`'s header (the caller holds the lock or validates afterwards).
+    pub fn page_lsn(&self, id: u64) -> u64 {
+        let mut b = [0u8; 8];
+        // SAFETY: bytes 16..24 of the frame are the header's LSN field, inside our mapping.
+        unsafe {
+            std::ptr::copy_nonoverlapping(self.frame(id).add(16).as_ptr(), b.as_mut_ptr(), 8)
+        };
+        u64::from_le_bytes(b)
+    }
+
+    /// Sets the kind in page `id`'s header (the caller holds the lock).
+    pub fn set_kind(&self, id: u64, kind: PageKind) {
+        // SAFETY: byte 6 of the frame is the header's kind; the caller holds the lock.
+        unsafe { *self.frame(id).add(6).as_ptr() = kind as u8 }
+    }
+
     /// Releases the exclusive lock of page `id`; `dirty` if the holder changed it.
     pub fn unlock(&self, id: u64, dirty: bool) {
         if let Ok(st) = self.state(id) {

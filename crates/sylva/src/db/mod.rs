@@ -19,6 +19,7 @@
 //! - the first change to a page after a checkpoint logs its full image instead of the small
 //!   record ("full-page writes"), so recovery never depends on a page's on-disk bytes written
 //!   after the checkpoint: a torn page write is harmless.
+//!
 //! The adaptive layout's operation counter is a hint: changing it alone is not logged and does
 //! not dirty the page.
 //!
@@ -45,15 +46,45 @@
 //! corrupt page) poisons the database: every later call returns [`Error::Poisoned`] until it is
 //! reopened, and recovery decides what really reached disk.
 
+mod cursor;
+mod log;
 mod options;
+mod store;
 
+use std::fs::File;
 use std::ops::Bound;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
 
+use parking_lot::Mutex;
+
+use crate::btree::{self, BTree, CheckReport};
+use crate::buffer::{BufferPool, PoolOptions};
 use crate::error::{Error, Result};
-use crate::io::Io;
+use crate::io::{sync_dir, FileIo, Io};
+use crate::io::{Meta, PageFile, FIRST_DATA_PAGE};
+use crate::kv::{KvStore, Limits, Stats, Visitor};
+use crate::page::PageId;
+use crate::wal::{SyncMode, Wal};
+use log::Record;
+use store::{stamp_kind, PoolStore, LAST_LSN};
 
+pub use cursor::Cursor;
 pub use options::{DbOptions, OPTION_KEYS};
+
+/// The page file in a database directory.
+pub const DATA_FILE: &str = "data.sylva";
+/// The write-ahead log in a database directory.
+pub const WAL_FILE: &str = "wal.log";
+/// The lock file in a database directory.
+pub const LOCK_FILE: &str = "LOCK";
+
+/// Magic and version of the Db's state in the page file's meta area.
+const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
+const STATE_VERSION: u32 = 1;
+const STATE_LEN: usize = 40;
 
 /// An atomic group of puts and deletes for [`Db::write`]: after a crash either all of them
 /// happened or none.
@@ -144,122 +175,659 @@ pub struct RecoveryReport {
     pub batch_reapplied: bool,
 }
 
-/// A durable, ordered key-value database in a directory. Cheap to share between threads
-/// (`&Db` is `Sync`); every method may be called concurrently.
-pub struct Db {
-    _todo: (),
+/// A batch operation read back from the log: a put with its value, or a delete.
+type OwnedOp = (Vec<u8>, Option<Vec<u8>>);
+
+/// The Db's state recorded at a checkpoint (in the page file's meta area; `docs/format.md`).
+#[derive(Debug, Clone, Copy)]
+struct State {
+    layout: btree::Layout,
+    meta_page: PageId,
+    records: u64,
+    /// Redo starts at this LSN.
+    checkpoint_lsn: u64,
 }
 
-/// An ordered iterator over a key range, forward or reverse; see [`Db::range`].
-///
-/// A cursor copies one leaf at a time and holds no latch between calls, so it never blocks
-/// writers; it sees every record that was in the range for its whole life, and records changed
-/// meanwhile may or may not appear (read-committed, per leaf).
-pub struct Cursor<'db> {
-    _db: &'db Db,
+impl State {
+    fn encode(&self) -> [u8; STATE_LEN] {
+        let mut b = [0u8; STATE_LEN];
+        b[0..8].copy_from_slice(STATE_MAGIC);
+        b[8..12].copy_from_slice(&STATE_VERSION.to_le_bytes());
+        b[12] = btree::Layout::ALL
+            .iter()
+            .position(|&l| l == self.layout)
+            .unwrap_or(0) as u8;
+        b[16..24].copy_from_slice(&self.meta_page.to_le_bytes());
+        b[24..32].copy_from_slice(&self.records.to_le_bytes());
+        b[32..40].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
+        b
+    }
+
+    fn decode(path: &Path, user: &[u8]) -> Result<Option<State>> {
+        if user.is_empty() {
+            return Ok(None);
+        }
+        let not_db = |detail: String| Error::NotSylva {
+            path: path.to_path_buf(),
+            expected: "database",
+            detail,
+        };
+        if user.len() < STATE_LEN || &user[0..8] != STATE_MAGIC {
+            return Err(not_db(
+                "the page file's meta area holds no database state".into(),
+            ));
+        }
+        let u64_at = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&user[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let version = u32::from_le_bytes([user[8], user[9], user[10], user[11]]);
+        if version != STATE_VERSION {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: STATE_VERSION,
+            });
+        }
+        let layout = *btree::Layout::ALL
+            .get(user[12] as usize)
+            .ok_or_else(|| not_db(format!("unknown layout {}", user[12])))?;
+        Ok(Some(State {
+            layout,
+            meta_page: u64_at(16),
+            records: u64_at(24),
+            checkpoint_lsn: u64_at(32),
+        }))
+    }
+}
+
+/// A durable, ordered key-value database in a directory. Share it between threads by reference
+/// (`Db` is `Sync`); every method may be called concurrently.
+pub struct Db {
+    tree: BTree<PoolStore>,
+    options: DbOptions,
+    /// Where the page file lives (for error messages).
+    path: PathBuf,
+    /// The lock file, `flock`ed for as long as the database is open.
+    _lock: Option<File>,
+    poisoned: AtomicBool,
+    closed: AtomicBool,
+    recovery: RecoveryReport,
+    /// Writes since the last sync (`SyncMode::Batch`), and when that sync was.
+    unsynced: AtomicU64,
+    last_sync: Mutex<Instant>,
+    checkpoints: AtomicU64,
+    checkpointing: AtomicBool,
+}
+
+/// Takes an exclusive `flock` on `dir/LOCK` without waiting.
+fn lock_dir(dir: &Path) -> Result<File> {
+    use std::os::fd::AsRawFd;
+    let path = dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io_at(&path, e))?;
+    // SAFETY: flock on a file descriptor we own; no memory is involved.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(Error::Locked {
+                path: dir.to_path_buf(),
+            });
+        }
+        return Err(Error::io_at(&path, e));
+    }
+    Ok(file)
 }
 
 impl Db {
     /// Opens the database in `dir`, creating the directory and an empty database if there is
-    /// none. Errors: [`Error::Locked`] if another process has it open, [`Error::NotSylva`] for a
-    /// directory holding other files or a foreign `data.sylva`, [`Error::UnsupportedVersion`],
-    /// checksum and corruption errors from recovery.
+    /// none. Errors: [`Error::Locked`] if another process (or another `Db` in this one) has it
+    /// open, [`Error::NotSylva`] for a directory holding other files or a foreign `data.sylva`,
+    /// [`Error::UnsupportedVersion`], and checksum or corruption errors from recovery.
     pub fn open(dir: impl AsRef<Path>, options: DbOptions) -> Result<Db> {
-        let _ = (dir.as_ref(), options);
-        todo!()
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir).map_err(|e| Error::io_at(dir, e))?;
+        let data = dir.join(DATA_FILE);
+        let exists = data.exists();
+        if !exists {
+            let entries = std::fs::read_dir(dir).map_err(|e| Error::io_at(dir, e))?;
+            for entry in entries {
+                let name = entry.map_err(|e| Error::io_at(dir, e))?.file_name();
+                if name != LOCK_FILE && name != WAL_FILE {
+                    return Err(Error::NotSylva {
+                        path: dir.to_path_buf(),
+                        expected: "database directory",
+                        detail: format!(
+                            "it holds {} but no {DATA_FILE}; refusing to create a database among other files",
+                            name.to_string_lossy()
+                        ),
+                    });
+                }
+            }
+        }
+        let lock = lock_dir(dir)?;
+        let (file, meta) = if exists {
+            let (f, m) = PageFile::open(&data, options.direct_io)?;
+            (f, Some(m))
+        } else {
+            let f = PageFile::create(&data, options.page_size, options.direct_io)?;
+            sync_dir(dir)?;
+            (f, None)
+        };
+        let wal_path = dir.join(WAL_FILE);
+        let wal_io = FileIo::open(&wal_path, true)?;
+        Self::start(file, meta, Box::new(wal_io), options, Some(lock), data)
     }
 
     /// Opens a database over the given page-file and log I/O, without a directory or lock file
     /// (for fault-injection tests). An empty page file is initialised.
     pub fn open_io(page_io: Box<dyn Io>, wal_io: Box<dyn Io>, options: DbOptions) -> Result<Db> {
-        let _ = (page_io, wal_io, options);
-        todo!()
+        let path = page_io.path().to_path_buf();
+        let (file, meta) = if page_io.file_len()? == 0 {
+            (
+                PageFile::create_io(page_io, options.page_size, false)?,
+                None,
+            )
+        } else {
+            let (f, m) = PageFile::open_io(page_io, false)?;
+            (f, Some(m))
+        };
+        Self::start(file, meta, wal_io, options, None, path)
+    }
+
+    fn start(
+        file: PageFile,
+        meta: Option<Meta>,
+        wal_io: Box<dyn Io>,
+        options: DbOptions,
+        lock: Option<File>,
+        path: PathBuf,
+    ) -> Result<Db> {
+        let state = match &meta {
+            Some(m) => State::decode(&path, &m.user)?,
+            None => None,
+        };
+        let checkpoint_lsn = state.map_or(1, |s| s.checkpoint_lsn);
+        let (wal, recovered) = Wal::open(wal_io, SyncMode::Never, checkpoint_lsn)?;
+        let wal = Arc::new(wal);
+        let pool = BufferPool::new(
+            file,
+            Some(wal.clone()),
+            PoolOptions {
+                budget_bytes: options.cache_bytes,
+                ..PoolOptions::default()
+            },
+        )?;
+        let store = PoolStore::new(pool, wal, checkpoint_lsn);
+        let layout = state.map_or(options.layout, |s| s.layout);
+        let tree_options = btree::Options {
+            layout,
+            page_size: store.page_size_bytes(),
+        };
+        let tree = match state {
+            None => BTree::with_store(store, tree_options)?,
+            Some(s) => BTree::open_store(store, tree_options, s.meta_page, s.records)?,
+        };
+        let mut db = Db {
+            tree,
+            options: DbOptions { layout, ..options },
+            path,
+            _lock: lock,
+            poisoned: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            recovery: RecoveryReport {
+                cut_bytes: recovered.cut_bytes,
+                intact_after_cut: recovered.intact_after_cut,
+                ..RecoveryReport::default()
+            },
+            unsynced: AtomicU64::new(0),
+            last_sync: Mutex::new(Instant::now()),
+            checkpoints: AtomicU64::new(0),
+            checkpointing: AtomicBool::new(false),
+        };
+        if state.is_some() {
+            db.redo(checkpoint_lsn, &recovered.records)?;
+        }
+        if state.is_none() || db.recovery.records_redone > 0 || recovered.cut_bytes > 0 {
+            db.checkpoint_now()?;
+        }
+        db.tree.store.logging.store(true, Ordering::Release);
+        Ok(db)
+    }
+
+    /// Redoes the log from `checkpoint_lsn` (see the module docs).
+    fn redo(&mut self, checkpoint_lsn: u64, records: &[(u64, Vec<u8>)]) -> Result<()> {
+        let store = &self.tree.store;
+        let image_len = store.page_size_bytes();
+        let mut pending: Option<Vec<OwnedOp>> = None;
+        let mut redone = 0;
+        for (lsn, payload) in records {
+            let lsn = *lsn;
+            if lsn < checkpoint_lsn {
+                continue;
+            }
+            match log::decode(lsn, payload, image_len)? {
+                Record::Put { page, key, value } => {
+                    self.redo_leaf(page, lsn, |t| t.redo_put(page, key, value).map(drop))?
+                }
+                Record::Delete { page, key } => {
+                    self.redo_leaf(page, lsn, |t| t.redo_delete(page, key).map(drop))?
+                }
+                Record::Pages {
+                    changed,
+                    freed,
+                    delta,
+                } => {
+                    let pool = &store.pool;
+                    let mut installed = false;
+                    for (id, image) in changed {
+                        pool.lock_for_overwrite(id)?;
+                        if pool.page_lsn(id) >= lsn {
+                            pool.unlock(id, false);
+                            continue;
+                        }
+                        // SAFETY: we hold page `id` exclusively; its engine bytes are
+                        // `image_len` long inside the pool's mapping.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(
+                                image.as_ptr(),
+                                pool.data(id).as_ptr(),
+                                image_len,
+                            )
+                        };
+                        pool.set_lsn(id, lsn);
+                        stamp_kind(pool, id);
+                        pool.unlock(id, true);
+                        installed = true;
+                    }
+                    if installed && delta != 0 {
+                        let records = &self.tree.records;
+                        if delta > 0 {
+                            records.fetch_add(delta as u64, Ordering::Relaxed);
+                        } else {
+                            records.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
+                        }
+                    }
+                    for id in freed {
+                        pool.lock_for_overwrite(id)?;
+                        pool.free(id)?;
+                    }
+                }
+                Record::Batch(ops) => {
+                    pending = Some(
+                        ops.into_iter()
+                            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                            .collect(),
+                    )
+                }
+                Record::BatchEnd => pending = None,
+            }
+            redone += 1;
+        }
+        self.recovery.records_redone = redone;
+        if let Some(ops) = pending {
+            for (k, v) in ops {
+                match v {
+                    Some(v) => self.tree.put(&k, &v)?,
+                    None => drop(self.tree.delete(&k)?),
+                }
+            }
+            self.recovery.batch_reapplied = true;
+        }
+        Ok(())
+    }
+
+    /// Applies a logged leaf change to `page` unless the page already has it.
+    fn redo_leaf(
+        &self,
+        page: PageId,
+        lsn: u64,
+        apply: impl FnOnce(&BTree<PoolStore>) -> Result<()>,
+    ) -> Result<()> {
+        let pool = &self.tree.store.pool;
+        pool.lock(page)?;
+        if pool.page_lsn(page) >= lsn {
+            pool.unlock(page, false);
+            return Ok(());
+        }
+        match apply(&self.tree) {
+            Ok(()) => {
+                pool.set_lsn(page, lsn);
+                stamp_kind(pool, page);
+                pool.unlock(page, true);
+                Ok(())
+            }
+            Err(e) => {
+                pool.unlock(page, false);
+                Err(e)
+            }
+        }
     }
 
     /// What recovery did when this database was opened.
     pub fn recovery(&self) -> &RecoveryReport {
-        todo!()
+        &self.recovery
+    }
+
+    /// The options in force (an existing database keeps its layout and page size).
+    pub fn options(&self) -> DbOptions {
+        self.options
+    }
+
+    /// Key and value size limits.
+    pub fn limits(&self) -> Limits {
+        self.tree.limits()
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::Poisoned);
+        }
+        Ok(())
+    }
+
+    /// Poisons the database on any failure of a write other than bad input.
+    fn guard<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(e) = &r {
+            if !matches!(e, Error::InvalidArgument { .. }) {
+                self.poisoned.store(true, Ordering::Release);
+            }
+        }
+        r
     }
 
     /// The value of `key`, if present.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let _ = key;
-        todo!()
+        let mut out = Vec::new();
+        Ok(self.get_into(key, &mut out)?.then_some(out))
+    }
+
+    /// Looks `key` up; on a hit copies the value into `out` and returns `true`.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        self.check_open()?;
+        self.tree.get_into(key, out)
     }
 
     /// Inserts or overwrites `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let _ = (key, value);
-        todo!()
+        self.check_open()?;
+        let r = self.tree.put(key, value);
+        self.guard(r)?;
+        self.after_write(1)
     }
 
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
-        let _ = key;
-        todo!()
+        self.check_open()?;
+        let r = self.tree.delete(key);
+        let found = self.guard(r)?;
+        if found {
+            self.after_write(1)?;
+        }
+        Ok(found)
     }
 
     /// Applies `batch` atomically (all or nothing across a crash), durable per the sync mode.
+    /// A batch holds other writers back while it applies.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        let _ = batch;
-        todo!()
+        self.check_open()?;
+        let limits = self.tree.limits();
+        for op in &batch.ops {
+            match op {
+                BatchOp::Put(k, v) => {
+                    limits.check_key(k)?;
+                    limits.check_value(v)?;
+                }
+                BatchOp::Delete(k) => limits.check_key(k)?,
+            }
+        }
+        if batch.ops.is_empty() {
+            return Ok(());
+        }
+        let store = &self.tree.store;
+        let r = (|| {
+            let _gate = store.exclusive();
+            let mut buf = Vec::new();
+            log::batch(
+                &mut buf,
+                batch.ops.iter().map(|op| match op {
+                    BatchOp::Put(k, v) => (k.as_slice(), Some(v.as_slice())),
+                    BatchOp::Delete(k) => (k.as_slice(), None),
+                }),
+            );
+            store.append_record(&buf)?;
+            for op in &batch.ops {
+                match op {
+                    BatchOp::Put(k, v) => self.tree.put(k, v)?,
+                    BatchOp::Delete(k) => drop(self.tree.delete(k)?),
+                }
+            }
+            log::batch_end(&mut buf);
+            store.append_record(&buf)
+        })();
+        self.guard(r)?;
+        self.after_write(batch.ops.len() as u64)
+    }
+
+    /// Durability and checkpoint duties after a write of `ops` operations.
+    fn after_write(&self, ops: u64) -> Result<()> {
+        let wal = &self.tree.store.wal;
+        let r = match self.options.sync {
+            SyncMode::Always => wal.sync_to(LAST_LSN.with(|l| l.get())),
+            SyncMode::Batch {
+                ops: batch_ops,
+                interval,
+            } => {
+                let n = self.unsynced.fetch_add(ops, Ordering::Relaxed) + ops;
+                if n >= batch_ops || self.last_sync.lock().elapsed() >= interval {
+                    self.unsynced.store(0, Ordering::Relaxed);
+                    *self.last_sync.lock() = Instant::now();
+                    wal.sync()
+                } else {
+                    Ok(())
+                }
+            }
+            SyncMode::Never => Ok(()),
+        };
+        self.guard(r)?;
+        if self.tree.store.log_bytes.load(Ordering::Relaxed) > self.options.checkpoint_bytes
+            && !self.checkpointing.swap(true, Ordering::AcqRel)
+        {
+            let r = self.checkpoint();
+            self.checkpointing.store(false, Ordering::Release);
+            r?;
+        }
+        Ok(())
     }
 
     /// An iterator over the keys in `(lower, upper)`, in ascending order; `.rev()` on the
     /// result iterates descending.
     pub fn range(&self, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Cursor<'_> {
-        let _ = (lower, upper);
-        todo!()
+        Cursor::new(self, lower, upper)
     }
 
     /// Makes every write so far durable.
     pub fn sync(&self) -> Result<()> {
-        todo!()
+        self.check_open()?;
+        let r = self.tree.store.wal.sync();
+        self.unsynced.store(0, Ordering::Relaxed);
+        *self.last_sync.lock() = Instant::now();
+        self.guard(r)
     }
 
     /// Writes every dirty page, records a checkpoint and empties the log.
     pub fn checkpoint(&self) -> Result<()> {
-        todo!()
+        self.check_open()?;
+        let r = self.checkpoint_now();
+        self.guard(r)
     }
 
-    /// Counts and cache figures.
+    fn checkpoint_now(&self) -> Result<()> {
+        let store = &self.tree.store;
+        let _gate = store.exclusive();
+        let lsn = store.wal.next_lsn();
+        store.wal.sync()?;
+        store.checkpoint_lsn.store(lsn, Ordering::Release);
+        let state = State {
+            layout: self.options.layout,
+            meta_page: self.tree.meta,
+            records: self.tree.records.load(Ordering::Relaxed),
+            checkpoint_lsn: lsn,
+        };
+        store.pool.checkpoint(&state.encode())?;
+        store.wal.truncate()?;
+        store.log_bytes.store(0, Ordering::Relaxed);
+        self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Counts and cache figures, with the fill factor (which walks every leaf).
     pub fn stats(&self) -> DbStats {
-        todo!()
+        let mut s = self.quick_stats();
+        s.height = self.tree.height().unwrap_or(0);
+        s.fill_factor =
+            self.record_bytes() as f64 / (s.tree_pages.max(1) * s.page_size as u64) as f64;
+        s
     }
 
-    /// Verifies every page checksum in the file and the tree's structure.
-    pub fn check(&self) -> Result<crate::btree::CheckReport> {
-        todo!()
+    /// Counts and cache figures without the height and fill factor (no page reads).
+    fn quick_stats(&self) -> DbStats {
+        let store = &self.tree.store;
+        let pool = store.pool.stats();
+        let file = store.pool.file();
+        let tree = self.tree.stats();
+        let tree_pages = tree
+            .counters
+            .iter()
+            .find(|(n, _)| *n == "pages")
+            .map_or(0, |c| c.1);
+        DbStats {
+            records: tree.records,
+            page_size: file.page_size(),
+            file_pages: file.page_count(),
+            free_pages: file.free_pages(),
+            tree_pages,
+            height: 0,
+            fill_factor: 0.0,
+            cache_hits: pool.hits,
+            cache_misses: pool.misses,
+            page_writes: pool.writebacks,
+            resident_pages: pool.resident,
+            budget_pages: pool.budget_pages,
+            wal_bytes: store.wal.bytes(),
+            checkpoints: self.checkpoints.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Key and value bytes of all records (a full walk; for `stats`).
+    fn record_bytes(&self) -> u64 {
+        let mut bytes = 0u64;
+        let _ = self.tree.walk(&[], None, usize::MAX, &mut |k, v| {
+            bytes += (k.len() + v.len()) as u64;
+            true
+        });
+        bytes
+    }
+
+    /// Checkpoints, then verifies the checksum of every page in use in the file and the tree's
+    /// structure. Run it on a quiet database: concurrent writers may cause spurious reports.
+    pub fn check(&self) -> Result<CheckReport> {
+        self.checkpoint()?;
+        let file = self.tree.store.pool.file();
+        let mut frame = file.buffer(1);
+        for id in FIRST_DATA_PAGE..file.page_count() {
+            if file.is_free(id) {
+                continue;
+            }
+            file.read_frame(id, &mut frame)?;
+        }
+        self.tree.check()
     }
 
     /// Checkpoints and closes. Dropping a `Db` does the same but cannot report errors.
     pub fn close(self) -> Result<()> {
-        todo!()
+        let r = self.close_inner();
+        self.closed.store(true, Ordering::Release);
+        r
+    }
+
+    fn close_inner(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) || self.poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        self.checkpoint_now()
+    }
+
+    /// Drops the database the way a crash would: no checkpoint, no flush of the log's buffer or
+    /// of dirty pages. For tests of recovery.
+    #[doc(hidden)]
+    pub fn simulate_crash(self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Where the page file is.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 }
 
-impl Cursor<'_> {
-    /// Turns the cursor around: it now yields the range in descending order, starting from the
-    /// top of the range.
-    pub fn rev(self) -> Self {
-        todo!()
-    }
-
-    /// Moves to the first key `>= key` (forward) or the last key `<= key` (reverse), within
-    /// the range.
-    pub fn seek(&mut self, key: &[u8]) {
-        let _ = key;
-        todo!()
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.close_inner();
     }
 }
 
-impl Iterator for Cursor<'_> {
-    type Item = Result<(Vec<u8>, Vec<u8>)>;
+impl KvStore for Db {
+    fn limits(&self) -> Limits {
+        self.tree.limits()
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
-        todo!()
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        Db::get_into(self, key, out)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Db::put(self, key, value)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        Db::delete(self, key)
+    }
+
+    fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
+        self.check_open()?;
+        KvStore::scan(&self.tree, start, limit, visitor)
+    }
+
+    fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
+        self.check_open()?;
+        KvStore::map_range(&self.tree, start, end, visitor)
+    }
+
+    fn sync(&self) -> Result<()> {
+        Db::sync(self)
+    }
+
+    fn stats(&self) -> Stats {
+        let s = self.quick_stats();
+        Stats {
+            records: s.records,
+            bytes_used: Some(s.file_pages * s.page_size as u64),
+            counters: vec![
+                ("tree_pages", s.tree_pages),
+                ("free_pages", s.free_pages),
+                ("cache_hits", s.cache_hits),
+                ("cache_misses", s.cache_misses),
+                ("page_writes", s.page_writes),
+                ("wal_bytes", s.wal_bytes),
+                ("checkpoints", s.checkpoints),
+            ],
+        }
     }
 }
-
-#[allow(dead_code)]
-fn unused(_: Error) {}

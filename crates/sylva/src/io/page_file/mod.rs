@@ -115,8 +115,20 @@ impl PageFile {
             ));
         }
         let (io, direct) = open_file(path, true, direct)?;
+        Self::create_io(Box::new(io), page_size, direct)
+    }
+
+    /// Creates a new, empty page file over `io` (which should be empty); `direct` tells whether
+    /// `io` was opened with `O_DIRECT`.
+    pub fn create_io(io: Box<dyn Io>, page_size: usize, direct: bool) -> Result<Self> {
+        if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page_size) || !page_size.is_power_of_two() {
+            return Err(Error::InvalidArgument {
+                what: format!("page size {page_size} is not a power of two from {MIN_PAGE_SIZE} to {MAX_PAGE_SIZE}"),
+                limit: MAX_PAGE_SIZE,
+            });
+        }
         let file = PageFile {
-            io: Box::new(io),
+            io,
             page_size,
             direct,
             state: Mutex::new(State {
@@ -436,6 +448,33 @@ impl PageFile {
                 s
             }
         }
+    }
+
+    /// Marks page `id` in use, as recovery does for a page the log shows allocated after the
+    /// last checkpoint: it leaves the free list, or the file grows to hold it (pages skipped on
+    /// the way become free).
+    pub fn ensure_allocated(&self, id: u64) -> Result<()> {
+        let mut st = self.state.lock();
+        if id < FIRST_DATA_PAGE || st.chain.contains(&id) {
+            return Err(Error::Corruption {
+                page: id,
+                detail: "the log allocates a meta or free-list page".into(),
+            });
+        }
+        if id >= st.page_count {
+            let old = st.page_count;
+            st.free.extend(old..id);
+            st.page_count = id + 1;
+        } else {
+            st.free.remove(&id);
+        }
+        Ok(())
+    }
+
+    /// Whether page `id` is on the free list or holds the free list itself.
+    pub fn is_free(&self, id: u64) -> bool {
+        let st = self.state.lock();
+        st.free.contains(&id) || st.chain.contains(&id)
     }
 
     /// Returns page `id` to the free list. Freeing a meta page, a page outside the file or a page

@@ -1,0 +1,213 @@
+//! Cursors: ordered iteration over a key range, forward or reverse, with seek.
+//!
+//! A cursor holds a private copy of one leaf's records (taken by a validated optimistic read)
+//! and the leaf's fences; it holds no latch between calls. It moves to the next leaf by
+//! descending again: forward with `upper ++ [0]`, reverse with `lower` (leaf ranges are
+//! `(lower, upper]`). So a cursor never blocks writers, survives splits and merges, and sees
+//! each record at most once, in order: every record present in the range for the cursor's whole
+//! life is returned; records written meanwhile may or may not be.
+
+use std::ops::Bound;
+
+use super::Db;
+use crate::btree::Records;
+use crate::error::Result;
+
+/// An ordered iterator over a key range, forward or reverse; see [`Db::range`].
+pub struct Cursor<'db> {
+    db: &'db Db,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    reverse: bool,
+    /// The current leaf's records, and the next index to return (forward) or one past it
+    /// (reverse).
+    leaf: Records,
+    pos: usize,
+    /// Where the next leaf is found (`None`: no next leaf), once `leaf` is used up.
+    next: Option<Vec<u8>>,
+    /// Where to start: a key to load the first leaf with; `None` once loaded.
+    start: Option<Vec<u8>>,
+    done: bool,
+}
+
+fn owned(b: Bound<&[u8]>) -> Bound<Vec<u8>> {
+    match b {
+        Bound::Included(k) => Bound::Included(k.to_vec()),
+        Bound::Excluded(k) => Bound::Excluded(k.to_vec()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+impl<'db> Cursor<'db> {
+    pub(crate) fn new(db: &'db Db, lower: Bound<&[u8]>, upper: Bound<&[u8]>) -> Self {
+        let mut c = Cursor {
+            db,
+            lower: owned(lower),
+            upper: owned(upper),
+            reverse: false,
+            leaf: Records::default(),
+            pos: 0,
+            next: None,
+            start: None,
+            done: false,
+        };
+        c.restart();
+        c
+    }
+
+    /// Turns the cursor around: it now yields the range in descending order, starting from the
+    /// top of the range.
+    pub fn rev(mut self) -> Self {
+        self.reverse = !self.reverse;
+        self.restart();
+        self
+    }
+
+    /// Moves to the first key `>= key` (forward) or the last key `<= key` (reverse), within the
+    /// range.
+    pub fn seek(&mut self, key: &[u8]) {
+        self.done = false;
+        self.leaf.clear();
+        self.pos = 0;
+        self.start = Some(key.to_vec());
+    }
+
+    /// Starts from the bottom (forward) or the top (reverse) of the range.
+    fn restart(&mut self) {
+        let start = if self.reverse {
+            match &self.upper {
+                Bound::Included(k) | Bound::Excluded(k) => k.clone(),
+                // Longer than any key can be, so above every key.
+                Bound::Unbounded => vec![0xFF; self.db.tree.limits().max_key + 1],
+            }
+        } else {
+            match &self.lower {
+                Bound::Included(k) | Bound::Excluded(k) => k.clone(),
+                Bound::Unbounded => Vec::new(),
+            }
+        };
+        self.seek(&start);
+    }
+
+    fn in_range(&self, key: &[u8]) -> bool {
+        let above_lower = match &self.lower {
+            Bound::Included(l) => key >= l.as_slice(),
+            Bound::Excluded(l) => key > l.as_slice(),
+            Bound::Unbounded => true,
+        };
+        let below_upper = match &self.upper {
+            Bound::Included(u) => key <= u.as_slice(),
+            Bound::Excluded(u) => key < u.as_slice(),
+            Bound::Unbounded => true,
+        };
+        above_lower && below_upper
+    }
+
+    /// Whether `key` is past the end of the range in the cursor's direction.
+    fn past_end(&self, key: &[u8]) -> bool {
+        if self.reverse {
+            match &self.lower {
+                Bound::Included(l) => key < l.as_slice(),
+                Bound::Excluded(l) => key <= l.as_slice(),
+                Bound::Unbounded => false,
+            }
+        } else {
+            match &self.upper {
+                Bound::Included(u) => key > u.as_slice(),
+                Bound::Excluded(u) => key >= u.as_slice(),
+                Bound::Unbounded => false,
+            }
+        }
+    }
+
+    /// Loads the leaf holding `key`; positions at `key` (first `>=` forward, last `<=` reverse)
+    /// when `seek`, else at the leaf's first (forward) or last (reverse) record.
+    fn load(&mut self, key: &[u8], seek: bool) -> Result<()> {
+        let (lower, upper) = self.db.tree.leaf_records(key, &mut self.leaf)?;
+        let n = self.leaf.len();
+        let first_ge = |k: &[u8]| (0..n).find(|&i| self.leaf.key(i) >= k).unwrap_or(n);
+        self.pos = if self.reverse {
+            if seek {
+                let i = first_ge(key);
+                // One past the last key <= `key`.
+                if i < n && self.leaf.key(i) == key {
+                    i + 1
+                } else {
+                    i
+                }
+            } else {
+                n
+            }
+        } else if seek {
+            first_ge(key)
+        } else {
+            0
+        };
+        self.next = if self.reverse {
+            (!lower.is_empty()).then_some(lower)
+        } else {
+            upper.map(|mut u| {
+                u.push(0);
+                u
+            })
+        };
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        if let Some(start) = self.start.take() {
+            self.load(&start, true)?;
+        }
+        loop {
+            if self.done {
+                return Ok(None);
+            }
+            let i = if self.reverse {
+                self.pos.checked_sub(1)
+            } else {
+                (self.pos < self.leaf.len()).then_some(self.pos)
+            };
+            match i {
+                Some(i) => {
+                    self.pos = if self.reverse { i } else { i + 1 };
+                    let key = self.leaf.key(i);
+                    if self.past_end(key) {
+                        self.done = true;
+                        return Ok(None);
+                    }
+                    if self.in_range(key) {
+                        return Ok(Some((key.to_vec(), self.leaf.value(i).to_vec())));
+                    }
+                }
+                None => match self.next.take() {
+                    Some(k) => {
+                        if self.past_end(&k) && !self.reverse {
+                            self.done = true;
+                            return Ok(None);
+                        }
+                        self.load(&k, false)?;
+                    }
+                    None => {
+                        self.done = true;
+                        return Ok(None);
+                    }
+                },
+            }
+        }
+    }
+}
+
+impl Iterator for Cursor<'_> {
+    type Item = Result<(Vec<u8>, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.step() {
+            Ok(Some(kv)) => Some(Ok(kv)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! The Db's log records: the payloads it writes into [`crate::wal`] records. Every byte is in
+//! `docs/format.md`.
+//!
+//! ```text
+//! PUT     1 | page u64 | key_len u16 | key | value
+//! DELETE  2 | page u64 | key
+//! PAGES   3 | changed u16 | freed u16 | delta i64 | changed × page u64 | freed × page u64
+//!           | changed × image (the page's engine bytes, page size − 32)
+//! BATCH   4 | ops u32 | ops × (op u8 (1 put, 2 delete) | key_len u16 | value_len u32 | key | value)
+//! BATCH_END 5
+//! ```
+//! Integers are little-endian. `delta` is the change in the record count the images carry (a
+//! full-page image logged in place of a put or delete after a checkpoint).
+
+use crate::error::{Error, Result};
+use crate::page::PageId;
+
+const PUT: u8 = 1;
+const DELETE: u8 = 2;
+const PAGES: u8 = 3;
+const BATCH: u8 = 4;
+const BATCH_END: u8 = 5;
+
+/// One decoded record, borrowing the payload.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Record<'a> {
+    Put {
+        page: PageId,
+        key: &'a [u8],
+        value: &'a [u8],
+    },
+    Delete {
+        page: PageId,
+        key: &'a [u8],
+    },
+    Pages {
+        changed: Vec<(PageId, &'a [u8])>,
+        freed: Vec<PageId>,
+        delta: i64,
+    },
+    Batch(Vec<BatchEntry<'a>>),
+    BatchEnd,
+}
+
+/// One operation of a logged batch: a put (with its value) or a delete (`None`).
+pub(crate) type BatchEntry<'a> = (&'a [u8], Option<&'a [u8]>);
+
+pub(crate) fn put(out: &mut Vec<u8>, page: PageId, key: &[u8], value: &[u8]) {
+    out.clear();
+    out.push(PUT);
+    out.extend_from_slice(&page.to_le_bytes());
+    out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    out.extend_from_slice(key);
+    out.extend_from_slice(value);
+}
+
+pub(crate) fn delete(out: &mut Vec<u8>, page: PageId, key: &[u8]) {
+    out.clear();
+    out.push(DELETE);
+    out.extend_from_slice(&page.to_le_bytes());
+    out.extend_from_slice(key);
+}
+
+/// A PAGES record; `image(id)` gives each changed page's engine bytes.
+pub(crate) fn pages<'a>(
+    out: &mut Vec<u8>,
+    changed: &[PageId],
+    freed: &[PageId],
+    delta: i64,
+    image: impl Fn(PageId) -> &'a [u8],
+) {
+    out.clear();
+    out.push(PAGES);
+    out.extend_from_slice(&(changed.len() as u16).to_le_bytes());
+    out.extend_from_slice(&(freed.len() as u16).to_le_bytes());
+    out.extend_from_slice(&delta.to_le_bytes());
+    for id in changed.iter().chain(freed) {
+        out.extend_from_slice(&id.to_le_bytes());
+    }
+    for &id in changed {
+        out.extend_from_slice(image(id));
+    }
+}
+
+pub(crate) fn batch<'a>(out: &mut Vec<u8>, ops: impl ExactSizeIterator<Item = BatchEntry<'a>>) {
+    out.clear();
+    out.push(BATCH);
+    out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+    for (key, value) in ops {
+        out.push(if value.is_some() { PUT } else { DELETE });
+        out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+        let v = value.unwrap_or(&[]);
+        out.extend_from_slice(&(v.len() as u32).to_le_bytes());
+        out.extend_from_slice(key);
+        out.extend_from_slice(v);
+    }
+}
+
+pub(crate) fn batch_end(out: &mut Vec<u8>) {
+    out.clear();
+    out.push(BATCH_END);
+}
+
+/// Reads a record; `image_len` is the engine bytes of a page.
+pub(crate) fn decode(lsn: u64, payload: &[u8], image_len: usize) -> Result<Record<'_>> {
+    let mut r = Reader {
+        lsn,
+        b: payload,
+        at: 0,
+    };
+    let record = match r.u8()? {
+        PUT => {
+            let page = r.u64()?;
+            let klen = r.u16()? as usize;
+            let key = r.take(klen)?;
+            let value = r.rest();
+            Record::Put { page, key, value }
+        }
+        DELETE => {
+            let page = r.u64()?;
+            Record::Delete {
+                page,
+                key: r.rest(),
+            }
+        }
+        PAGES => {
+            let (n, m) = (r.u16()? as usize, r.u16()? as usize);
+            let delta = r.u64()? as i64;
+            let ids = (0..n + m).map(|_| r.u64()).collect::<Result<Vec<_>>>()?;
+            let mut changed = Vec::with_capacity(n);
+            for &id in &ids[..n] {
+                changed.push((id, r.take(image_len)?));
+            }
+            Record::Pages {
+                changed,
+                freed: ids[n..].to_vec(),
+                delta,
+            }
+        }
+        BATCH => {
+            let n = r.u32()? as usize;
+            let mut ops = Vec::with_capacity(n.min(1 << 16));
+            for _ in 0..n {
+                let op = r.u8()?;
+                let (klen, vlen) = (r.u16()? as usize, r.u32()? as usize);
+                let key = r.take(klen)?;
+                let value = r.take(vlen)?;
+                ops.push((key, (op == PUT).then_some(value)));
+            }
+            Record::Batch(ops)
+        }
+        BATCH_END => Record::BatchEnd,
+        other => return Err(r.bad(&format!("unknown record type {other}"))),
+    };
+    if r.at != payload.len() && !matches!(record, Record::Put { .. } | Record::Delete { .. }) {
+        return Err(r.bad("trailing bytes"));
+    }
+    Ok(record)
+}
+
+struct Reader<'a> {
+    lsn: u64,
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn bad(&self, what: &str) -> Error {
+        Error::Corruption {
+            page: 0,
+            detail: format!("log record {}: {what}", self.lsn),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let s = self
+            .b
+            .get(self.at..self.at + n)
+            .ok_or_else(|| self.bad("too short"))?;
+        self.at += n;
+        Ok(s)
+    }
+
+    fn rest(&mut self) -> &'a [u8] {
+        let s = &self.b[self.at.min(self.b.len())..];
+        self.at = self.b.len();
+        s
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u16(&mut self) -> Result<u16> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u32(&mut self) -> Result<u32> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64> {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(w))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_round_trip_and_truncations_are_errors() {
+        let mut b = Vec::new();
+        put(&mut b, 7, b"key", b"value");
+        assert_eq!(
+            decode(1, &b, 4).unwrap(),
+            Record::Put {
+                page: 7,
+                key: b"key",
+                value: b"value"
+            }
+        );
+        delete(&mut b, 9, b"k");
+        assert_eq!(
+            decode(1, &b, 4).unwrap(),
+            Record::Delete { page: 9, key: b"k" }
+        );
+        let img = [1u8, 2, 3, 4];
+        pages(&mut b, &[3, 4], &[5], -1, |_| &img[..]);
+        assert_eq!(
+            decode(1, &b, 4).unwrap(),
+            Record::Pages {
+                changed: vec![(3, &img[..]), (4, &img[..])],
+                freed: vec![5],
+                delta: -1
+            }
+        );
+        for cut in 1..b.len() {
+            assert!(decode(1, &b[..cut], 4).is_err(), "cut at {cut}");
+        }
+        let ops: Vec<BatchEntry> = vec![(b"a", Some(b"1")), (b"b", None)];
+        batch(&mut b, ops.clone().into_iter());
+        assert_eq!(decode(1, &b, 4).unwrap(), Record::Batch(ops));
+        for cut in 1..b.len() {
+            assert!(decode(1, &b[..cut], 4).is_err(), "cut at {cut}");
+        }
+        batch_end(&mut b);
+        assert_eq!(decode(1, &b, 4).unwrap(), Record::BatchEnd);
+        assert!(decode(1, &[99], 4).is_err());
+        assert!(decode(1, &[], 4).is_err());
+    }
+}

@@ -1,0 +1,265 @@
+//! The tree's node store over the buffer pool, and the logging of every page change.
+//!
+//! Latches map onto the pool's page-state words: an optimistic read of an evicted page loads it
+//! (the pool's miss path), a write unlock marks the page dirty and stamps its header kind
+//! (inner or leaf, from the node's own kind byte). The tree's pages are the pool's pages minus
+//! their 32-byte common header.
+//!
+//! Logging: see the module docs of [`crate::db`]. Each hook runs while the tree holds the write
+//! latches of the pages it names, appends one record and stores its LSN in those pages'
+//! headers, so a page never reaches disk before the record that produced it (the pool's WAL
+//! rule) and records of one page are in the log in the order the page saw them.
+
+use std::cell::{Cell, RefCell};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{RwLock, RwLockReadGuard};
+
+use super::log;
+use crate::btree::{Abort, NodeLatch, NodeStore, Olc};
+use crate::buffer::BufferPool;
+use crate::error::Result;
+use crate::io::page_header::PageKind;
+use crate::io::FIRST_DATA_PAGE;
+use crate::page::{PageId, KIND_INNER};
+use crate::wal::Wal;
+
+thread_local! {
+    /// The LSN of the last record this thread appended (what a `Sync::Always` write waits for).
+    pub(crate) static LAST_LSN: Cell<u64> = const { Cell::new(0) };
+    /// This thread holds the write gate exclusively (a batch or a checkpoint): its own writes
+    /// pass the gate without taking it again.
+    static GATE_OWNER: Cell<bool> = const { Cell::new(false) };
+    /// Encoding buffer, reused.
+    static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Pages of a buffer pool as tree nodes, with logging.
+pub(crate) struct PoolStore {
+    pub(crate) pool: BufferPool,
+    pub(crate) wal: Arc<Wal>,
+    /// Off while recovery replays the log (its changes become durable by the checkpoint that
+    /// ends recovery).
+    pub(crate) logging: AtomicBool,
+    /// The LSN the log started at after the last checkpoint: a page whose LSN is older logs a
+    /// full image on its next change.
+    pub(crate) checkpoint_lsn: AtomicU64,
+    /// Bytes appended since the last checkpoint.
+    pub(crate) log_bytes: AtomicU64,
+    gate: RwLock<()>,
+}
+
+/// A page's latch in the pool.
+#[derive(Clone, Copy)]
+pub(crate) struct PoolLatch<'a> {
+    pool: &'a BufferPool,
+    id: u64,
+}
+
+impl NodeLatch for PoolLatch<'_> {
+    #[inline]
+    fn read_lock(self) -> Olc<u64> {
+        match self.pool.read_lock(self.id) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => Err(Abort::Restart),
+            Err(e) => Err(Abort::Fail(e)),
+        }
+    }
+
+    #[inline]
+    fn validate(self, v: u64) -> Olc<()> {
+        if self.pool.validate(self.id, v) {
+            Ok(())
+        } else {
+            Err(Abort::Restart)
+        }
+    }
+
+    #[inline]
+    fn upgrade(self, v: u64) -> Olc<()> {
+        if self.pool.try_upgrade(self.id, v) {
+            Ok(())
+        } else {
+            Err(Abort::Restart)
+        }
+    }
+
+    #[inline]
+    fn unlock(self) {
+        stamp_kind(self.pool, self.id);
+        self.pool.unlock(self.id, true);
+    }
+
+    #[inline]
+    fn unlock_hint(self) {
+        self.pool.unlock(self.id, false);
+    }
+}
+
+/// Sets the page header's kind from the node's kind byte (the caller holds the lock).
+pub(crate) fn stamp_kind(pool: &BufferPool, id: u64) {
+    // SAFETY: `data(id)` points at the page's engine bytes inside the pool's mapping; the
+    // caller holds the page's lock.
+    let node_kind = unsafe { *pool.data(id).as_ptr() };
+    let kind = if node_kind == KIND_INNER {
+        PageKind::BTreeInner
+    } else {
+        PageKind::BTreeLeaf
+    };
+    pool.set_kind(id, kind);
+}
+
+/// A shared hold on the write gate (or nothing, for the thread that holds it exclusively).
+pub(crate) struct Gate<'a>(#[allow(dead_code)] Option<RwLockReadGuard<'a, ()>>);
+
+/// The exclusive hold on the write gate.
+pub(crate) struct ExclusiveGate<'a>(#[allow(dead_code)] parking_lot::RwLockWriteGuard<'a, ()>);
+
+impl Drop for ExclusiveGate<'_> {
+    fn drop(&mut self) {
+        GATE_OWNER.with(|g| g.set(false));
+    }
+}
+
+impl PoolStore {
+    pub(crate) fn new(pool: BufferPool, wal: Arc<Wal>, checkpoint_lsn: u64) -> Self {
+        PoolStore {
+            pool,
+            wal,
+            logging: AtomicBool::new(false),
+            checkpoint_lsn: AtomicU64::new(checkpoint_lsn),
+            log_bytes: AtomicU64::new(0),
+            gate: RwLock::new(()),
+        }
+    }
+
+    /// Closes the write gate: waits for writes in progress, holds new ones back.
+    pub(crate) fn exclusive(&self) -> ExclusiveGate<'_> {
+        let g = self.gate.write();
+        GATE_OWNER.with(|o| o.set(true));
+        ExclusiveGate(g)
+    }
+
+    /// Bytes of a page available to the tree (the page size minus the common header).
+    pub(crate) fn page_size_bytes(&self) -> usize {
+        self.pool.usable_size()
+    }
+
+    /// Appends a record that names no page (a write batch's start or end).
+    pub(crate) fn append_record(&self, payload: &[u8]) -> Result<()> {
+        self.append(payload, &[])
+    }
+
+    /// The engine bytes of page `id` (the caller holds its lock).
+    pub(crate) fn image(&self, id: PageId) -> &[u8] {
+        // SAFETY: the engine bytes of a page are `usable_size` bytes of the pool's mapping; the
+        // caller holds the page's lock, so nobody writes them while this borrow lives.
+        unsafe { std::slice::from_raw_parts(self.pool.data(id).as_ptr(), self.pool.usable_size()) }
+    }
+
+    fn append(&self, payload: &[u8], pages: &[PageId]) -> Result<()> {
+        let lsn = self.wal.append(payload)?;
+        for &id in pages {
+            self.pool.set_lsn(id, lsn);
+        }
+        self.log_bytes
+            .fetch_add(payload.len() as u64 + 16, Ordering::Relaxed);
+        LAST_LSN.with(|l| l.set(lsn));
+        Ok(())
+    }
+
+    /// Whether page `id` needs a full image (its last logged change is older than the last
+    /// checkpoint).
+    fn needs_image(&self, id: PageId) -> bool {
+        self.pool.page_lsn(id) < self.checkpoint_lsn.load(Ordering::Relaxed)
+    }
+
+    fn log_images(&self, changed: &[PageId], freed: &[PageId], delta: i64) -> Result<()> {
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            log::pages(&mut b, changed, freed, delta, |id| self.image(id));
+            self.append(&b, changed)
+        })
+    }
+}
+
+impl NodeStore for PoolStore {
+    type Latch<'a> = PoolLatch<'a>;
+    type Gate<'a> = Gate<'a>;
+
+    fn write_gate(&self) -> Gate<'_> {
+        if GATE_OWNER.with(|g| g.get()) {
+            Gate(None)
+        } else {
+            Gate(Some(self.gate.read()))
+        }
+    }
+
+    fn page_size(&self) -> usize {
+        self.pool.usable_size()
+    }
+
+    fn allocate(&self) -> Result<PageId> {
+        self.pool.allocate(PageKind::BTreeLeaf)
+    }
+
+    fn free(&self, id: PageId) -> Result<()> {
+        self.pool.free(id)
+    }
+
+    #[inline]
+    fn latch(&self, id: PageId) -> Option<PoolLatch<'_>> {
+        (id < self.pool.capacity()).then_some(PoolLatch {
+            pool: &self.pool,
+            id,
+        })
+    }
+
+    #[inline]
+    fn page_ptr(&self, id: PageId) -> Option<NonNull<u8>> {
+        (id < self.pool.capacity()).then(|| self.pool.data(id))
+    }
+
+    fn pages_in_use(&self) -> u64 {
+        let f = self.pool.file();
+        f.page_count()
+            .saturating_sub(FIRST_DATA_PAGE + f.free_pages() + f.free_list_pages())
+    }
+
+    fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<()> {
+        if !self.logging.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if self.needs_image(leaf) {
+            return self.log_images(&[leaf], &[], i64::from(inserted));
+        }
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            log::put(&mut b, leaf, key, value);
+            self.append(&b, &[leaf])
+        })
+    }
+
+    fn log_delete(&self, leaf: PageId, key: &[u8]) -> Result<()> {
+        if !self.logging.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if self.needs_image(leaf) {
+            return self.log_images(&[leaf], &[], -1);
+        }
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            log::delete(&mut b, leaf, key);
+            self.append(&b, &[leaf])
+        })
+    }
+
+    fn log_pages(&self, changed: &[PageId], freed: &[PageId]) -> Result<()> {
+        if !self.logging.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        self.log_images(changed, freed, 0)
+    }
+}
