@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use db_common::{contents, differences, ordered_key, tagged_value, Rng};
-use sylva::io::page_header::{PageKind, PAGE_MAGIC};
+use sylva::io::page_header::{PageKind, PAGE_HEADER_LEN, PAGE_MAGIC};
 use sylva::io::{Fault, FaultHandle, FaultyIo, Io};
 use sylva::{Db, DbOptions, Error, Result, SyncMode, WriteBatch};
 
@@ -314,7 +314,10 @@ struct Rig {
 
 impl Rig {
     fn new(images: Option<&Images>) -> Self {
-        let page = Disk::new("page file", images.map_or_else(Vec::new, |i| i.page.clone()));
+        let page = Disk::new(
+            "page file",
+            images.map_or_else(Vec::new, |i| i.page.clone()),
+        );
         let wal = Disk::new("log", images.map_or_else(Vec::new, |i| i.wal.clone()));
         let crash = Arc::new(CrashPoint {
             page: page.clone(),
@@ -335,7 +338,11 @@ impl Rig {
         if let Some((target, fault, skip)) = plan {
             self.arm(target, fault, skip);
         }
-        let page = Probe::new(self.page.clone(), self.page_plan.clone(), self.crash.clone());
+        let page = Probe::new(
+            self.page.clone(),
+            self.page_plan.clone(),
+            self.crash.clone(),
+        );
         let wal = Probe::new(self.wal.clone(), self.wal_plan.clone(), self.crash.clone());
         Db::open_io(Box::new(page), Box::new(wal), db_options())
     }
@@ -599,7 +606,7 @@ fn reopen_and_verify(
          (and possibly the operation in flight, all or nothing); against the acknowledged state, {}",
         differences(
             &got,
-            expect.map_or(allowed[0], |x| &x.certain),
+            expect.map_or_else(|| allowed[0], |x| &x.certain),
             10
         )
     );
@@ -677,7 +684,11 @@ fn scenario(target: Target, fault: Fault, skip: usize) {
         "{label}: the fault fired in a {} and did nothing there: the scenario tests nothing",
         fired.call
     );
-    let label = format!("{label}, fired in a {} during {}", fired.call, op_name(&in_flight));
+    let label = format!(
+        "{label}, fired in a {} during {}",
+        fired.call,
+        op_name(&in_flight)
+    );
 
     // The error surfaces from the call that hit it or from the next sync or checkpoint.
     let mut first_error = None;
@@ -714,17 +725,6 @@ fn scenario(target: Target, fault: Fault, skip: usize) {
         }
     }
     let closed = db.close();
-    if !matches!(fault, Fault::TornWrite(_)) && surfaced {
-        // A write or sync failed: the data that close would have written cannot be trusted
-        // to have reached the file, so close must not claim success... unless the failure was a
-        // transient read, after which the database may recover by itself.
-        if !matches!(fault, Fault::FlipBit(_)) {
-            assert!(
-                closed.is_err(),
-                "{label}: close() succeeded on a database whose write or fsync had failed"
-            );
-        }
-    }
 
     let Fired {
         current, durable, ..
@@ -745,13 +745,35 @@ fn scenario(target: Target, fault: Fault, skip: usize) {
         None,
         false,
     );
-    reopen_and_verify(
-        &format!("{label}, reopened after close"),
-        &rig.images(),
-        &[],
-        Some(&expect),
-        matches!(fault, Fault::TornWrite(_)),
-    );
+    // A torn page write that stops inside the header leaves the old page's checksum and body:
+    // to the database that is a *lost* write of a valid older page, which no engine detects
+    // while running without remembering every page's last written LSN. Only crash recovery
+    // (the images above, where the log's full-page images cover it) is tested for it.
+    let lost_write =
+        target == Target::PageFile && matches!(fault, Fault::TornWrite(n) if n < PAGE_HEADER_LEN);
+    if !lost_write {
+        reopen_and_verify(
+            &format!("{label}, reopened after close"),
+            &rig.images(),
+            &[],
+            Some(&expect),
+            matches!(fault, Fault::TornWrite(_)),
+        );
+    }
+
+    // A write or fsync failed, so the database is poisoned ("every later call returns
+    // Error::Poisoned until it is reopened"): close cannot checkpoint, and must not claim it did.
+    if surfaced
+        && matches!(
+            fault,
+            Fault::FailWrite | Fault::ShortWrite(_) | Fault::FailSync
+        )
+    {
+        assert!(
+            closed.is_err(),
+            "{label}: close() returned Ok on a database whose write or fsync had failed"
+        );
+    }
 }
 
 fn op_name(op: &Op) -> &'static str {
@@ -776,35 +798,62 @@ fn faults(cut: usize) -> Vec<Fault> {
     ]
 }
 
-#[test]
-fn faults_in_the_page_file_while_running() {
-    for fault in faults(PAGE_SIZE / 2).into_iter().chain([Fault::TornWrite(10)]) {
-        for skip in [0, 5, 40] {
-            scenario(Target::PageFile, fault, skip);
+/// Runs every case even when some fail (each failure's message is printed as it happens), then
+/// fails naming them all: one bug should not hide the others.
+fn all_cases(cases: Vec<(String, Box<dyn FnOnce()>)>) {
+    let mut failed = Vec::new();
+    for (name, case) in cases {
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(case)).is_err() {
+            failed.push(name);
         }
     }
+    assert!(
+        failed.is_empty(),
+        "{} cases failed (messages above):\n  {}",
+        failed.len(),
+        failed.join("\n  ")
+    );
+}
+
+fn scenarios(target: Target, faults: Vec<Fault>, skips: &[usize]) {
+    let mut cases: Vec<(String, Box<dyn FnOnce()>)> = Vec::new();
+    for fault in faults {
+        for &skip in skips {
+            cases.push((
+                format!("{fault:?} on the {target:?} after {skip} calls"),
+                Box::new(move || scenario(target, fault, skip)),
+            ));
+        }
+    }
+    all_cases(cases);
+}
+
+#[test]
+fn faults_in_the_page_file_while_running() {
+    let mut faults = faults(PAGE_SIZE / 2);
+    faults.push(Fault::TornWrite(10));
+    scenarios(Target::PageFile, faults, &[0, 5, 40]);
 }
 
 #[test]
 fn faults_in_the_log_while_running() {
-    for fault in faults(10) {
-        for skip in [0, 5, 40] {
-            scenario(Target::Log, fault, skip);
-        }
-    }
+    scenarios(Target::Log, faults(10), &[0, 5, 40]);
 }
 
 #[test]
 fn flipped_bits_in_page_reads_while_running() {
     // A byte in the middle of the first page the read returns.
-    for skip in [0, 3, 17] {
-        scenario(Target::PageFile, Fault::FlipBit(8 * 2000 + 5), skip);
-    }
+    scenarios(
+        Target::PageFile,
+        vec![Fault::FlipBit(8 * 2000 + 5)],
+        &[0, 3, 17],
+    );
 }
 
 /// A database whose log holds acknowledged records not yet in the page file: the images of a
-/// `kill -9` right after the last write.
-fn crashed_with_a_log() -> (Images, Model) {
+/// `kill -9` right after the last write, which is a put of [`LAST_KEY`]; and the contents with
+/// and without that put.
+fn crashed_with_a_log() -> (Images, Model, Model) {
     let rig = Rig::new(None);
     let db = rig.open(None).expect("open");
     let mut w = Workload {
@@ -813,18 +862,32 @@ fn crashed_with_a_log() -> (Images, Model) {
     };
     let mut expect = Expect::default();
     load(&db, &mut w, &mut expect);
+    let before_last = expect.certain.clone();
+    let last = Op::Put(LAST_KEY.to_vec(), b"the last record in the log".to_vec());
+    execute(&db, &last, &expect).expect("the last put");
+    expect.acknowledged(&last);
     let images = rig.images();
-    drop(db);
-    (images, expect.certain)
+    db.simulate_crash();
+    (images, expect.certain, before_last)
 }
+
+const LAST_KEY: &[u8] = b"zz-last";
 
 /// A bit flipped in a read during recovery (the n-th read of the file from open on): open fails
 /// cleanly, or succeeds and every answer is right or a clean checksum or corruption error (the
 /// flip may land in a later read); the file itself is undamaged, so a second open without the
 /// fault must find everything.
-fn flip_during_recovery(target: Target, skip: usize, bit: usize) {
+///
+/// With `in_last_record` the flip lands in the log's last record, which recovery cannot tell
+/// from a torn tail (a crash in the middle of its write): losing that one put is allowed.
+fn flip_during_recovery(target: Target, skip: usize, bit: usize, in_last_record: bool) {
     let label = format!("a flipped bit in read {skip} of the {target:?} from open on");
-    let (images, model) = crashed_with_a_log();
+    let (images, model, before_last) = crashed_with_a_log();
+    let allowed: Vec<&Model> = if in_last_record {
+        vec![&model, &before_last]
+    } else {
+        vec![&model]
+    };
     let rig = Rig::new(Some(&images));
     let clean = |e: &Error| {
         matches!(
@@ -832,25 +895,37 @@ fn flip_during_recovery(target: Target, skip: usize, bit: usize) {
             Error::ChecksumMismatch { .. } | Error::Corruption { .. } | Error::NotSylva { .. }
         )
     };
+    let mut outcome = String::from("opened; ");
     match rig.open(Some((target, Fault::FlipBit(bit), skip))) {
-        Err(e) => assert!(clean(&e), "{label}: open failed with {e:?}"),
+        Err(e) => {
+            assert!(clean(&e), "{label}: open failed with {e:?}");
+            outcome = format!("open failed with {e:?}");
+        }
         Ok(db) => {
+            outcome += &format!("recovery report {:?}; ", db.recovery());
             match contents(&db) {
                 Ok(got) => assert!(
-                    got == model,
+                    allowed.contains(&&got),
                     "{label}: the database opened with different contents (fault fired: {:?}, \
                      recovery report {:?}); {}",
                     rig.crash.get().map(|f| f.call),
                     db.recovery(),
                     differences(&got, &model, 10)
                 ),
-                Err(e) => assert!(clean(&e), "{label}: a full scan failed with {e:?}"),
+                Err(e) => {
+                    assert!(clean(&e), "{label}: a full scan failed with {e:?}");
+                    outcome += &format!("a full scan failed with {e:?}; ");
+                }
             }
-            if let Err(e) = db.check() {
-                assert!(
-                    clean(&e) || matches!(e, Error::Poisoned),
-                    "{label}: check() failed with {e:?}"
-                );
+            match db.check() {
+                Err(e) => {
+                    assert!(
+                        clean(&e) || matches!(e, Error::Poisoned),
+                        "{label}: check() failed with {e:?}"
+                    );
+                    outcome += &format!("check() failed with {e:?}");
+                }
+                Ok(_) => outcome += "check() passed",
             }
             drop(db);
         }
@@ -865,9 +940,12 @@ fn flip_during_recovery(target: Target, skip: usize, bit: usize) {
         fired.call
     );
     reopen_and_verify(
-        &format!("{label} (fired in a {}), opened again without the fault", fired.call),
+        &format!(
+            "{label} (fired in a {}; then: {outcome}), opened again without the fault",
+            fired.call
+        ),
         &rig.images(),
-        &[&model],
+        &allowed,
         None,
         false,
     );
@@ -875,21 +953,35 @@ fn flip_during_recovery(target: Target, skip: usize, bit: usize) {
 
 #[test]
 fn flipped_bits_in_log_reads_during_recovery() {
-    let (images, _) = crashed_with_a_log();
+    let (images, _, _) = crashed_with_a_log();
     let body_bits = (images.wal.len() - 32) * 8;
     // The header, then (if the log is read in one piece after it) the start, middle and end of
     // the records.
-    flip_during_recovery(Target::Log, 0, 8 * 20 + 1);
+    let mut cases: Vec<(String, Box<dyn FnOnce()>)> = vec![(
+        "the log's header".into(),
+        Box::new(|| flip_during_recovery(Target::Log, 0, 8 * 20 + 1, false)),
+    )];
     for bit in [100, body_bits / 2, body_bits - 50] {
-        flip_during_recovery(Target::Log, 1, bit);
+        cases.push((
+            format!("bit {bit} of the log's records"),
+            Box::new(move || flip_during_recovery(Target::Log, 1, bit, bit == body_bits - 50)),
+        ));
     }
+    all_cases(cases);
 }
 
 #[test]
 fn flipped_bits_in_page_reads_during_recovery() {
-    for skip in 0..4 {
-        flip_during_recovery(Target::PageFile, skip, 8 * 1000 + 2);
-    }
+    all_cases(
+        (0..4)
+            .map(|skip| {
+                let case: Box<dyn FnOnce()> = Box::new(move || {
+                    flip_during_recovery(Target::PageFile, skip, 8 * 1000 + 2, false)
+                });
+                (format!("page-file read {skip} from open on"), case)
+            })
+            .collect(),
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -931,13 +1023,17 @@ fn a_flipped_bit_in_a_tree_page_on_disk_is_a_checksum_mismatch() {
     for &id in &tree_pages {
         let mut damaged = images.clone();
         damaged.page[id as usize * PAGE_SIZE + PAGE_SIZE / 2] ^= 0x08;
-        let is_this_page = |e: &Error| matches!(e, Error::ChecksumMismatch { page, .. } if *page == id);
+        let is_this_page =
+            |e: &Error| matches!(e, Error::ChecksumMismatch { page, .. } if *page == id);
 
         // check() names the page.
         let rig = Rig::new(Some(&damaged));
         match rig.open(None) {
             Err(e) => {
-                assert!(is_this_page(&e), "page {id} flipped: open failed with {e:?}");
+                assert!(
+                    is_this_page(&e),
+                    "page {id} flipped: open failed with {e:?}"
+                );
                 continue;
             }
             Ok(db) => match db.check() {
@@ -972,4 +1068,57 @@ fn a_flipped_bit_in_a_tree_page_on_disk_is_a_checksum_mismatch() {
             "page {id} flipped: every get succeeded, though the page is part of the tree"
         );
     }
+}
+
+#[test]
+fn a_flipped_bit_in_a_meta_page_on_disk_is_refused_or_harmless() {
+    // The two meta pages alternate: one holds the last checkpoint, the other the one before,
+    // whose log has since been emptied. Damage to either must not silently bring back the older
+    // checkpoint's tree with the newer log (or none) replayed on top of it.
+    let rig = Rig::new(None);
+    let db = rig.open(None).expect("open");
+    let mut w = Workload {
+        rng: Rng::new(13),
+        n: 0,
+    };
+    let mut expect = Expect::default();
+    load(&db, &mut w, &mut expect);
+    db.close().expect("close");
+    let images = rig.images();
+    let model = expect.certain;
+    let mut cases: Vec<(String, Box<dyn FnOnce()>)> = Vec::new();
+    for id in 0..2usize {
+        let mut damaged = images.clone();
+        damaged.page[id * PAGE_SIZE + 100] ^= 0x40;
+        let model = model.clone();
+        cases.push((
+            format!("meta page {id}"),
+            Box::new(move || {
+                let rig = Rig::new(Some(&damaged));
+                match rig.open(None) {
+                    Err(e) => assert!(
+                        matches!(e, Error::ChecksumMismatch { .. } | Error::Corruption { .. }),
+                        "meta page {id} flipped: open failed with {e:?}"
+                    ),
+                    Ok(db) => {
+                        let got = contents(&db);
+                        assert!(
+                            got.as_ref().is_ok_and(|g| *g == model),
+                            "meta page {id} flipped: the database opened (recovery {:?}) and \
+                             holds something else: {}",
+                            db.recovery(),
+                            match &got {
+                                Ok(g) => differences(g, &model, 10),
+                                Err(e) => format!("a full scan failed with {e:?}"),
+                            }
+                        );
+                        db.check().unwrap_or_else(|e| {
+                            panic!("meta page {id} flipped: check() failed with {e:?}")
+                        });
+                    }
+                }
+            }),
+        ));
+    }
+    all_cases(cases);
 }
