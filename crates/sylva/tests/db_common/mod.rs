@@ -130,3 +130,8 @@ pub fn differences(
     }
     format!("{n} keys differ:\n{}", s.join("\n"))
 }
+
+/// A borrowed view of an owned bound, as [`Db::range`] takes it.
+pub fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
