@@ -7,16 +7,28 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::path::Path;
+use std::time::Duration;
 
 use sylva::mem::bptree::{BaselineOptions, BpTreeOptions, BpTreeStore};
-use sylva::{KvStore, MemMap, Stats};
+use sylva::{Db, DbOptions, KvStore, MemMap, Stats, SyncMode};
 use ycsb::runner::{Session, Shared, Target};
 
-/// The engine `sylva bench` runs when none is named.
-pub const DEFAULT_ENGINE: &str = "btree";
+/// The engine `sylva bench` runs when none is named: the durable database.
+pub const DEFAULT_ENGINE: &str = "db";
+
+/// The memory budget of every engine with a cache in `sylva bench` unless its spec sets
+/// `cache_bytes` (the fair settings of `docs/benchmarking.md`: `db` and the peers alike).
+pub const BENCH_CACHE_BYTES: u64 = 64 << 20;
+/// Writes per group-commit batch of the durable engines in `sylva bench` (`sync=batch`, the
+/// default) unless the spec sets `batch_ops`.
+pub const BENCH_BATCH_OPS: u64 = 1024;
+/// Longest time between durable points under `sync=batch`, in milliseconds, unless the spec sets
+/// `batch_ms`.
+pub const BENCH_BATCH_MS: u64 = 10;
 
 /// Every engine name, for error messages and help.
 pub const ENGINE_NAMES: &[&str] = &[
+    "db",
     "memmap",
     "btreemap",
     "btree",
@@ -76,7 +88,7 @@ fn no_options(spec: &EngineSpec) -> Result<(), String> {
     }
 }
 
-fn shared(store: impl KvStore + 'static) -> Result<Box<dyn Target>, String> {
+pub(crate) fn shared(store: impl KvStore + 'static) -> Result<Box<dyn Target>, String> {
     Ok(Box::new(Shared(Box::new(store))))
 }
 
@@ -91,6 +103,7 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
             no_options(spec)?;
             Ok(Box::new(|_| Ok(Box::new(BareBTreeMap::default()))))
         }
+        "db" => db_opener(spec),
         "btree" => {
             // `btree:layout=baseline|prefix|heads|hints|fingerprint|dense|adaptive,page_size=N`.
             let mut options = sylva::btree::Options::default();
@@ -138,6 +151,34 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
     }
 }
 
+/// The options of a `db` spec (`db:sync=always|batch|never,batch_ops=N,batch_ms=N,
+/// cache_bytes=N,page_size=N,layout=NAME,checkpoint_bytes=N,direct_io=BOOL`, the keys of
+/// [`sylva::DB_OPTION_KEYS`], parsed by [`DbOptions::set`]): the fair defaults, then the spec's options in order.
+pub fn db_options(spec: &EngineSpec) -> Result<DbOptions, String> {
+    let mut options = DbOptions {
+        sync: SyncMode::Batch {
+            ops: BENCH_BATCH_OPS,
+            interval: Duration::from_millis(BENCH_BATCH_MS),
+        },
+        cache_bytes: BENCH_CACHE_BYTES,
+        ..DbOptions::default()
+    };
+    for (k, v) in &spec.options {
+        options
+            .set(k, v)
+            .map_err(|e| format!("engine `{}`: {e}", spec.name))?;
+    }
+    Ok(options)
+}
+
+/// The opener of a `db` spec.
+pub fn db_opener(spec: &EngineSpec) -> Result<Opener, String> {
+    let options = db_options(spec)?;
+    Ok(Box::new(move |dir| {
+        shared(Db::open(dir, options).map_err(|e| e.to_string())?)
+    }))
+}
+
 /// A peer's settings from its spec: `cache_bytes=N`, `sync=never|batch|always`, `batch_ops=N`,
 /// `batch_ms=N`, `lmdb_map_size=N` (defaults: `PeerSettings::default()`, documented in
 /// docs/benchmarking.md).
@@ -147,7 +188,7 @@ fn peer_settings(spec: &EngineSpec) -> Result<crate::peers::PeerSettings, String
     let mut s = PeerSettings::default();
     let (mut ops, mut interval) = match s.sync {
         PeerSync::Batch { ops, interval } => (ops, interval),
-        _ => (1024, std::time::Duration::from_millis(10)),
+        _ => (BENCH_BATCH_OPS, Duration::from_millis(BENCH_BATCH_MS)),
     };
     let mut mode = "batch".to_owned();
     let number = |k: &str, v: &str| {
@@ -159,7 +200,7 @@ fn peer_settings(spec: &EngineSpec) -> Result<crate::peers::PeerSettings, String
             "cache_bytes" => s.cache_bytes = number(k, v)?,
             "lmdb_map_size" => s.lmdb_map_size = number(k, v)?,
             "batch_ops" => ops = number(k, v)?.max(1),
-            "batch_ms" => interval = std::time::Duration::from_millis(number(k, v)?),
+            "batch_ms" => interval = Duration::from_millis(number(k, v)?),
             "sync" if ["never", "batch", "always"].contains(&v.as_str()) => mode = v.clone(),
             _ => {
                 return Err(format!(
@@ -334,5 +375,52 @@ mod tests {
         let mut t = BareBTreeMap::default();
         assert!(t.sessions(2).is_err());
         assert_eq!(t.sessions(1).expect("one session").len(), 1);
+    }
+
+    #[test]
+    fn db_specs_start_from_the_fair_settings_and_refuse_unknown_options() {
+        let o = db_options(&EngineSpec::parse("db").expect("parse")).expect("defaults");
+        assert_eq!(o.cache_bytes, BENCH_CACHE_BYTES);
+        assert_eq!(
+            o.sync,
+            SyncMode::Batch {
+                ops: BENCH_BATCH_OPS,
+                interval: Duration::from_millis(BENCH_BATCH_MS)
+            }
+        );
+        let spec = "db:sync=always,cache_bytes=1048576,page_size=8192,layout=hints,checkpoint_bytes=2097152,direct_io=false";
+        let o = db_options(&EngineSpec::parse(spec).expect("parse")).expect("options");
+        assert_eq!(o.sync, SyncMode::Always);
+        assert_eq!((o.cache_bytes, o.page_size), (1 << 20, 8192));
+        assert_eq!(o.checkpoint_bytes, 2 << 20);
+        assert!(!o.direct_io);
+        let o = db_options(&EngineSpec::parse("db:batch_ops=10,batch_ms=3").expect("parse"))
+            .expect("batch");
+        assert_eq!(
+            o.sync,
+            SyncMode::Batch {
+                ops: 10,
+                interval: Duration::from_millis(3)
+            }
+        );
+        let err = db_options(&EngineSpec::parse("db:colour=red").expect("parse"))
+            .expect_err("unknown option");
+        for key in sylva::DB_OPTION_KEYS {
+            assert!(err.contains(key), "{key} missing from {err}");
+        }
+        assert!(db_options(&EngineSpec::parse("db:sync=sometimes").expect("parse")).is_err());
+    }
+
+    #[cfg(feature = "peers")]
+    #[test]
+    fn db_and_the_peers_start_from_the_same_fair_settings() {
+        use crate::peers::{PeerSettings, PeerSync};
+        let peer = PeerSettings::default();
+        let db = db_options(&EngineSpec::parse("db").expect("parse")).expect("defaults");
+        assert_eq!(peer.cache_bytes, db.cache_bytes);
+        let PeerSync::Batch { ops, interval } = peer.sync else {
+            panic!("peers default to batch")
+        };
+        assert_eq!(db.sync, SyncMode::Batch { ops, interval });
     }
 }

@@ -1,16 +1,21 @@
-//! The `sylva` command: benchmarks (`sylva bench`) and, with the durable engine, tools over a
-//! database directory.
+//! The `sylva` command: benchmarks (`sylva bench`) and tools over a database directory (`put`,
+//! `get`, `delete`, `scan`, `stats`, `check`).
 //!
-//! Errors print one line on stderr and exit with code 2; nothing panics on bad input.
+//! Exit codes: 0 success; 1 the key was not found (`get`, `delete`; `not found` on stderr);
+//! 2 an error, printed as one line `error: ...` on stderr. Nothing panics on bad input.
 
 mod bench;
 mod charts;
+mod encoding;
 mod engines;
 #[cfg(feature = "peers")]
 mod peers;
 mod suite;
+mod tools;
 
 use clap::{Parser, Subcommand};
+
+use tools::Outcome;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -27,15 +32,40 @@ struct Cli {
 enum Command {
     /// Run a YCSB workload (or replay traces) on one or more engines side by side.
     Bench(bench::BenchArgs),
+    /// Insert or overwrite a record (durable when the command returns).
+    Put(tools::PutArgs),
+    /// Print a record's value; exit code 1 if the key is absent.
+    Get(tools::KeyArgs),
+    /// Delete a record (durable when the command returns); exit code 1 if the key was absent.
+    Delete(tools::KeyArgs),
+    /// Print the records of a key range, one `key<TAB>value` line each.
+    Scan(tools::ScanArgs),
+    /// Print the database's page, cache and log figures.
+    Stats(tools::DirArgs),
+    /// Verify every page checksum and the tree's structure; non-zero exit on any problem.
+    Check(tools::DirArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench::run(args).map(|()| Outcome::Done),
+        Command::Put(args) => tools::put(args),
+        Command::Get(args) => tools::get(args),
+        Command::Delete(args) => tools::delete(args),
+        Command::Scan(args) => tools::scan(args),
+        Command::Stats(args) => tools::stats(args),
+        Command::Check(args) => tools::check(args),
     };
-    if let Err(e) = result {
-        eprintln!("error: {e}");
-        std::process::exit(2);
+    match result {
+        Ok(Outcome::Done) => {}
+        Ok(Outcome::NotFound) => {
+            eprintln!("not found");
+            std::process::exit(1);
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
     }
 }

@@ -14,8 +14,12 @@
 //!
 //! Each row of a table gives the engine's ratio to the best *peer* (RocksDB, LMDB, redb, fjall,
 //! sled) in that row group, so sylva's engines read as "× of the best engine people use today".
-//! Engines that this build lacks (the durable `db` until it exists, the peers without
-//! `--features peers`) are listed as missing in the report, not silently dropped.
+//! sylva's engines in every set: `memmap`, `bptree`, `btree` and the durable `db` (YCSB, long
+//! ranges, insert-heavy); the larger-than-memory set runs the durable ones only, `db` and the
+//! peers, each given `cache_bytes` = 1/3 of the raw data. `db` runs with the benchmark's fair
+//! settings (the peers' sync policy and, outside the larger-than-memory set, their budget; see
+//! `engines.rs`). Engines that this build lacks (the peers without `--features peers`) are
+//! listed as missing in the report, not silently dropped.
 
 use std::fmt::Write as _;
 
@@ -171,10 +175,7 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
     }
     let mut all: Vec<RunRecord> = Vec::new();
     for (set_index, set) in sets(base.scale).into_iter().enumerate() {
-        let engines: Vec<&String> = available
-            .iter()
-            .filter(|e| !set.durable_only || durable(e.split(':').next().unwrap_or(e)))
-            .collect();
+        let engines = set_engines(&set, &available);
         let _ = writeln!(md, "## {}\n\n{}.\n", set.title, set.note);
         if engines.is_empty() {
             let _ = writeln!(md, "No engine of this build qualifies for this set.\n");
@@ -182,15 +183,7 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
         }
         let mut set_records = Vec::new();
         for run in &set.runs {
-            let mut argv = run.clone();
-            let cache = take_option(&mut argv, "--cache-bytes");
-            for e in &engines {
-                argv.push("--engine".into());
-                argv.push(match &cache {
-                    Some(bytes) => with_option(e, "cache_bytes", bytes),
-                    None => e.to_string(),
-                });
-            }
+            let mut argv = engine_argv(run, &engines);
             argv.extend([
                 "--seed".into(),
                 base.seed.to_string(),
@@ -239,6 +232,29 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
     eprintln!("wrote {} and {}", md_path.display(), json_path.display());
     Ok(())
+}
+
+/// The engines of `available` that run in `set`.
+fn set_engines<'a>(set: &Set, available: &'a [String]) -> Vec<&'a String> {
+    available
+        .iter()
+        .filter(|e| !set.durable_only || durable(e.split(':').next().unwrap_or(e)))
+        .collect()
+}
+
+/// A run's `sylva bench` arguments with one `--engine` per engine, each given the run's
+/// `--cache-bytes` as its `cache_bytes` option.
+fn engine_argv(run: &[String], engines: &[&String]) -> Vec<String> {
+    let mut argv = run.to_vec();
+    let cache = take_option(&mut argv, "--cache-bytes");
+    for e in engines {
+        argv.push("--engine".into());
+        argv.push(match &cache {
+            Some(bytes) => with_option(e, "cache_bytes", bytes),
+            None => e.to_string(),
+        });
+    }
+    argv
 }
 
 fn take_option(argv: &mut Vec<String>, name: &str) -> Option<String> {
@@ -373,5 +389,34 @@ mod tests {
                 parse_args(&argv).unwrap_or_else(|e| panic!("{run:?}: {e}"));
             }
         }
+    }
+
+    #[test]
+    fn db_runs_in_every_set_and_gets_a_third_of_the_data_when_larger_than_memory() {
+        let available: Vec<String> = SYLVA_ENGINES
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|e| opener(&EngineSpec::parse(e).expect("parse")).is_ok())
+            .collect();
+        assert!(available.contains(&"db".to_string()), "{available:?}");
+        let all = sets(1.0);
+        for set in &all {
+            let engines = set_engines(set, &available);
+            assert!(engines.iter().any(|e| *e == "db"), "{}", set.title);
+            for run in &set.runs {
+                let argv = engine_argv(run, &engines);
+                let expected = if set.durable_only {
+                    // 4M records of 8-byte keys and 56-byte values, a third of it.
+                    format!("db:cache_bytes={}", 4_000_000 * 64 / 3)
+                } else {
+                    "db".to_string()
+                };
+                assert!(argv.contains(&expected), "{argv:?} lacks {expected}");
+                if set.durable_only {
+                    assert!(!argv.iter().any(|a| a == "memmap" || a == "btree"));
+                }
+            }
+        }
+        assert!(all.iter().any(|s| s.durable_only));
     }
 }

@@ -74,8 +74,9 @@ pub enum PeerSync {
 
 /// The fair settings a peer is opened with.
 ///
-/// `Default` (a 64 MiB budget, `Batch` every 1,024 writes or 10 ms, a 256 GiB LMDB map) is for
-/// quick runs; `sylva bench` passes the budget and sync policy of sylva's own engine in the run.
+/// `Default` (a 64 MiB budget, `Batch` every 1,024 writes or 10 ms, a 256 GiB LMDB map) is the
+/// benchmark's fair setting: the `db` engine starts from the same budget and sync policy
+/// (`BENCH_*` in `engines.rs`, which a test keeps equal to these); a spec's options change it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerSettings {
     /// The memory budget in bytes: RocksDB's block cache, fjall's cache, sled's cache, redb's
