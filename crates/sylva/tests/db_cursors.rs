@@ -170,7 +170,7 @@ fn reader(db: &Db, r: u64, writes: &AtomicU64, writers_running: &AtomicUsize) ->
                     "{what}: returned {n} after {p}"
                 );
             }
-            if n % 2 == 0 {
+            if n.is_multiple_of(2) {
                 assert_eq!(v, stable_value(n), "{what}: the value of stable key {n}");
             } else {
                 assert!(
