@@ -1,0 +1,137 @@
+//! Helpers shared by the `db_*` integration tests: a seeded generator, keys and values that name
+//! themselves, and reading a whole database back.
+//!
+//! Each test binary includes this module with `mod db_common;` and uses only part of it.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use sylva::{Db, DbOptions, Result, SyncMode};
+
+/// xorshift64*: enough randomness for choosing operations, reproducible from its seed.
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed` (any value, zero included).
+    pub fn new(seed: u64) -> Self {
+        Rng(splitmix(seed) | 1)
+    }
+    /// The next 64 random bits.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A bijective mix of 64 bits (SplitMix64's finaliser).
+pub fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Key number `n` as 16 hexadecimal digits of a mix of `n`: keys are spread over the key space
+/// in an order unrelated to `n`, so sequential numbers are random inserts.
+pub fn scattered_key(n: u64) -> Vec<u8> {
+    format!("{:016x}", splitmix(n)).into_bytes()
+}
+
+/// Key number `n` as 12 decimal digits: key order is numeric order.
+pub fn ordered_key(n: u64) -> Vec<u8> {
+    format!("{n:012}").into_bytes()
+}
+
+/// The number in an [`ordered_key`].
+pub fn ordered_number(key: &[u8]) -> Option<u64> {
+    std::str::from_utf8(key).ok()?.parse().ok()
+}
+
+/// A value that names its key and the write that produced it (`tag`), `len` bytes long (at
+/// least the label's length): two different writes never produce the same value.
+pub fn tagged_value(key: &[u8], tag: u64, len: usize) -> Vec<u8> {
+    let mut v = format!("{}#{tag}|", String::from_utf8_lossy(key)).into_bytes();
+    let fill = (splitmix(tag) % 251) as u8;
+    let len = len.max(v.len());
+    v.resize(len, fill);
+    v
+}
+
+/// Options for small test databases: the given sync mode, `cache_pages` pages of 4 KiB in the
+/// pool, and buffered I/O (the tests run on whatever filesystem `/tmp` is).
+pub fn options(sync: SyncMode, cache_pages: u64) -> DbOptions {
+    DbOptions {
+        sync,
+        cache_bytes: cache_pages * 4096,
+        direct_io: false,
+        ..DbOptions::default()
+    }
+}
+
+/// Every record of `db`, in key order, read with one forward cursor.
+pub fn contents(db: &Db) -> Result<BTreeMap<Vec<u8>, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    let mut prev: Option<Vec<u8>> = None;
+    for item in db.range(Bound::Unbounded, Bound::Unbounded) {
+        let (k, v) = item?;
+        if let Some(p) = &prev {
+            assert!(
+                p < &k,
+                "a full forward scan is not strictly ascending: {:?} then {:?}",
+                String::from_utf8_lossy(p),
+                String::from_utf8_lossy(&k)
+            );
+        }
+        prev = Some(k.clone());
+        out.insert(k, v);
+    }
+    Ok(out)
+}
+
+/// Up to `max` keys where `got` and `want` differ, as readable lines, for assertion messages.
+pub fn differences(
+    got: &BTreeMap<Vec<u8>, Vec<u8>>,
+    want: &BTreeMap<Vec<u8>, Vec<u8>>,
+    max: usize,
+) -> String {
+    let show = |v: Option<&Vec<u8>>| match v {
+        None => "absent".to_string(),
+        Some(v) => {
+            let s = String::from_utf8_lossy(v);
+            let end = s.find('|').map_or(s.len().min(40), |i| i + 1);
+            format!("{:?}", &s[..end])
+        }
+    };
+    let keys: std::collections::BTreeSet<&Vec<u8>> = got.keys().chain(want.keys()).collect();
+    let diffs: Vec<String> = keys
+        .into_iter()
+        .filter(|k| got.get(*k) != want.get(*k))
+        .map(|k| {
+            format!(
+                "  {}: expected {}, got {}",
+                String::from_utf8_lossy(k),
+                show(want.get(k)),
+                show(got.get(k))
+            )
+        })
+        .collect();
+    let n = diffs.len();
+    let mut s: Vec<String> = diffs.into_iter().take(max).collect();
+    if n > max {
+        s.push(format!("  ... and {} more", n - max));
+    }
+    format!("{n} keys differ:\n{}", s.join("\n"))
+}
+
+/// A borrowed view of an owned bound, as [`Db::range`] takes it.
+pub fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    b.as_ref().map(Vec::as_slice)
+}
