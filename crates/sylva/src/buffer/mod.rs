@@ -432,18 +432,24 @@ impl BufferPool {
     }
 
     /// Frees page `id`, whose exclusive lock the caller holds; releases the lock.
+    ///
+    /// The file learns of the free page last: once it does, another thread may allocate the id
+    /// again, so by then the pool must be done with it.
     pub fn free(&self, id: u64) -> Result<()> {
         let st = self.state(id)?;
-        self.file.free(id)?;
-        self.frames
-            .discard(id as usize * self.page_size, self.page_size)?;
-        let mut clock = self.clock.lock();
-        if let Some(pos) = clock.pages.iter().position(|&p| p == id) {
-            clock.pages.swap_remove(pos);
-            self.resident.fetch_sub(1, Ordering::Relaxed);
+        let discarded = self
+            .frames
+            .discard(id as usize * self.page_size, self.page_size);
+        {
+            let mut clock = self.clock.lock();
+            if let Some(pos) = clock.pages.iter().position(|&p| p == id) {
+                clock.pages.swap_remove(pos);
+                self.resident.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         st.unlock(FREED | EVICTED, false);
-        Ok(())
+        discarded?;
+        self.file.free(id)
     }
 
     /// Evicts pages until one more fits within the budget.
