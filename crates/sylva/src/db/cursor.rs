@@ -125,7 +125,9 @@ impl<'db> Cursor<'db> {
     /// first or last record, matters when moving on: after a merge the leaf holding the next
     /// key may also hold records already returned.
     fn load(&mut self, key: &[u8]) -> Result<()> {
-        let (lower, upper) = self.db.tree.leaf_records(key, &mut self.leaf)?;
+        self.db.check_open()?;
+        let r = self.db.tree.leaf_records(key, &mut self.leaf);
+        let (lower, upper) = self.db.guard_read(r)?;
         let n = self.leaf.len();
         let first_ge = (0..n).find(|&i| self.leaf.key(i) >= key).unwrap_or(n);
         self.pos = if self.reverse && first_ge < n && self.leaf.key(first_ge) == key {

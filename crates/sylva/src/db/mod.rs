@@ -374,7 +374,7 @@ impl Db {
             None => None,
         };
         let checkpoint_lsn = state.map_or(1, |s| s.checkpoint_lsn);
-        let (wal, recovered) = Wal::open(wal_io, SyncMode::Never, checkpoint_lsn)?;
+        let (wal, recovered) = Wal::open_strict(wal_io, checkpoint_lsn)?;
         let wal = Arc::new(wal);
         let pool = BufferPool::new(
             file,
@@ -542,7 +542,7 @@ impl Db {
         self.tree.limits()
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.poisoned.load(Ordering::Acquire) {
             return Err(Error::Poisoned);
         }
@@ -559,6 +559,15 @@ impl Db {
         r
     }
 
+    /// Poisons the database when a read fails with an I/O error: a read may have written back
+    /// a dirty page to make room, and a failed write must not be retried silently.
+    pub(crate) fn guard_read<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(Error::Io { .. } | Error::Poisoned) = &r {
+            self.poisoned.store(true, Ordering::Release);
+        }
+        r
+    }
+
     /// The value of `key`, if present.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut out = Vec::new();
@@ -568,7 +577,8 @@ impl Db {
     /// Looks `key` up; on a hit copies the value into `out` and returns `true`.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         self.check_open()?;
-        self.tree.get_into(key, out)
+        let r = self.tree.get_into(key, out);
+        self.guard_read(r)
     }
 
     /// Inserts or overwrites `key`.
@@ -768,7 +778,8 @@ impl Db {
         self.tree.check()
     }
 
-    /// Checkpoints and closes. Dropping a `Db` does the same but cannot report errors.
+    /// Checkpoints and closes. Dropping a `Db` does the same but cannot report errors. A
+    /// poisoned database closes without a checkpoint and returns [`Error::Poisoned`].
     pub fn close(self) -> Result<()> {
         let r = self.close_inner();
         self.closed.store(true, Ordering::Release);
@@ -776,9 +787,11 @@ impl Db {
     }
 
     fn close_inner(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) || self.poisoned.load(Ordering::Acquire) {
+        if self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
+        // A poisoned database cannot checkpoint; reopening recovers what reached disk.
+        self.check_open()?;
         self.checkpoint_now()
     }
 
@@ -820,12 +833,14 @@ impl KvStore for Db {
 
     fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
-        KvStore::scan(&self.tree, start, limit, visitor)
+        let r = KvStore::scan(&self.tree, start, limit, visitor);
+        self.guard_read(r)
     }
 
     fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
-        KvStore::map_range(&self.tree, start, end, visitor)
+        let r = KvStore::map_range(&self.tree, start, end, visitor);
+        self.guard_read(r)
     }
 
     fn sync(&self) -> Result<()> {
