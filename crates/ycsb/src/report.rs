@@ -306,6 +306,7 @@ mod tests {
             found: 100,
             missing: 0,
             scanned: 0,
+            counters: Default::default(),
         }
     }
 
