@@ -74,14 +74,18 @@ impl Memory {
         let (now, _) = rss();
         let growth = now.saturating_sub(self.baseline);
         self.worst = self.worst.max(growth);
-        assert!(
-            growth <= self.cache_bytes + OVERHEAD,
-            "{when}: RSS grew by {} KiB, more than the pool's {} KiB plus {} KiB",
-            growth >> 10,
-            self.cache_bytes >> 10,
-            OVERHEAD >> 10
-        );
+        within_budget(growth, self.cache_bytes, when);
     }
+}
+
+fn within_budget(growth: u64, cache_bytes: u64, when: &str) {
+    assert!(
+        growth <= cache_bytes + OVERHEAD,
+        "{when}: RSS grew by {} KiB, more than the pool's {} KiB plus {} KiB",
+        growth >> 10,
+        cache_bytes >> 10,
+        OVERHEAD >> 10
+    );
 }
 
 /// Compares a cursor over `(lower, upper)` (reversed if `reverse`, first moved by `seek`) with
@@ -320,13 +324,7 @@ fn run(sizes: Sizes) {
         mixed.as_secs_f64(),
         clock.elapsed().as_secs_f64()
     );
-    assert!(
-        peak_growth <= sizes.cache_bytes + OVERHEAD,
-        "peak RSS grew by {} KiB, more than the pool's {} KiB plus {} KiB",
-        peak_growth >> 10,
-        sizes.cache_bytes >> 10,
-        OVERHEAD >> 10
-    );
+    within_budget(peak_growth, sizes.cache_bytes, "at the peak");
     db.close().expect("close");
 }
 
