@@ -9,7 +9,8 @@
 //! cursor result must be strictly ordered in its direction, inside its bounds (and past its
 //! seek), carry the right value for its key, and include every stable key of its range: those
 //! were present for the cursor's whole life. At the end the database equals the stable keys plus
-//! each writer's model, and `check()` passes.
+//! each writer's model, and `check()` passes. If the threads stop making progress for 20 s the
+//! test fails instead of hanging (see `db_free_allocate_race.rs`).
 
 mod db_common;
 
