@@ -33,8 +33,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use db_common::{contents, differences, options, scattered_key, splitmix, tagged_value, Rng};
-use sylva::{Db, DbOptions, SyncMode, WriteBatch};
+use db_common::{
+    apply_members, batch_of, contents, differences, options, scattered_key, splitmix, tagged_value,
+    Rng,
+};
+use sylva::{Db, DbOptions, SyncMode};
 
 /// Distinct keys the script writes: small enough that overwrites and deletes of present keys are
 /// common, large enough for a few hundred leaves.
@@ -117,12 +120,7 @@ fn apply(model: &mut Model, op: &Op) -> Vec<Vec<u8>> {
             vec![k.clone()]
         }
         Op::Batch(members) => {
-            for (k, v) in members {
-                match v {
-                    Some(v) => model.insert(k.clone(), v.clone()),
-                    None => model.remove(k),
-                };
-            }
+            apply_members(model, members);
             members.iter().map(|(k, _)| k.clone()).collect()
         }
         Op::Sync | Op::Checkpoint => Vec::new(),
@@ -170,16 +168,7 @@ fn crash_child() {
             Op::Delete(k) => {
                 db.delete(k).expect("child delete");
             }
-            Op::Batch(members) => {
-                let mut batch = WriteBatch::new();
-                for (k, v) in members {
-                    match v {
-                        Some(v) => batch.put(k, v),
-                        None => batch.delete(k),
-                    };
-                }
-                db.write(&batch).expect("child write batch");
-            }
+            Op::Batch(members) => db.write(&batch_of(members)).expect("child write batch"),
             Op::Sync => db.sync().expect("child sync"),
             Op::Checkpoint => db.checkpoint().expect("child checkpoint"),
         }

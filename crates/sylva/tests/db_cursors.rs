@@ -9,15 +9,20 @@
 //! cursor result must be strictly ordered in its direction, inside its bounds (and past its
 //! seek), carry the right value for its key, and include every stable key of its range: those
 //! were present for the cursor's whole life. At the end the database equals the stable keys plus
-//! each writer's model, and `check()` passes.
+//! each writer's model, and `check()` passes. If the threads stop making progress for 20 s the
+//! test fails instead of hanging (see `db_free_allocate_race.rs`).
 
 mod db_common;
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
-use db_common::{bound_ref, contents, options, ordered_key, ordered_number, tagged_value, Rng};
+use db_common::{
+    bound_ref, contents, join_watching, options, ordered_key, ordered_number, tagged_value, Rng,
+};
 use sylva::{Db, SyncMode};
 
 /// Stable keys are `0, 2, .., 2 * (STABLE - 1)`.
@@ -36,7 +41,11 @@ fn value_names(key: &[u8], value: &[u8]) -> bool {
     value.starts_with(key) && value.get(key.len()) == Some(&b'#')
 }
 
-fn writer(db: &Db, w: u64, writes: &AtomicU64) -> BTreeMap<u64, Vec<u8>> {
+fn writer(db: &Db, w: u64, writes: &AtomicU64, progress: &AtomicU64) -> BTreeMap<u64, Vec<u8>> {
+    let wrote = || {
+        writes.fetch_add(1, Ordering::Relaxed);
+        progress.fetch_add(1, Ordering::Relaxed);
+    };
     let mut rng = Rng::new(0xBEEF + w);
     let mut model = BTreeMap::new();
     let owned = SPAN / 2 / WRITERS;
@@ -52,7 +61,7 @@ fn writer(db: &Db, w: u64, writes: &AtomicU64) -> BTreeMap<u64, Vec<u8>> {
             let v = tagged_value(&ordered_key(n), op, 150 + rng.below(300) as usize);
             db.put(&ordered_key(n), &v).expect("writer put");
             model.insert(n, v);
-            writes.fetch_add(1, Ordering::Relaxed);
+            wrote();
             op += 1;
         }
         for j in start..(start + len).min(owned) {
@@ -60,7 +69,7 @@ fn writer(db: &Db, w: u64, writes: &AtomicU64) -> BTreeMap<u64, Vec<u8>> {
                 let n = number(j);
                 let was = db.delete(&ordered_key(n)).expect("writer delete");
                 assert_eq!(was, model.remove(&n).is_some(), "writer {w}: delete of {n}");
-                writes.fetch_add(1, Ordering::Relaxed);
+                wrote();
                 op += 1;
             }
         }
@@ -69,7 +78,7 @@ fn writer(db: &Db, w: u64, writes: &AtomicU64) -> BTreeMap<u64, Vec<u8>> {
             let v = tagged_value(&ordered_key(n), op, 20 + rng.below(100) as usize);
             db.put(&ordered_key(n), &v).expect("writer put");
             model.insert(n, v);
-            writes.fetch_add(1, Ordering::Relaxed);
+            wrote();
             op += 1;
         }
     }
@@ -108,7 +117,13 @@ struct Seen {
     sought: u64,
 }
 
-fn reader(db: &Db, r: u64, writes: &AtomicU64, writers_running: &AtomicUsize) -> Seen {
+fn reader(
+    db: &Db,
+    r: u64,
+    writes: &AtomicU64,
+    progress: &AtomicU64,
+    writers_running: &AtomicUsize,
+) -> Seen {
     let mut rng = Rng::new(0xF00D + r);
     let mut seen = Seen::default();
     while writers_running.load(Ordering::Acquire) > 0 || seen.cursors < 20 {
@@ -179,6 +194,7 @@ fn reader(db: &Db, r: u64, writes: &AtomicU64, writers_running: &AtomicUsize) ->
                 );
             }
             got.push(n);
+            progress.fetch_add(1, Ordering::Relaxed);
             // Walk slowly: let the writers change the tree under the cursor.
             if i % 16 == 15 {
                 std::thread::yield_now();
@@ -217,6 +233,12 @@ fn reader(db: &Db, r: u64, writes: &AtomicU64, writers_running: &AtomicUsize) ->
     seen
 }
 
+/// What a thread returns.
+enum Done {
+    Writer(BTreeMap<u64, Vec<u8>>),
+    Reader(Seen),
+}
+
 struct WriterDone<'a>(&'a AtomicUsize);
 
 impl Drop for WriterDone<'_> {
@@ -234,34 +256,42 @@ fn cursors_stay_ordered_and_complete_while_writers_split_and_merge_leaves() {
         db.put(&ordered_key(2 * i), &stable_value(2 * i))
             .expect("loading stable keys");
     }
-    let writes = AtomicU64::new(0);
-    let writers_running = AtomicUsize::new(WRITERS as usize);
-    let (models, seen) = std::thread::scope(|s| {
-        let readers: Vec<_> = (0..READERS)
-            .map(|r| {
-                let (db, writes, running) = (&db, &writes, &writers_running);
-                s.spawn(move || reader(db, r, writes, running))
-            })
-            .collect();
-        let writers: Vec<_> = (0..WRITERS)
-            .map(|w| {
-                let (db, writes, running) = (&db, &writes, &writers_running);
-                s.spawn(move || {
-                    let _done = WriterDone(running);
-                    writer(db, w, writes)
-                })
-            })
-            .collect();
-        let models: Vec<_> = writers
-            .into_iter()
-            .map(|h| h.join().expect("writer panicked"))
-            .collect();
-        let seen: Vec<Seen> = readers
-            .into_iter()
-            .map(|h| h.join().expect("reader panicked"))
-            .collect();
-        (models, seen)
-    });
+    let db = Arc::new(db);
+    let writes = Arc::new(AtomicU64::new(0));
+    let progress = Arc::new(AtomicU64::new(0));
+    let writers_running = Arc::new(AtomicUsize::new(WRITERS as usize));
+    let mut threads = Vec::new();
+    for r in 0..READERS {
+        let (db, writes, progress, running) = (
+            db.clone(),
+            writes.clone(),
+            progress.clone(),
+            writers_running.clone(),
+        );
+        threads.push(std::thread::spawn(move || {
+            Done::Reader(reader(&db, r, &writes, &progress, &running))
+        }));
+    }
+    for w in 0..WRITERS {
+        let (db, writes, progress, running) = (
+            db.clone(),
+            writes.clone(),
+            progress.clone(),
+            writers_running.clone(),
+        );
+        threads.push(std::thread::spawn(move || {
+            // Count the writer out even if it panics, or the readers would go on forever.
+            let _done = WriterDone(&running);
+            Done::Writer(writer(&db, w, &writes, &progress))
+        }));
+    }
+    let (mut models, mut seen) = (Vec::new(), Vec::new());
+    for done in join_watching(threads, &progress, Duration::from_secs(20), "db_cursors") {
+        match done {
+            Done::Writer(m) => models.push(m),
+            Done::Reader(s) => seen.push(s),
+        }
+    }
 
     let mut want: BTreeMap<Vec<u8>, Vec<u8>> = (0..STABLE)
         .map(|i| (ordered_key(2 * i), stable_value(2 * i)))
@@ -295,5 +325,8 @@ fn cursors_stay_ordered_and_complete_while_writers_split_and_merge_leaves() {
          during splits and merges"
     );
     assert!(total(|s| s.reverse) > 0 && total(|s| s.sought) > 0);
-    db.close().expect("close");
+    Arc::try_unwrap(db)
+        .unwrap_or_else(|_| panic!("the threads are done"))
+        .close()
+        .expect("close");
 }

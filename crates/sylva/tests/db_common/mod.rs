@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use sylva::{Db, DbOptions, Result, SyncMode};
+use sylva::{Db, DbOptions, Result, SyncMode, WriteBatch};
 
 /// xorshift64*: enough randomness for choosing operations, reproducible from its seed.
 #[derive(Debug, Clone)]
@@ -134,4 +134,67 @@ pub fn differences(
 /// A borrowed view of an owned bound, as [`Db::range`] takes it.
 pub fn bound_ref(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
     b.as_ref().map(Vec::as_slice)
+}
+
+/// The writes of a batch: distinct keys, each with a new value or `None` for a delete.
+pub type Members = [(Vec<u8>, Option<Vec<u8>>)];
+
+/// `members` as a [`WriteBatch`].
+pub fn batch_of(members: &Members) -> WriteBatch {
+    let mut batch = WriteBatch::new();
+    for (k, v) in members {
+        match v {
+            Some(v) => batch.put(k, v),
+            None => batch.delete(k),
+        };
+    }
+    batch
+}
+
+/// Applies `members` to a model.
+pub fn apply_members(model: &mut BTreeMap<Vec<u8>, Vec<u8>>, members: &Members) {
+    for (k, v) in members {
+        match v {
+            Some(v) => model.insert(k.clone(), v.clone()),
+            None => model.remove(k),
+        };
+    }
+}
+
+/// Joins `threads`, failing instead of hanging when `progress` stops advancing for `stall`
+/// (a livelock or deadlock inside the database). A thread's panic is re-raised as soon as that
+/// thread ends. On failure the other threads are left running, detached; the test process ends
+/// them when it exits.
+pub fn join_watching<T>(
+    threads: Vec<std::thread::JoinHandle<T>>,
+    progress: &std::sync::atomic::AtomicU64,
+    stall: std::time::Duration,
+    what: &str,
+) -> Vec<T> {
+    use std::sync::atomic::Ordering;
+    let mut pending: Vec<Option<std::thread::JoinHandle<T>>> =
+        threads.into_iter().map(Some).collect();
+    let mut results: Vec<Option<T>> = pending.iter().map(|_| None).collect();
+    let mut last = progress.load(Ordering::Relaxed);
+    let mut since = std::time::Instant::now();
+    while pending.iter().any(Option::is_some) {
+        for (slot, result) in pending.iter_mut().zip(results.iter_mut()) {
+            if slot.as_ref().is_some_and(|t| t.is_finished()) {
+                let t = slot.take().expect("a finished thread");
+                *result = Some(t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let now = progress.load(Ordering::Relaxed);
+        if now != last {
+            (last, since) = (now, std::time::Instant::now());
+        } else if since.elapsed() > stall && pending.iter().any(Option::is_some) {
+            panic!(
+                "{what}: no progress for {} s after {now} operations: the threads are stuck \
+                 (livelock or deadlock)",
+                stall.as_secs()
+            );
+        }
+    }
+    results.into_iter().map(|r| r.expect("joined")).collect()
 }
