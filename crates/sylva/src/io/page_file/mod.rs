@@ -411,7 +411,32 @@ impl PageFile {
                 limit: pages.len() * self.page_size,
             });
         }
-        let bytes = &mut buf[..pages.len() * self.page_size];
+        self.write_frames(first, &mut buf[..pages.len() * self.page_size], pages)
+    }
+
+    /// Seals the frames in `bytes` (pages `first..`, one per entry of `pages`, which gives each
+    /// one's kind and LSN) and writes them with one I/O. `bytes` must be aligned for direct I/O
+    /// and exactly `pages.len()` pages long (the buffer pool's frames of consecutive pages are).
+    pub fn write_frames(
+        &self,
+        first: u64,
+        bytes: &mut [u8],
+        pages: &[(PageKind, u64)],
+    ) -> Result<()> {
+        self.check_range(first, pages.len())?;
+        if bytes.len() != pages.len() * self.page_size
+            || !(bytes.as_ptr() as usize).is_multiple_of(IO_ALIGN)
+        {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "{} bytes at a {}-aligned address for {} pages",
+                    bytes.len(),
+                    (bytes.as_ptr() as usize) % IO_ALIGN,
+                    pages.len()
+                ),
+                limit: pages.len() * self.page_size,
+            });
+        }
         for (i, page) in bytes.chunks_exact_mut(self.page_size).enumerate() {
             seal(page, pages[i].0, first + i as u64, pages[i].1);
         }
