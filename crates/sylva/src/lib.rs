@@ -34,3 +34,5 @@ pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};
 pub use memmap::{MemMap, MEMMAP_MAX_KEY, MEMMAP_MAX_VALUE};
 pub use wal::SyncMode;
+/// The durability modes under the name `DESIGN.md` and the issues use (`Sync::Always`, ...).
+pub use wal::SyncMode as Sync;
