@@ -49,8 +49,9 @@
 //! LSN is older. Redo is therefore idempotent. The log's torn tail is cut and reported. Recovery
 //! ends with a checkpoint.
 //!
-//! **Checkpoints** stop writers briefly (a writers' lock), flush every dirty page (each after the
-//! log covering it), write the meta page (free list, root, record count, log start) and empty
+//! **Checkpoints** first write the dirty pages while writers go on, then stop writers briefly (a
+//! writers' lock), flush the pages dirtied meanwhile (each after the log covering it), write the
+//! meta page (free list, root, record count, log start) and empty
 //! the log. They run when the log passes `checkpoint_bytes`, on `checkpoint()` and on `close()`.
 //!
 //! **Write batches** take the writers' lock exclusively and log the whole batch first as one
@@ -697,6 +698,9 @@ impl Db {
 
     fn checkpoint_now(&self) -> Result<()> {
         let store = &self.tree.store;
+        // Write most dirty pages while writers go on; under the gate only the pages dirtied
+        // meanwhile are left to write, so writers wait for far less.
+        store.pool.flush_all()?;
         let _gate = store.exclusive();
         let lsn = store.wal.next_lsn();
         store.wal.sync()?;
