@@ -359,3 +359,33 @@ fn bench_runs_the_db_engine_by_default_and_removes_its_directory() {
     let o = sylva(&["bench", "--engine", "db:colour=red", "--records", "10"]);
     fails(&o, "checkpoint_bytes");
 }
+
+#[test]
+fn scan_crosses_leaves_in_both_directions() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let dir = temp.path().join("db");
+    let db = Db::open(&dir, DbOptions::default()).expect("open");
+    let key = |i: u32| format!("k{:06}", i * 3);
+    for i in 0..3000u32 {
+        db.put(key(i).as_bytes(), format!("v{i}").as_bytes())
+            .expect("put");
+    }
+    db.close().expect("close");
+    let line = |i: u32| format!("{}\tv{i}\n", key(i));
+    // --from and --to fall between keys (k000100 is absent; k000301 lies between k000300 and k000303).
+    let forward: String = (34..101).map(line).collect();
+    let o = text(ok("scan", &dir, &["--from", "k000100", "--to", "k000301"]));
+    assert_eq!(o, forward);
+    let reverse: String = (34..101).rev().map(line).collect();
+    let o = text(ok(
+        "scan",
+        &dir,
+        &["--from", "k000100", "--to", "k000301", "--reverse"],
+    ));
+    assert_eq!(o, reverse);
+    let all = text(ok("scan", &dir, &["--reverse"]));
+    assert_eq!(all.lines().count(), 3000);
+    assert_eq!(all, (0..3000).rev().map(line).collect::<String>());
+    let top: String = (2990..3000).rev().map(line).collect();
+    assert_eq!(text(ok("scan", &dir, &["--reverse", "--limit", "10"])), top);
+}

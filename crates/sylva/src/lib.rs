@@ -11,9 +11,9 @@
 //! - [`btree::BTree`]: the slotted-page B+tree of "B-Trees Are Back" over [`page`] nodes.
 //! - [`mem::bptree`]: the BP-tree (in-memory concurrent B+tree with buffered-partitioned-array
 //!   leaves) and its sorted-leaf baseline.
-//!
-//! Storage layers for the durable engine (in progress): [`io`] (page file, fault injection),
-//! [`wal`] (write-ahead log), [`buffer`] (buffer pool).
+//! - [`Db`]: the durable database — the slotted-page tree paged through the [`buffer`] pool onto
+//!   an [`io`] page file, with the [`wal`] write-ahead log, recovery, checkpoints, atomic write
+//!   batches and cursors.
 #![warn(missing_docs)]
 
 pub mod btree;
@@ -34,3 +34,5 @@ pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};
 pub use memmap::{MemMap, MEMMAP_MAX_KEY, MEMMAP_MAX_VALUE};
 pub use wal::SyncMode;
+/// The durability modes under the name `DESIGN.md` and the issues use (`Sync::Always`, ...).
+pub use wal::SyncMode as Sync;

@@ -65,6 +65,9 @@ pub struct RunRecord {
     pub missing: u64,
     /// Records visited by scans and maps.
     pub scanned: u64,
+    /// The engine's own counters after the phase (cumulative since the engine was opened; for
+    /// `db`: cache hits and misses, page writes, log bytes, checkpoints).
+    pub counters: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl RunRecord {
@@ -109,6 +112,7 @@ impl RunRecord {
             found: result.found,
             missing: result.missing,
             scanned: result.scanned,
+            counters: stats.counters.iter().copied().collect(),
         }
     }
 }
@@ -302,6 +306,7 @@ mod tests {
             found: 100,
             missing: 0,
             scanned: 0,
+            counters: Default::default(),
         }
     }
 

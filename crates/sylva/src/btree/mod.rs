@@ -10,8 +10,9 @@
 //! - `leaf`: leaf split, merge and layout conversion over every leaf kind, with the dense split
 //!   and the partition-aware separator (sections 3.5, 4.6) and key-adaption (section 5.1);
 //! - `adapt`: operation-adaption (section 5.1);
-//! - `store`: the node-store interface (pages by id, each with a versioned latch) and its
-//!   in-memory implementation;
+//! - `store`: the node-store interface (pages by id, each with a versioned latch handle, a
+//!   write gate and logging hooks the tree calls with the changed pages still latched) and its
+//!   in-memory implementation; the durable one is `crate::db`'s, over the buffer pool;
 //! - `check`: the structural check;
 //! - `kv`: the [`crate::KvStore`] implementation.
 //!

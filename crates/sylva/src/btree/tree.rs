@@ -114,19 +114,10 @@ impl BTree<MemNodeStore> {
 impl<S: NodeStore> BTree<S> {
     /// An empty tree in `store`, which must be empty too.
     pub fn with_store(store: S, options: Options) -> Result<Self> {
-        if store.page_size() != options.page_size {
-            return Err(Error::InvalidArgument {
-                what: format!(
-                    "node store page size {} differs from the options' page size",
-                    store.page_size()
-                ),
-                limit: options.page_size,
-            });
-        }
+        Self::check_page_size(&store, options)?;
         let meta = store.allocate()?;
         let root = store.allocate()?;
-        let mut tree = Self::from_parts(store, options, meta, 0);
-        tree.meta = meta;
+        let tree = Self::from_parts(store, options, meta, 0);
         tree.init_node(meta, KIND_INNER, root)?;
         tree.init_node(root, tree.leaf_kind, 0)?;
         tree.store.log_pages(&[meta, root], &[])?;
@@ -140,6 +131,11 @@ impl<S: NodeStore> BTree<S> {
 
     /// The tree already in `store` whose metadata page is `meta`, holding `records` records.
     pub fn open_store(store: S, options: Options, meta: PageId, records: u64) -> Result<Self> {
+        Self::check_page_size(&store, options)?;
+        Ok(Self::from_parts(store, options, meta, records))
+    }
+
+    fn check_page_size(store: &S, options: Options) -> Result<()> {
         if store.page_size() != options.page_size {
             return Err(Error::InvalidArgument {
                 what: format!(
@@ -149,7 +145,7 @@ impl<S: NodeStore> BTree<S> {
                 limit: options.page_size,
             });
         }
-        Ok(Self::from_parts(store, options, meta, records))
+        Ok(())
     }
 
     fn from_parts(store: S, options: Options, meta: PageId, records: u64) -> Self {

@@ -131,6 +131,9 @@ impl Striped {
     }
 }
 
+/// Pages written back with one write at most (1 MiB of 4 KiB pages).
+const MAX_RUN: usize = 256;
+
 struct Clock {
     pages: Vec<u64>,
     hand: usize,
@@ -432,18 +435,24 @@ impl BufferPool {
     }
 
     /// Frees page `id`, whose exclusive lock the caller holds; releases the lock.
+    ///
+    /// The file learns of the free page last: once it does, another thread may allocate the id
+    /// again, so by then the pool must be done with it.
     pub fn free(&self, id: u64) -> Result<()> {
         let st = self.state(id)?;
-        self.file.free(id)?;
-        self.frames
-            .discard(id as usize * self.page_size, self.page_size)?;
-        let mut clock = self.clock.lock();
-        if let Some(pos) = clock.pages.iter().position(|&p| p == id) {
-            clock.pages.swap_remove(pos);
-            self.resident.fetch_sub(1, Ordering::Relaxed);
+        let discarded = self
+            .frames
+            .discard(id as usize * self.page_size, self.page_size);
+        {
+            let mut clock = self.clock.lock();
+            if let Some(pos) = clock.pages.iter().position(|&p| p == id) {
+                clock.pages.swap_remove(pos);
+                self.resident.fetch_sub(1, Ordering::Relaxed);
+            }
         }
         st.unlock(FREED | EVICTED, false);
-        Ok(())
+        discarded?;
+        self.file.free(id)
     }
 
     /// Evicts pages until one more fits within the budget.
@@ -514,9 +523,14 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Writes back every dirty resident page (they stay resident, now clean).
+    /// Writes back every dirty resident page (they stay resident, now clean), in page order,
+    /// each run of consecutive dirty pages with one write: the frames of consecutive pages are
+    /// consecutive in memory, so a run needs no copy. A checkpoint after a load so writes mostly
+    /// long sequential runs instead of one `O_DIRECT` write per page.
     pub fn flush_all(&self) -> Result<()> {
-        let pages: Vec<u64> = self.clock.lock().pages.clone();
+        let mut pages: Vec<u64> = self.clock.lock().pages.clone();
+        pages.sort_unstable();
+        let mut run: Vec<u64> = Vec::new();
         for id in pages {
             let st = self.state(id)?;
             let mut spins = 0;
@@ -525,19 +539,73 @@ impl BufferPool {
                 if s & (EVICTED | FREED) != 0 || s & DIRTY == 0 {
                     break;
                 }
-                if s & LOCKED != 0 {
-                    backoff(&mut spins);
-                    continue;
+                if run.last().is_some_and(|&last| last + 1 != id) || run.len() >= MAX_RUN {
+                    self.write_locked_run(&run)?;
+                    run.clear();
                 }
                 if st.try_lock(s) {
-                    let result = self.write_back(id);
-                    st.unlock(0, result.is_err());
-                    result?;
+                    run.push(id);
                     break;
+                }
+                if s & LOCKED != 0 {
+                    // Someone holds it: write what we hold before waiting, so we never wait
+                    // while holding locks.
+                    self.write_locked_run(&run)?;
+                    run.clear();
+                    backoff(&mut spins);
                 }
             }
         }
-        Ok(())
+        self.write_locked_run(&run)
+    }
+
+    /// Writes back the consecutive pages `run` (locked by the caller, dirty) with one write,
+    /// after the log covering them, and unlocks them: clean if the write succeeded.
+    fn write_locked_run(&self, run: &[u64]) -> Result<()> {
+        let Some(&first) = run.first() else {
+            return Ok(());
+        };
+        let result = (|| {
+            let mut pages = Vec::with_capacity(run.len());
+            let mut max_lsn = 0;
+            for &id in run {
+                // SAFETY: the caller holds the page's lock.
+                let frame = unsafe { self.frame_slice(id) };
+                let kind = PageKind::from_u8(frame[6]).ok_or_else(|| Error::Corruption {
+                    page: id,
+                    detail: format!("frame has unknown page kind {}", frame[6]),
+                })?;
+                let mut lsn = [0u8; 8];
+                lsn.copy_from_slice(&frame[16..24]);
+                let lsn = u64::from_le_bytes(lsn);
+                max_lsn = max_lsn.max(lsn);
+                pages.push((kind, lsn));
+            }
+            if let Some(wal) = &self.wal {
+                if max_lsn > 0 {
+                    wal.sync_to(max_lsn)?;
+                }
+            }
+            // SAFETY: the frames of pages `first..first + run.len()` are consecutive in the
+            // mapping, and the caller holds every one of them locked.
+            let bytes = unsafe {
+                std::slice::from_raw_parts_mut(
+                    self.frame(first).as_ptr(),
+                    run.len() * self.page_size,
+                )
+            };
+            self.file.write_frames(first, bytes, &pages)
+        })();
+        for &id in run {
+            if let Ok(st) = self.state(id) {
+                st.unlock(0, result.is_err());
+            }
+        }
+        if result.is_ok() {
+            self.writebacks
+                .fetch_add(run.len() as u64, Ordering::Relaxed);
+        }
+        result
     }
 
     /// Flushes every dirty page, then checkpoints the file with `user` meta bytes.

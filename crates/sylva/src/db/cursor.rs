@@ -120,28 +120,20 @@ impl<'db> Cursor<'db> {
         }
     }
 
-    /// Loads the leaf holding `key`; positions at `key` (first `>=` forward, last `<=` reverse)
-    /// when `seek`, else at the leaf's first (forward) or last (reverse) record.
-    fn load(&mut self, key: &[u8], seek: bool) -> Result<()> {
-        let (lower, upper) = self.db.tree.leaf_records(key, &mut self.leaf)?;
+    /// Loads the leaf holding `key` and positions at `key`: the first record `>= key`
+    /// (forward) or one past the last `<= key` (reverse). Positioning by key, not at the leaf's
+    /// first or last record, matters when moving on: after a merge the leaf holding the next
+    /// key may also hold records already returned.
+    fn load(&mut self, key: &[u8]) -> Result<()> {
+        self.db.check_open()?;
+        let r = self.db.tree.leaf_records(key, &mut self.leaf);
+        let (lower, upper) = self.db.guard_read(r)?;
         let n = self.leaf.len();
-        let first_ge = |k: &[u8]| (0..n).find(|&i| self.leaf.key(i) >= k).unwrap_or(n);
-        self.pos = if self.reverse {
-            if seek {
-                let i = first_ge(key);
-                // One past the last key <= `key`.
-                if i < n && self.leaf.key(i) == key {
-                    i + 1
-                } else {
-                    i
-                }
-            } else {
-                n
-            }
-        } else if seek {
-            first_ge(key)
+        let first_ge = (0..n).find(|&i| self.leaf.key(i) >= key).unwrap_or(n);
+        self.pos = if self.reverse && first_ge < n && self.leaf.key(first_ge) == key {
+            first_ge + 1
         } else {
-            0
+            first_ge
         };
         self.next = if self.reverse {
             (!lower.is_empty()).then_some(lower)
@@ -156,7 +148,7 @@ impl<'db> Cursor<'db> {
 
     fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         if let Some(start) = self.start.take() {
-            self.load(&start, true)?;
+            self.load(&start)?;
         }
         loop {
             if self.done {
@@ -185,7 +177,7 @@ impl<'db> Cursor<'db> {
                             self.done = true;
                             return Ok(None);
                         }
-                        self.load(&k, false)?;
+                        self.load(&k)?;
                     }
                     None => {
                         self.done = true;

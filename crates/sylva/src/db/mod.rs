@@ -3,6 +3,26 @@
 //! and recovery. The design follows the vmcache integration of "B-Trees Are Back" (section 7) and
 //! the persistence modes of the PA-Tree paper (section III.C).
 //!
+//! ```
+//! use std::ops::Bound;
+//! use sylva::{Db, DbOptions, SyncMode, WriteBatch};
+//!
+//! # let tmp = tempfile::tempdir()?;
+//! # let dir = tmp.path().join("db");
+//! let db = Db::open(&dir, DbOptions { sync: SyncMode::Always, ..DbOptions::default() })?;
+//! db.put(b"apple", b"red")?;
+//! db.write(WriteBatch::new().put(b"banana", b"yellow").delete(b"apple"))?;
+//! assert_eq!(db.get(b"banana")?.as_deref(), Some(&b"yellow"[..]));
+//! let keys: Vec<Vec<u8>> = db
+//!     .range(Bound::Included(&b"a"[..]), Bound::Unbounded)
+//!     .rev()
+//!     .map(|r| r.map(|(k, _)| k))
+//!     .collect::<sylva::Result<_>>()?;
+//! assert_eq!(keys, vec![b"banana".to_vec()]);
+//! db.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! A directory holds three files: `data.sylva` (the page file), `wal.log` (the log) and `LOCK`
 //! (held with `flock` while a process has the database open).
 //!
@@ -29,8 +49,9 @@
 //! LSN is older. Redo is therefore idempotent. The log's torn tail is cut and reported. Recovery
 //! ends with a checkpoint.
 //!
-//! **Checkpoints** stop writers briefly (a writers' lock), flush every dirty page (each after the
-//! log covering it), write the meta page (free list, root, record count, log start) and empty
+//! **Checkpoints** first write the dirty pages while writers go on, then stop writers briefly (a
+//! writers' lock), flush the pages dirtied meanwhile (each after the log covering it), write the
+//! meta page (free list, root, record count, log start) and empty
 //! the log. They run when the log passes `checkpoint_bytes`, on `checkpoint()` and on `close()`.
 //!
 //! **Write batches** take the writers' lock exclusively and log the whole batch first as one
@@ -354,7 +375,7 @@ impl Db {
             None => None,
         };
         let checkpoint_lsn = state.map_or(1, |s| s.checkpoint_lsn);
-        let (wal, recovered) = Wal::open(wal_io, SyncMode::Never, checkpoint_lsn)?;
+        let (wal, recovered) = Wal::open_strict(wal_io, checkpoint_lsn)?;
         let wal = Arc::new(wal);
         let pool = BufferPool::new(
             file,
@@ -434,13 +455,10 @@ impl Db {
                         }
                         // SAFETY: we hold page `id` exclusively; its engine bytes are
                         // `image_len` long inside the pool's mapping.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                image.as_ptr(),
-                                pool.data(id).as_ptr(),
-                                image_len,
-                            )
+                        let page = unsafe {
+                            std::slice::from_raw_parts_mut(pool.data(id).as_ptr(), image_len)
                         };
+                        image.restore(page);
                         pool.set_lsn(id, lsn);
                         stamp_kind(pool, id);
                         pool.unlock(id, true);
@@ -525,7 +543,7 @@ impl Db {
         self.tree.limits()
     }
 
-    fn check_open(&self) -> Result<()> {
+    pub(crate) fn check_open(&self) -> Result<()> {
         if self.poisoned.load(Ordering::Acquire) {
             return Err(Error::Poisoned);
         }
@@ -542,6 +560,15 @@ impl Db {
         r
     }
 
+    /// Poisons the database when a read fails with an I/O error: a read may have written back
+    /// a dirty page to make room, and a failed write must not be retried silently.
+    pub(crate) fn guard_read<T>(&self, r: Result<T>) -> Result<T> {
+        if let Err(Error::Io { .. } | Error::Poisoned) = &r {
+            self.poisoned.store(true, Ordering::Release);
+        }
+        r
+    }
+
     /// The value of `key`, if present.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         let mut out = Vec::new();
@@ -551,7 +578,8 @@ impl Db {
     /// Looks `key` up; on a hit copies the value into `out` and returns `true`.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         self.check_open()?;
-        self.tree.get_into(key, out)
+        let r = self.tree.get_into(key, out);
+        self.guard_read(r)
     }
 
     /// Inserts or overwrites `key`.
@@ -670,6 +698,9 @@ impl Db {
 
     fn checkpoint_now(&self) -> Result<()> {
         let store = &self.tree.store;
+        // Write most dirty pages while writers go on; under the gate only the pages dirtied
+        // meanwhile are left to write, so writers wait for far less.
+        store.pool.flush_all()?;
         let _gate = store.exclusive();
         let lsn = store.wal.next_lsn();
         store.wal.sync()?;
@@ -689,10 +720,11 @@ impl Db {
 
     /// Counts and cache figures, with the fill factor (which walks every leaf).
     pub fn stats(&self) -> DbStats {
+        let height = self.tree.height().unwrap_or(0);
+        let record_bytes = self.record_bytes();
         let mut s = self.quick_stats();
-        s.height = self.tree.height().unwrap_or(0);
-        s.fill_factor =
-            self.record_bytes() as f64 / (s.tree_pages.max(1) * s.page_size as u64) as f64;
+        s.height = height;
+        s.fill_factor = record_bytes as f64 / (s.tree_pages.max(1) * s.page_size as u64) as f64;
         s
     }
 
@@ -750,7 +782,8 @@ impl Db {
         self.tree.check()
     }
 
-    /// Checkpoints and closes. Dropping a `Db` does the same but cannot report errors.
+    /// Checkpoints and closes. Dropping a `Db` does the same but cannot report errors. A
+    /// poisoned database closes without a checkpoint and returns [`Error::Poisoned`].
     pub fn close(self) -> Result<()> {
         let r = self.close_inner();
         self.closed.store(true, Ordering::Release);
@@ -758,9 +791,11 @@ impl Db {
     }
 
     fn close_inner(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) || self.poisoned.load(Ordering::Acquire) {
+        if self.closed.load(Ordering::Acquire) {
             return Ok(());
         }
+        // A poisoned database cannot checkpoint; reopening recovers what reached disk.
+        self.check_open()?;
         self.checkpoint_now()
     }
 
@@ -802,12 +837,14 @@ impl KvStore for Db {
 
     fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
-        KvStore::scan(&self.tree, start, limit, visitor)
+        let r = KvStore::scan(&self.tree, start, limit, visitor);
+        self.guard_read(r)
     }
 
     fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
-        KvStore::map_range(&self.tree, start, end, visitor)
+        let r = KvStore::map_range(&self.tree, start, end, visitor);
+        self.guard_read(r)
     }
 
     fn sync(&self) -> Result<()> {

@@ -102,6 +102,24 @@ impl Wal {
     /// record's LSN is one past the last recovered record, and at least `min_next_lsn` (so LSNs
     /// stay monotonic across a checkpoint that emptied the log).
     pub fn open(io: Box<dyn Io>, mode: SyncMode, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
+        Self::open_with(io, mode, min_next_lsn, false)
+    }
+
+    /// Like [`Wal::open`], but a log with an intact record beyond the cut (damage inside the
+    /// log rather than a torn tail) is refused with [`Error::Corruption`] and left as it is, and
+    /// so is a log whose first LSN is above `min_next_lsn` (it no longer reaches back to the
+    /// checkpoint the caller recovers from). The database opens its log this way: it cannot
+    /// tell an unsynced tail from acknowledged records, so it does not guess.
+    pub fn open_strict(io: Box<dyn Io>, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
+        Self::open_with(io, SyncMode::Never, min_next_lsn, true)
+    }
+
+    fn open_with(
+        io: Box<dyn Io>,
+        mode: SyncMode,
+        min_next_lsn: u64,
+        strict: bool,
+    ) -> Result<(Wal, Recovered)> {
         let len = io.file_len()?;
         let scan = if len == 0 {
             io.write_at(&encode_header(min_next_lsn), 0)?;
@@ -122,6 +140,27 @@ impl Wal {
             intact_after_cut,
         } = scan;
         let cut_bytes = len.max(HEADER_LEN) - end;
+        if strict {
+            let path = io.path().display().to_string();
+            if let Some(at) = intact_after_cut {
+                return Err(Error::Corruption {
+                    page: 0,
+                    detail: format!(
+                        "the log {path} is damaged at offset {end}, but intact records follow at offset {at}: \
+                         records the database may have acknowledged are unreadable; the log is left as it is"
+                    ),
+                });
+            }
+            if start_lsn > min_next_lsn {
+                return Err(Error::Corruption {
+                    page: 0,
+                    detail: format!(
+                        "the log {path} starts at LSN {start_lsn}, after the checkpoint being recovered \
+                         (LSN {min_next_lsn}): the newest checkpoint is damaged and the log no longer covers the one before"
+                    ),
+                });
+            }
+        }
         if cut_bytes > 0 {
             io.set_file_len(end)?;
             io.sync()?;

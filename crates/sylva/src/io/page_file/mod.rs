@@ -352,7 +352,15 @@ impl PageFile {
     pub fn read_frame(&self, id: u64, frame: &mut [u8]) -> Result<PageHeader> {
         self.check_frame(frame)?;
         self.check_range(id, 1)?;
-        self.io.read_at(frame, id * self.page_size as u64)?;
+        match self.io.read_at(frame, id * self.page_size as u64) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                return Err(Error::Corruption {
+                    page: id,
+                    detail: "the file ends before this page (truncated?)".into(),
+                })
+            }
+            r => r?,
+        }
         verify(frame, id)
     }
 
@@ -403,7 +411,32 @@ impl PageFile {
                 limit: pages.len() * self.page_size,
             });
         }
-        let bytes = &mut buf[..pages.len() * self.page_size];
+        self.write_frames(first, &mut buf[..pages.len() * self.page_size], pages)
+    }
+
+    /// Seals the frames in `bytes` (pages `first..`, one per entry of `pages`, which gives each
+    /// one's kind and LSN) and writes them with one I/O. `bytes` must be aligned for direct I/O
+    /// and exactly `pages.len()` pages long (the buffer pool's frames of consecutive pages are).
+    pub fn write_frames(
+        &self,
+        first: u64,
+        bytes: &mut [u8],
+        pages: &[(PageKind, u64)],
+    ) -> Result<()> {
+        self.check_range(first, pages.len())?;
+        if bytes.len() != pages.len() * self.page_size
+            || !(bytes.as_ptr() as usize).is_multiple_of(IO_ALIGN)
+        {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "{} bytes at a {}-aligned address for {} pages",
+                    bytes.len(),
+                    (bytes.as_ptr() as usize) % IO_ALIGN,
+                    pages.len()
+                ),
+                limit: pages.len() * self.page_size,
+            });
+        }
         for (i, page) in bytes.chunks_exact_mut(self.page_size).enumerate() {
             seal(page, pages[i].0, first + i as u64, pages[i].1);
         }
