@@ -132,7 +132,7 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
                 shared(BpTreeStore::baseline(&options).map_err(|e| e.to_string())?)
             }))
         }
-        #[cfg(feature = "peers")]
+        #[cfg(feature = "peers-no-rocksdb")]
         peer if PEER_ENGINES.contains(&peer) => {
             let settings = peer_settings(spec)?;
             let name = peer.to_owned();
@@ -140,7 +140,7 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
                 Ok(Box::new(Shared(crate::peers::open_peer(&name, dir, &settings)?)) as Box<dyn Target>)
             }))
         }
-        #[cfg(not(feature = "peers"))]
+        #[cfg(not(feature = "peers-no-rocksdb"))]
         peer if PEER_ENGINES.contains(&peer) => Err(format!(
             "engine `{peer}` is a peer, built only with `cargo build --release -p sylva-cli --features peers` (see README)"
         )),
@@ -182,7 +182,7 @@ pub fn db_opener(spec: &EngineSpec) -> Result<Opener, String> {
 /// A peer's settings from its spec: `cache_bytes=N`, `sync=never|batch|always`, `batch_ops=N`,
 /// `batch_ms=N`, `lmdb_map_size=N` (defaults: `PeerSettings::default()`, documented in
 /// docs/benchmarking.md).
-#[cfg(feature = "peers")]
+#[cfg(feature = "peers-no-rocksdb")]
 fn peer_settings(spec: &EngineSpec) -> Result<crate::peers::PeerSettings, String> {
     use crate::peers::{PeerSettings, PeerSync};
     let mut s = PeerSettings::default();
@@ -411,7 +411,7 @@ mod tests {
         assert!(db_options(&EngineSpec::parse("db:sync=sometimes").expect("parse")).is_err());
     }
 
-    #[cfg(feature = "peers")]
+    #[cfg(feature = "peers-no-rocksdb")]
     #[test]
     fn db_and_the_peers_start_from_the_same_fair_settings() {
         use crate::peers::{PeerSettings, PeerSync};

@@ -8,7 +8,7 @@ mod bench;
 mod charts;
 mod encoding;
 mod engines;
-#[cfg(feature = "peers")]
+#[cfg(feature = "peers-no-rocksdb")]
 mod peers;
 mod suite;
 mod tools;

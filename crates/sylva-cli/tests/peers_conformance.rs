@@ -6,7 +6,7 @@
 //! `cargo test -p sylva-cli --features peers --release --test peers_conformance`.
 //! The adapters live in the `sylva` binary, which integration tests cannot link to, so this file
 //! compiles the same module from its source.
-#![cfg(feature = "peers")]
+#![cfg(feature = "peers-no-rocksdb")]
 #![allow(clippy::unwrap_used)]
 
 #[allow(dead_code)]
@@ -115,6 +115,7 @@ impl Subject for Peer {
     }
 }
 
+#[cfg(feature = "peers")]
 conformance_tests!(rocksdb, Peer::new("rocksdb"));
 conformance_tests!(lmdb, Peer::new("lmdb"));
 conformance_tests!(redb, Peer::new("redb"));

@@ -26,6 +26,7 @@ mod fjall;
 mod group;
 mod lmdb;
 mod redb;
+#[cfg(feature = "peers")]
 mod rocksdb;
 mod sled;
 
@@ -40,6 +41,7 @@ use sylva::{Error, KvStore, Limits, Visitor};
 pub use self::fjall::FjallPeer;
 pub use self::lmdb::LmdbPeer;
 pub use self::redb::RedbPeer;
+#[cfg(feature = "peers")]
 pub use self::rocksdb::RocksDbPeer;
 pub use self::sled::SledPeer;
 
@@ -111,7 +113,16 @@ pub fn open_peer(
     settings: &PeerSettings,
 ) -> Result<Box<dyn KvStore>, String> {
     let opened: sylva::Result<Box<dyn KvStore>> = match name {
+        #[cfg(feature = "peers")]
         "rocksdb" => RocksDbPeer::open(dir, settings).map(|s| Box::new(s) as _),
+        #[cfg(not(feature = "peers"))]
+        "rocksdb" => {
+            return Err(
+                "rocksdb is not in this build: build with --features peers (RocksDB's bundled \
+                 C++ build), not peers-no-rocksdb"
+                    .into(),
+            )
+        }
         "lmdb" => LmdbPeer::open(dir, settings).map(|s| Box::new(s) as _),
         "redb" => RedbPeer::open(dir, settings).map(|s| Box::new(s) as _),
         "fjall" => FjallPeer::open(dir, settings).map(|s| Box::new(s) as _),

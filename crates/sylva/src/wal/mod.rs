@@ -229,6 +229,17 @@ impl Wal {
         Ok(lsn)
     }
 
+    /// Every byte of the underlying file (tests that copy a database's state).
+    #[cfg(test)]
+    pub(crate) fn io_contents(&self) -> Vec<u8> {
+        let len = self.io.file_len().unwrap_or(0) as usize;
+        let mut bytes = vec![0u8; len];
+        if self.io.read_at(&mut bytes, 0).is_err() {
+            bytes.clear();
+        }
+        bytes
+    }
+
     /// Makes every record appended so far durable.
     pub fn sync(&self) -> Result<()> {
         let last = self.state.lock().next_lsn.saturating_sub(1);

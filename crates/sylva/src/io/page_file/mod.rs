@@ -504,6 +504,17 @@ impl PageFile {
         Ok(())
     }
 
+    /// Every byte of the underlying file (tests that copy a database's state).
+    #[cfg(test)]
+    pub(crate) fn io_contents(&self) -> Vec<u8> {
+        let len = self.io.file_len().unwrap_or(0) as usize;
+        let mut bytes = vec![0u8; len];
+        if self.io.read_at(&mut bytes, 0).is_err() {
+            bytes.clear();
+        }
+        bytes
+    }
+
     /// Whether page `id` is on the free list or holds the free list itself.
     pub fn is_free(&self, id: u64) -> bool {
         let st = self.state.lock();
