@@ -233,6 +233,16 @@ fn reader(
     seen
 }
 
+/// What the threads share.
+struct Shared {
+    db: Db,
+    /// Writes so far (a cursor's life is measured in them).
+    writes: AtomicU64,
+    /// Writes and records read: the watchdog's measure of progress.
+    progress: AtomicU64,
+    writers_running: AtomicUsize,
+}
+
 /// What a thread returns.
 enum Done {
     Writer(BTreeMap<u64, Vec<u8>>),
@@ -256,37 +266,34 @@ fn cursors_stay_ordered_and_complete_while_writers_split_and_merge_leaves() {
         db.put(&ordered_key(2 * i), &stable_value(2 * i))
             .expect("loading stable keys");
     }
-    let db = Arc::new(db);
-    let writes = Arc::new(AtomicU64::new(0));
-    let progress = Arc::new(AtomicU64::new(0));
-    let writers_running = Arc::new(AtomicUsize::new(WRITERS as usize));
+    let shared = Arc::new(Shared {
+        db,
+        writes: AtomicU64::new(0),
+        progress: AtomicU64::new(0),
+        writers_running: AtomicUsize::new(WRITERS as usize),
+    });
     let mut threads = Vec::new();
     for r in 0..READERS {
-        let (db, writes, progress, running) = (
-            db.clone(),
-            writes.clone(),
-            progress.clone(),
-            writers_running.clone(),
-        );
+        let s = shared.clone();
         threads.push(std::thread::spawn(move || {
-            Done::Reader(reader(&db, r, &writes, &progress, &running))
+            Done::Reader(reader(&s.db, r, &s.writes, &s.progress, &s.writers_running))
         }));
     }
     for w in 0..WRITERS {
-        let (db, writes, progress, running) = (
-            db.clone(),
-            writes.clone(),
-            progress.clone(),
-            writers_running.clone(),
-        );
+        let s = shared.clone();
         threads.push(std::thread::spawn(move || {
             // Count the writer out even if it panics, or the readers would go on forever.
-            let _done = WriterDone(&running);
-            Done::Writer(writer(&db, w, &writes, &progress))
+            let _done = WriterDone(&s.writers_running);
+            Done::Writer(writer(&s.db, w, &s.writes, &s.progress))
         }));
     }
     let (mut models, mut seen) = (Vec::new(), Vec::new());
-    for done in join_watching(threads, &progress, Duration::from_secs(20), "db_cursors") {
+    for done in join_watching(
+        threads,
+        &shared.progress,
+        Duration::from_secs(20),
+        "db_cursors",
+    ) {
         match done {
             Done::Writer(m) => models.push(m),
             Done::Reader(s) => seen.push(s),
@@ -299,7 +306,8 @@ fn cursors_stay_ordered_and_complete_while_writers_split_and_merge_leaves() {
     for m in &models {
         want.extend(m.iter().map(|(n, v)| (ordered_key(*n), v.clone())));
     }
-    let got = contents(&db).expect("full scan");
+    let db = &shared.db;
+    let got = contents(db).expect("full scan");
     assert!(
         got == want,
         "after the threads: {}",
@@ -317,7 +325,7 @@ fn cursors_stay_ordered_and_complete_while_writers_split_and_merge_leaves() {
         total(|s| s.reverse),
         total(|s| s.sought),
         total(|s| s.records),
-        writes.load(Ordering::Relaxed)
+        shared.writes.load(Ordering::Relaxed)
     );
     assert!(
         longest >= 200,
@@ -325,8 +333,9 @@ fn cursors_stay_ordered_and_complete_while_writers_split_and_merge_leaves() {
          during splits and merges"
     );
     assert!(total(|s| s.reverse) > 0 && total(|s| s.sought) > 0);
-    Arc::try_unwrap(db)
+    Arc::try_unwrap(shared)
         .unwrap_or_else(|_| panic!("the threads are done"))
+        .db
         .close()
         .expect("close");
 }

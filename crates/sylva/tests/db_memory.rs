@@ -22,8 +22,9 @@
 //! leaf copies, the allocator's arenas, the page file's free set and the test's own short-lived
 //! vectors. A pool that did not return evicted frames would reach the file's ~26 MiB and fail.
 //!
-//! A larger run (2,000,000 records, a 32 MiB pool):
-//! `cargo test -p sylva --release --test db_memory -- --ignored --nocapture`.
+//! A larger run (2,000,000 records, 213 MiB raw, a 32 MiB pool; about 5 minutes):
+//! `cargo test -p sylva --release --test db_memory -- --ignored --nocapture`. Measured: a peak
+//! growth of 34.9 MiB, the pool's 32 MiB plus 2.9 MiB.
 
 mod db_common;
 
