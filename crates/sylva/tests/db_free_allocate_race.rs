@@ -22,7 +22,8 @@
 //! `BTree::descend` reads a child id optimistically and calls the child's `read_lock` *before*
 //! validating the parent; in memory a garbage id costs nothing, but the pool's `read_lock` loads
 //! a non-resident page from the file, and the load of a garbage id fails with a real error
-//! instead of the restart that validating the parent would have given. Rounds:
+//! instead of the restart that validating the parent would have given. Fixed: `descend` now
+//! validates the parent before it read-locks the child (and again after). Rounds:
 //! `SYLVA_RACE_ROUNDS` (default 4); to hunt it, run
 //! `SYLVA_RACE_ROUNDS=400 cargo test -p sylva --test db_free_allocate_race` in two shells at once.
 

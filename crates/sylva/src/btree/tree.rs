@@ -230,6 +230,11 @@ impl<S: NodeStore> BTree<S> {
         let meta = checked(pl, pv, Slotted::new(self.meta, self.page(self.meta)?))?;
         let mut id = meta.upper_child();
         loop {
+            // The child id was read optimistically: validate the parent before touching the
+            // child (a paged store loads a page on read_lock, and a torn id must restart, not
+            // become a read of a page that does not exist), and again after, as lock coupling
+            // requires.
+            pl.validate(pv)?;
             let l = self.latch(id)?;
             let v = l.read_lock()?;
             pl.validate(pv)?;
