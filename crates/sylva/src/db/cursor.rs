@@ -69,6 +69,18 @@ impl<'db> Cursor<'db> {
         self.done = false;
         self.leaf.clear();
         self.pos = 0;
+        // A key outside the range starts at the range's own end, not leaves away from it.
+        let key = if self.reverse {
+            match &self.upper {
+                Bound::Included(u) | Bound::Excluded(u) if key > u.as_slice() => u.as_slice(),
+                _ => key,
+            }
+        } else {
+            match &self.lower {
+                Bound::Included(l) | Bound::Excluded(l) if key < l.as_slice() => l.as_slice(),
+                _ => key,
+            }
+        };
         self.start = Some(key.to_vec());
     }
 
