@@ -257,8 +257,8 @@ fn no_lost_updates<L: Leaf<u64, u64> + 'static>(tree: BpTree<u64, u64, L>) {
                     for seq in 1..=OPS {
                         // Skewed: a quarter of the operations go to the 16 hottest keys.
                         let r = rng.next();
-                        let k = if r % 4 == 0 { r % 16 } else { r % KEYS };
-                        if rng.next() % 2 == 0 {
+                        let k = if r.is_multiple_of(4) { r % 16 } else { r % KEYS };
+                        if rng.next().is_multiple_of(2) {
                             let v = tree.find(&k).expect("preloaded key");
                             let (w, s) = ((v >> 48) as usize, v & ((1 << 48) - 1));
                             assert!(w <= 2, "key {k}: value {v:#x} names no writer");
