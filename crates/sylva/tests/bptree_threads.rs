@@ -257,7 +257,11 @@ fn no_lost_updates<L: Leaf<u64, u64> + 'static>(tree: BpTree<u64, u64, L>) {
                     for seq in 1..=OPS {
                         // Skewed: a quarter of the operations go to the 16 hottest keys.
                         let r = rng.next();
-                        let k = if r.is_multiple_of(4) { r % 16 } else { r % KEYS };
+                        let k = if r.is_multiple_of(4) {
+                            r % 16
+                        } else {
+                            r % KEYS
+                        };
                         if rng.next().is_multiple_of(2) {
                             let v = tree.find(&k).expect("preloaded key");
                             let (w, s) = ((v >> 48) as usize, v & ((1 << 48) - 1));
