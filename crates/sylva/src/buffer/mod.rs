@@ -502,22 +502,27 @@ impl BufferPool {
         Ok(())
     }
 
+    /// The kind and LSN in the header of page `id` (locked by the caller), for writing it back.
+    fn frame_header(&self, id: u64) -> Result<(PageKind, u64)> {
+        // SAFETY: byte 6 of the frame is the header's kind; the caller holds the page's lock.
+        let kind_byte = unsafe { *self.frame(id).add(6).as_ptr() };
+        let kind = PageKind::from_u8(kind_byte).ok_or_else(|| Error::Corruption {
+            page: id,
+            detail: format!("frame has unknown page kind {kind_byte}"),
+        })?;
+        Ok((kind, self.page_lsn(id)))
+    }
+
     /// Writes page `id` (locked by the caller) to the file, after the log covering it.
     fn write_back(&self, id: u64) -> Result<()> {
-        // SAFETY: the caller holds the page's exclusive lock.
-        let frame = unsafe { self.frame_slice(id) };
-        let kind = PageKind::from_u8(frame[6]).ok_or_else(|| Error::Corruption {
-            page: id,
-            detail: format!("frame has unknown page kind {}", frame[6]),
-        })?;
-        let mut lsn = [0u8; 8];
-        lsn.copy_from_slice(&frame[16..24]);
-        let lsn = u64::from_le_bytes(lsn);
+        let (kind, lsn) = self.frame_header(id)?;
         if let Some(wal) = &self.wal {
             if lsn > 0 {
                 wal.sync_to(lsn)?;
             }
         }
+        // SAFETY: the caller holds the page's exclusive lock.
+        let frame = unsafe { self.frame_slice(id) };
         self.file.write_frame(id, frame, kind, lsn)?;
         self.writebacks.fetch_add(1, Ordering::Relaxed);
         Ok(())
@@ -569,15 +574,7 @@ impl BufferPool {
             let mut pages = Vec::with_capacity(run.len());
             let mut max_lsn = 0;
             for &id in run {
-                // SAFETY: the caller holds the page's lock.
-                let frame = unsafe { self.frame_slice(id) };
-                let kind = PageKind::from_u8(frame[6]).ok_or_else(|| Error::Corruption {
-                    page: id,
-                    detail: format!("frame has unknown page kind {}", frame[6]),
-                })?;
-                let mut lsn = [0u8; 8];
-                lsn.copy_from_slice(&frame[16..24]);
-                let lsn = u64::from_le_bytes(lsn);
+                let (kind, lsn) = self.frame_header(id)?;
                 max_lsn = max_lsn.max(lsn);
                 pages.push((kind, lsn));
             }
