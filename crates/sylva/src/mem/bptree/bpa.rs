@@ -465,12 +465,22 @@ where
         if self.heads == 0 {
             return;
         }
-        let mut b = self.block_of_bound(&from);
+        // Each log entry can hide at most one stored element, so `want + log_len` stored
+        // elements at or after `from` are enough. In the first block only those at or after
+        // `from` count: the scan skips the rest.
+        let first = self.block_of_bound(&from);
         let mut covered = 0usize;
         let enough = want.saturating_add(self.log_len);
+        let mut b = first;
         while b < self.heads && covered <= enough {
             self.sort_block(b);
-            covered += 1 + self.len_of(b);
+            let (s, n) = (self.block_start(b), self.len_of(b));
+            covered += if b == first {
+                let head = at_or_after(&self.keys[self.header_start() + b], &from);
+                usize::from(head) + n - lower_bound(&self.keys[s..s + n], &from)
+            } else {
+                1 + n
+            };
             b += 1;
         }
     }

@@ -64,6 +64,7 @@ fn iterate(bpa: &mut Bpa<u64, u64>, from: Bound<u64>, want: usize) -> Vec<(u64, 
     if want == 0 {
         return out;
     }
+    let mut prepared = false;
     loop {
         let from = cursor;
         let mut visit = |k, v| {
@@ -73,7 +74,16 @@ fn iterate(bpa: &mut Bpa<u64, u64>, from: Bound<u64>, want: usize) -> Vec<(u64, 
         };
         match bpa.iterate(from, &mut visit) {
             Scan::Stopped | Scan::Exhausted => return out,
-            Scan::NeedsSort => bpa.prepare_iterate(cursor, want - out.len()),
+            Scan::NeedsSort => {
+                // The contract the tree's scan loop relies on to end: after prepare_iterate the
+                // next iterate delivers what was asked for without another sort.
+                assert!(
+                    !prepared,
+                    "NeedsSort again after prepare_iterate from {from:?}"
+                );
+                bpa.prepare_iterate(cursor, want - out.len());
+                prepared = true;
+            }
         }
     }
 }
