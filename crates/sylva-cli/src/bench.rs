@@ -6,12 +6,12 @@ use std::path::PathBuf;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ycsb::dist::Distribution;
-use ycsb::keys::KeySet;
+use ycsb::keys::{KeyGen, KeySet};
 use ycsb::memory::{release_free_memory, rss_bytes};
 use ycsb::report::{summary_table, write_json, RunRecord};
 use ycsb::runner::run_phase;
 use ycsb::trace::{ScanEndAs, TraceReader};
-use ycsb::workload::{generate, GenerateParams, Workload, WorkloadSpec};
+use ycsb::workload::{generate, GenerateParams, OpStream, Workload, WorkloadSpec};
 
 use crate::engines::{opener, EngineSpec, Opener, DEFAULT_ENGINE};
 
@@ -71,16 +71,28 @@ pub struct BenchArgs {
     /// Scales every size of `--suite` (records and operations), e.g. 0.01 for a quick check.
     #[arg(long, default_value_t = 1.0)]
     pub(crate) scale: f64,
+    /// Age each store before its run phase: after the load, replay `--ops` operations of YCSB A
+    /// (half reads, half updates, zipfian, measured and reported as the phase `age`), then run the
+    /// workload on the same store. Standard YCSB starts every run from a freshly loaded store
+    /// (the default); an aged LSM store holds several versions of the updated keys, which its
+    /// scans must skip. The workload's label gets ` aged`.
+    #[arg(long)]
+    pub(crate) aged: bool,
 }
 
 struct Prepared {
     workload: Workload,
     label: String,
+    /// The aging phase of `--aged` (empty without it); its key ids index `workload.arena`.
+    age: OpStream,
 }
 
 fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
     let mut spec = WorkloadSpec::named(&args.workload).map_err(|e| e.to_string())?;
     if !args.trace.is_empty() {
+        if args.aged {
+            return Err("--aged needs a generated workload, not --trace files".into());
+        }
         if args.trace.len() > 2 {
             return Err(
                 "give at most two --trace files: the load phase, then the run phase".into(),
@@ -106,6 +118,7 @@ fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
                 run,
             },
             label: "trace".into(),
+            age: OpStream::new(),
         });
     }
     if args.records == 0 {
@@ -135,10 +148,42 @@ fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
         seed: args.seed,
     };
     let workload = generate(&params, &keys).map_err(|e| e.to_string())?;
+    let (age, label) = if args.aged {
+        (
+            aging_ops(&params, &keys, &workload)?,
+            format!("{} aged", args.workload),
+        )
+    } else {
+        (OpStream::new(), args.workload.clone())
+    };
     Ok(Prepared {
         workload,
-        label: args.workload.clone(),
+        label,
+        age,
     })
+}
+
+/// The aging phase of `--aged`: the run phase of YCSB A (zipfian) over the same records, with its
+/// own seed. A has no inserts, so its key ids are the loaded records', which are the same ids in
+/// `workload.arena` (both arenas start with the records' keys from the same key generator).
+fn aging_ops(
+    params: &GenerateParams,
+    keys: &KeyGen,
+    workload: &Workload,
+) -> Result<OpStream, String> {
+    let age_params = GenerateParams {
+        spec: WorkloadSpec::named("a").map_err(|e| e.to_string())?,
+        dist: Distribution::Zipfian,
+        records: params.records,
+        ops: params.ops,
+        seed: params.seed ^ 0xa9ed,
+    };
+    let aging = generate(&age_params, keys).map_err(|e| e.to_string())?;
+    debug_assert!(aging
+        .run
+        .iter()
+        .all(|op| aging.arena.get(op.key) == workload.arena.get(op.key)));
+    Ok(aging.run)
 }
 
 fn progress_bar(len: usize, message: String) -> ProgressBar {
@@ -203,7 +248,11 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
         })
         .collect::<Result<_, String>>()?;
 
-    let Prepared { workload, label } = prepare(args)?;
+    let Prepared {
+        workload,
+        label,
+        age,
+    } = prepare(args)?;
     let (_temp_dir, base) = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)
@@ -235,6 +284,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
 
             let phases = [
                 ("load", &workload.load, 0u64),
+                ("age", &age, 1u64 << 47),
                 ("run", &workload.run, 1u64 << 48),
             ];
             for (phase, ops, seq_base) in phases {
@@ -253,7 +303,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
                 )
                 .map_err(|e| format!("{} {phase}: {e}", spec.text))?;
                 pb.finish_and_clear();
-                if phase == "load" {
+                if phase != "run" {
                     target
                         .sync()
                         .map_err(|e| format!("{} sync after load: {e}", spec.text))?;

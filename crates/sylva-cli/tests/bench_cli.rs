@@ -66,6 +66,63 @@ fn two_engines_print_a_table_write_json_and_agree() {
 }
 
 #[test]
+fn aged_runs_age_each_store_with_ycsb_a_first_and_are_labelled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("aged.json");
+    fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        let mut a = vec![
+            "bench",
+            "--engine",
+            "btreemap",
+            "--engine",
+            "db",
+            "--workload",
+            "e",
+            "--records",
+            "5000",
+            "--ops",
+            "3000",
+        ];
+        a.extend_from_slice(extra);
+        a
+    }
+    let o = sylva(&args(&["--aged", "--json", out.to_str().expect("utf8")]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("workload e aged"));
+    let v = json(&out);
+    let runs = v["runs"].as_array().expect("runs");
+    let phases: Vec<&str> = runs
+        .iter()
+        .map(|r| r["phase"].as_str().expect("phase"))
+        .collect();
+    assert_eq!(phases, ["load", "age", "run", "load", "age", "run"]);
+    let sums = |phase: &str| -> Vec<u64> {
+        runs.iter()
+            .filter(|r| r["phase"] == phase)
+            .map(|r| r["checksum"].as_u64().expect("checksum"))
+            .collect()
+    };
+    for phase in ["age", "run"] {
+        let s = sums(phase);
+        assert_eq!(s[0], s[1], "{phase}: the engines disagree");
+    }
+    // Aging changes values, so the aged run reads other values than a fresh one.
+    let fresh = dir.path().join("fresh.json");
+    let o = sylva(&args(&["--json", fresh.to_str().expect("utf8")]));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let fresh_sum = json(&fresh)["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["phase"] == "run")
+        .map(|r| r["checksum"].as_u64().expect("checksum"));
+    assert_ne!(fresh_sum, Some(sums("run")[0]));
+    let o = sylva(&["bench", "--aged", "--trace", "no-such-file"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--aged"));
+}
+
+#[test]
 fn traces_replay_with_the_same_answers_as_generated_operations() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (load, run) = (dir.path().join("load.txt"), dir.path().join("run.txt"));
