@@ -69,8 +69,30 @@ pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// that comparing heads as integers orders keys whenever the heads differ.
 #[inline]
 pub fn head(key: &[u8]) -> u32 {
-    let mut b = [0u8; 4];
-    let n = key.len().min(4);
-    b[..n].copy_from_slice(&key[..n]);
-    u32::from_be_bytes(b)
+    if let Some(b) = key.first_chunk::<4>() {
+        return u32::from_be_bytes(*b);
+    }
+    // Shorter keys, byte by byte: a variable-length `copy_from_slice` here compiled to a call
+    // to libc's memcpy on every node of every descent (10% of a YCSB C profile).
+    key.iter()
+        .enumerate()
+        .fold(0, |h, (i, &b)| h | u32::from(b) << (24 - 8 * i))
+}
+
+#[cfg(test)]
+mod head_tests {
+    use super::head;
+
+    #[test]
+    fn heads_are_the_first_four_bytes_zero_padded_and_order_like_keys() {
+        assert_eq!(head(b""), 0);
+        assert_eq!(head(&[0x01]), 0x0100_0000);
+        assert_eq!(head(&[0x01, 0x02, 0x03]), 0x0102_0300);
+        assert_eq!(head(&[0x01, 0x02, 0x03, 0x04]), 0x0102_0304);
+        assert_eq!(head(&[0xff, 0x02, 0x03, 0x04, 0x05]), 0xff02_0304);
+        let keys: [&[u8]; 6] = [b"", b"\x00", b"a", b"ab", b"abcd", b"b"];
+        for w in keys.windows(2) {
+            assert!(head(w[0]) <= head(w[1]), "{w:?}");
+        }
+    }
 }
