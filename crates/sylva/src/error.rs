@@ -77,13 +77,13 @@ pub enum Error {
     },
 
     /// A sylva file written by a format version this build does not read.
-    #[error("{} has format version {found}; this build reads version {supported}", path.display())]
+    #[error("{} has format version {found}; this build reads versions up to {supported}", path.display())]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
         /// The version in the file.
         found: u32,
-        /// The version this build reads.
+        /// The newest version this build reads.
         supported: u32,
     },
 

@@ -28,7 +28,8 @@ pub mod page;
 pub mod wal;
 
 pub use db::{
-    Cursor, Db, DbOptions, DbStats, RecoveryReport, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS,
+    Cursor, Db, DbOptions, DbStats, RecoveryReport, WriteBatch, DATA_FILE, LOCK_FILE,
+    OPTION_KEYS as DB_OPTION_KEYS, WAL_FILE,
 };
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};

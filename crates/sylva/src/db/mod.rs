@@ -190,8 +190,10 @@ pub struct RecoveryReport {
     pub records_redone: u64,
     /// Bytes of torn or corrupt log tail cut off.
     pub cut_bytes: u64,
-    /// An intact record beyond the cut (under `SyncMode::Always` that is damage to acknowledged
-    /// data, not a torn tail).
+    /// File offset of an intact record beyond the cut. Recovery opens only when none of them
+    /// says the cut records had been synced (so they were never acknowledged as durable: the OS
+    /// wrote an unsynced flush back out of order before a power failure); otherwise it refuses
+    /// with `Error::Corruption`.
     pub intact_after_cut: Option<u64>,
     /// A write batch whose page records were cut short was applied again from its log record.
     pub batch_reapplied: bool,

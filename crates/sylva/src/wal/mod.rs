@@ -23,11 +23,16 @@
 //! **Recovery** ([`Wal::open`]) reads records from the header on while each is intact and has the
 //! next LSN; the first that is not ends the log, and everything from it on is cut off and
 //! reported in [`Recovered::cut_bytes`]. That is a torn tail after a crash mid-write. Recovery
-//! also looks beyond the cut for an intact record with a later LSN and reports it in
-//! [`Recovered::intact_after_cut`]: under `Batch` or `Never` that is expected (the OS may write
-//! pages back out of order, and unsynced records were never acknowledged), while under `Always` it
-//! means damage inside acknowledged records, which the caller should report loudly. Recovery
-//! itself never needs a human: the log that remains is always a valid prefix.
+//! also looks beyond the cut for intact records with later LSNs and reports the first in
+//! [`Recovered::intact_after_cut`]. That is expected after a power failure in any mode: the OS
+//! may write a flush's pages back out of order, and records not yet synced were never
+//! acknowledged as durable. It is damage to acknowledged records only if the hole had been
+//! synced, and each record says how far the log was synced when it was appended (the synced gap
+//! of [`record`]'s frame), so an intact record beyond the cut that claims the hole's LSN was
+//! durable sets [`Recovered::hole_was_synced`]. What this cannot see: damage inside the last
+//! synced flush when nothing was appended after it (no later record makes the claim); that cut
+//! is reported like a torn tail. Recovery itself never needs a human: the log that remains is
+//! always a valid prefix.
 
 pub mod record;
 
@@ -39,7 +44,8 @@ use parking_lot::{Condvar, Mutex};
 use crate::error::{Error, Result};
 use crate::io::Io;
 use record::{
-    decode_header, decode_record, encode_header, encode_record, Header, HEADER_LEN, VERSION,
+    decode_header, decode_record, encode_header, encode_record, Header, HEADER_LEN, OLDEST_VERSION,
+    VERSION,
 };
 
 /// When appended records become durable.
@@ -70,6 +76,9 @@ struct State {
     write_offset: u64,
     /// Every record with an LSN below this is durable.
     durable_below: u64,
+    /// The file's format version, which appended records follow (a version 1 log is appended
+    /// to as version 1 until a truncation rewrites its header).
+    version: u32,
     /// A leader is writing; others wait.
     flushing: bool,
     /// Records appended since the last sync, and when it was.
@@ -86,6 +95,10 @@ pub struct Recovered {
     pub cut_bytes: u64,
     /// File offset of an intact record with a later LSN found beyond the cut, if any.
     pub intact_after_cut: Option<u64>,
+    /// An intact record beyond the cut says the cut's first LSN had been synced: the damage lost
+    /// durable records (a version 1 log, whose records make no claim, counts any intact record
+    /// beyond the cut).
+    pub hole_was_synced: bool,
 }
 
 /// The write-ahead log over one file.
@@ -105,11 +118,11 @@ impl Wal {
         Self::open_with(io, mode, min_next_lsn, false)
     }
 
-    /// Like [`Wal::open`], but a log with an intact record beyond the cut (damage inside the
-    /// log rather than a torn tail) is refused with [`Error::Corruption`] and left as it is, and
-    /// so is a log whose first LSN is above `min_next_lsn` (it no longer reaches back to the
-    /// checkpoint the caller recovers from). The database opens its log this way: it cannot
-    /// tell an unsynced tail from acknowledged records, so it does not guess.
+    /// Like [`Wal::open`], but a log whose damage lost synced records
+    /// ([`Recovered::hole_was_synced`]) is refused with [`Error::Corruption`] and left as it is,
+    /// and so is a log whose first LSN is above `min_next_lsn` (it no longer reaches back to the
+    /// checkpoint the caller recovers from). The database opens its log this way; a hole in
+    /// records that were never synced is cut like a torn tail.
     pub fn open_strict(io: Box<dyn Io>, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
         Self::open_with(io, SyncMode::Never, min_next_lsn, true)
     }
@@ -128,7 +141,9 @@ impl Wal {
                 records: Vec::new(),
                 end: HEADER_LEN,
                 start_lsn: min_next_lsn,
+                version: VERSION,
                 intact_after_cut: None,
+                hole_was_synced: false,
             }
         } else {
             recover(&*io, len, min_next_lsn)?
@@ -137,17 +152,19 @@ impl Wal {
             records,
             end,
             start_lsn,
+            version,
             intact_after_cut,
+            hole_was_synced,
         } = scan;
         let cut_bytes = len.max(HEADER_LEN) - end;
         if strict {
             let path = io.path().display().to_string();
-            if let Some(at) = intact_after_cut {
+            if let Some(at) = intact_after_cut.filter(|_| hole_was_synced) {
                 return Err(Error::Corruption {
                     page: 0,
                     detail: format!(
-                        "the log {path} is damaged at offset {end}, but intact records follow at offset {at}: \
-                         records the database may have acknowledged are unreadable; the log is left as it is"
+                        "the log {path} is damaged at offset {end}, and an intact record at offset {at} says the damaged \
+                         records had been synced: acknowledged records are unreadable; the log is left as it is"
                     ),
                 });
             }
@@ -164,16 +181,28 @@ impl Wal {
         if cut_bytes > 0 {
             io.set_file_len(end)?;
             io.sync()?;
+        } else if !records.is_empty() {
+            // Records a crashed process left in the page cache may not be on disk yet; the
+            // records appended from now on claim that these are (see `State::durable_below`).
+            io.sync()?;
         }
         let next_lsn = records
             .last()
             .map_or(start_lsn, |(lsn, _)| lsn + 1)
             .max(min_next_lsn);
+        let mut version = version;
+        if version != VERSION && records.is_empty() {
+            // An older log with no records: start it over in the current format.
+            io.write_at(&encode_header(next_lsn), 0)?;
+            io.sync()?;
+            version = VERSION;
+        }
         let state = State {
             buf: Vec::with_capacity(WRITE_BEHIND),
             next_lsn,
             write_offset: end,
             durable_below: next_lsn,
+            version,
             flushing: false,
             since_sync: 0,
             last_sync: Instant::now(),
@@ -191,6 +220,7 @@ impl Wal {
                 records,
                 cut_bytes,
                 intact_after_cut,
+                hole_was_synced,
             },
         ))
     }
@@ -210,7 +240,8 @@ impl Wal {
         let mut st = self.state.lock();
         let lsn = st.next_lsn;
         st.next_lsn += 1;
-        encode_record(&mut st.buf, lsn, payload);
+        let (version, synced_below) = (st.version, st.durable_below);
+        encode_record(&mut st.buf, version, lsn, synced_below, payload);
         st.since_sync += 1;
         let need_sync = match self.mode {
             SyncMode::Always => true,
@@ -286,6 +317,7 @@ impl Wal {
             return Err(e);
         }
         st.write_offset = HEADER_LEN;
+        st.version = VERSION;
         Ok(())
     }
 
@@ -355,7 +387,9 @@ struct Scan {
     /// Offset just past the last intact record.
     end: u64,
     start_lsn: u64,
+    version: u32,
     intact_after_cut: Option<u64>,
+    hole_was_synced: bool,
 }
 
 fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
@@ -369,8 +403,8 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
     }
     let mut header = [0u8; HEADER_LEN as usize];
     io.read_at(&mut header, 0)?;
-    let start_lsn = match decode_header(&header) {
-        Header::Valid { start_lsn } => start_lsn,
+    let (start_lsn, version) = match decode_header(&header) {
+        Header::Valid { start_lsn, version } => (start_lsn, version),
         Header::WrongMagic => {
             return Err(Error::NotSylva {
                 path,
@@ -389,7 +423,7 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
         Header::BadChecksum if len == HEADER_LEN => {
             io.write_at(&encode_header(min_next_lsn), 0)?;
             io.sync()?;
-            min_next_lsn
+            (min_next_lsn, VERSION)
         }
         Header::BadChecksum => {
             return Err(Error::Corruption {
@@ -411,23 +445,38 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
     let mut at = 0usize;
     let mut expect = start_lsn;
     while at < body.len() {
-        match decode_record(&body[at..]) {
-            Some((lsn, payload, size)) if lsn == expect => {
-                records.push((lsn, payload.to_vec()));
-                at += size;
+        match decode_record(&body[at..], version) {
+            Some(r) if r.lsn == expect => {
+                records.push((r.lsn, r.payload.to_vec()));
+                at += r.size;
                 expect += 1;
             }
             _ => break,
         }
     }
-    let intact_after_cut = (at + 1..body.len())
-        .find(|&q| decode_record(&body[q..]).is_some_and(|(lsn, _, _)| lsn >= expect))
-        .map(|q| HEADER_LEN + q as u64);
+    // Beyond the cut: intact records with later LSNs, and whether one of them says the first
+    // missing LSN (`expect`) had been synced.
+    let mut intact_after_cut = None;
+    let mut hole_was_synced = false;
+    let mut q = at + 1;
+    while q < body.len() && !hole_was_synced {
+        match decode_record(&body[q..], version) {
+            Some(r) if r.lsn >= expect => {
+                intact_after_cut.get_or_insert(HEADER_LEN + q as u64);
+                hole_was_synced = r.synced_below.is_none_or(|s| s > expect);
+                q += r.size;
+            }
+            _ => q += 1,
+        }
+    }
+    debug_assert!(version >= OLDEST_VERSION);
     Ok(Scan {
         records,
         end: HEADER_LEN + at as u64,
         start_lsn,
+        version,
         intact_after_cut,
+        hole_was_synced,
     })
 }
 

@@ -149,6 +149,118 @@ fn damage_in_the_middle_keeps_the_prefix_and_reports_intact_records_beyond() {
     );
 }
 
+/// Writes records 1..=10 under `mode`, with an explicit sync after record `sync_after` (0: none);
+/// returns the file offset of each record and one past the last.
+fn ten_records(path: &Path, mode: SyncMode, sync_after: u64) -> Vec<u64> {
+    let (wal, _) = open(path, mode);
+    let mut offsets = vec![wal.bytes()];
+    for n in 1..=10 {
+        wal.append(&payload(n)).expect("append");
+        if n == sync_after {
+            wal.sync().expect("sync");
+        }
+        offsets.push(wal.bytes());
+    }
+    // Dropped without a final sync: under `Never` records after `sync_after` were never synced
+    // (they reach the file only because the buffer is written on drop or when it fills).
+    wal.sync().ok();
+    offsets
+}
+
+fn damage_record(path: &Path, offsets: &[u64], lsn: u64) -> Vec<u8> {
+    let mut bytes = std::fs::read(path).expect("read");
+    bytes[offsets[lsn as usize - 1] as usize + record::FRAME_LEN] ^= 0x40;
+    std::fs::write(path, &bytes).expect("write");
+    bytes
+}
+
+fn open_strict(path: &Path) -> Result<(Wal, Recovered)> {
+    Wal::open_strict(Box::new(FileIo::open(path, true).expect("open file")), 1)
+}
+
+#[test]
+fn a_hole_in_synced_records_is_refused_and_one_in_an_unsynced_tail_is_cut() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // `Always`: record 6 was appended after record 5 was synced, and says so.
+    let path = dir.path().join("always");
+    let offsets = ten_records(&path, SyncMode::Always, 0);
+    let damaged = damage_record(&path, &offsets, 5);
+    let err = open_strict(&path)
+        .err()
+        .expect("a synced hole must be refused");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert_eq!(
+        std::fs::read(&path).expect("read"),
+        damaged,
+        "left as it is"
+    );
+
+    // `Never`, synced after record 3: a hole at 5 lies in records never synced, so it is cut
+    // like a torn tail (the OS may write a flush's pages out of order before a power failure).
+    let path = dir.path().join("never-tail");
+    let offsets = ten_records(&path, SyncMode::Never, 3);
+    damage_record(&path, &offsets, 5);
+    let (_, rec) = open_strict(&path).expect("an unsynced hole is cut");
+    assert_eq!(lsns(&rec), vec![1, 2, 3, 4]);
+    assert_eq!(rec.intact_after_cut, Some(offsets[5]));
+    assert!(!rec.hole_was_synced);
+    assert_eq!(
+        std::fs::metadata(&path).expect("stat").len(),
+        offsets[4],
+        "cut at the hole"
+    );
+
+    // The same log with the hole at 2, inside the synced part: records 4 on say 1..=3 were durable.
+    let path = dir.path().join("never-synced");
+    let offsets = ten_records(&path, SyncMode::Never, 3);
+    damage_record(&path, &offsets, 2);
+    let err = open_strict(&path)
+        .err()
+        .expect("a synced hole must be refused");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+}
+
+#[test]
+fn a_version_1_log_is_read_appended_to_and_becomes_version_2_at_truncation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let mut bytes = Vec::new();
+    let mut header = record::encode_header(1);
+    header[8] = 1;
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&header[0..12]), &header[16..32]);
+    header[12..16].copy_from_slice(&crc.to_le_bytes());
+    bytes.extend_from_slice(&header);
+    for lsn in 1..=3 {
+        record::encode_record(&mut bytes, 1, lsn, 0, &payload(lsn));
+    }
+    std::fs::write(&path, &bytes).expect("write");
+    let (wal, rec) = open(&path, SyncMode::Always);
+    assert_eq!(lsns(&rec), vec![1, 2, 3]);
+    wal.append(&payload(4)).expect("append");
+    drop(wal);
+    let (wal, rec) = open(&path, SyncMode::Always);
+    assert_eq!(
+        lsns(&rec),
+        vec![1, 2, 3, 4],
+        "appended in the file's own format"
+    );
+    assert_eq!(rec.records[3].1, payload(4));
+    wal.truncate().expect("truncate");
+    wal.append(&payload(5)).expect("append");
+    drop(wal);
+    let on_disk = std::fs::read(&path).expect("read");
+    assert_eq!(on_disk[8], 2, "the rewritten header is version 2");
+    let (_, rec) = open(&path, SyncMode::Always);
+    assert_eq!(lsns(&rec), vec![5]);
+
+    // A version 1 log makes no claims, so any hole before intact records is refused.
+    let mut bytes = bytes.clone();
+    bytes[HEADER_LEN as usize + record::FRAME_LEN_V1] ^= 1;
+    std::fs::write(&path, &bytes).expect("write");
+    let err = open_strict(&path).err().expect("refused");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+}
+
 #[test]
 fn concurrent_committers_share_fsyncs() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -322,7 +434,7 @@ fn foreign_and_future_files_are_refused_clearly() {
             err,
             Error::UnsupportedVersion {
                 found: 9,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),
