@@ -193,6 +193,9 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
             if let Some(d) = &base.dir {
                 argv.extend(["--dir".into(), d.display().to_string()]);
             }
+            if base.aged {
+                argv.push("--aged".into());
+            }
             eprintln!("suite: {}", argv.join(" "));
             let args = parse_args(&argv)?;
             let records = measure(&args)?;
