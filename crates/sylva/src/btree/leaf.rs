@@ -546,3 +546,7 @@ fn partition_point(page_size: usize, lower: &[u8], recs: &Records) -> Option<(us
     // The separator must leave `b` on the right.
     (sep.len() < b.len()).then(|| (run, sep.to_vec()))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

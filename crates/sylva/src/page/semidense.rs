@@ -471,9 +471,13 @@ impl<'a> SemiDenseMut<'a> {
         let Some(old) = v.value(i)? else {
             return Ok(false);
         };
-        let (count, used) = (v.count(), v.heap_used() - record_len(old.len()));
+        // Saturating: a damaged page must not make this panic (the check reports it).
+        let (count, used) = (
+            v.count().saturating_sub(1),
+            v.heap_used().saturating_sub(record_len(old.len())),
+        );
         wr16(self.b, HEADER_LEN + SLOT_LEN * i, 0);
-        wr16(self.b, off::COUNT, count - 1);
+        wr16(self.b, off::COUNT, count);
         wr32(self.b, off::HEAP_USED, used as u32);
         Ok(true)
     }
