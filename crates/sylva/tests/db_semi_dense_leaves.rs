@@ -37,7 +37,7 @@ fn scattered(i: u32, n: u32) -> u32 {
 
 fn value(k: u32, round: u32) -> Vec<u8> {
     // Mostly 8 bytes; every 5th key a longer value (semi-dense leaves take any length).
-    let len = if k % 5 == 0 { 8 + (k % 17) as usize } else { 8 };
+    let len = if k.is_multiple_of(5) { 8 + (k % 17) as usize } else { 8 };
     let mut v = vec![round as u8; len];
     v[..4].copy_from_slice(&k.to_le_bytes());
     v
@@ -97,7 +97,7 @@ fn semi_dense_leaves_survive_close_reopen_and_crash_recovery() {
     // (merges), inserts that convert and split leaves; then a crash.
     for i in 0..n / 2 {
         let k = scattered(i, n);
-        if k % 3 == 0 {
+        if k.is_multiple_of(3) {
             db.delete(&k.to_be_bytes()).unwrap();
             model.remove(&k.to_be_bytes()[..]);
         } else {
