@@ -37,7 +37,11 @@ fn scattered(i: u32, n: u32) -> u32 {
 
 fn value(k: u32, round: u32) -> Vec<u8> {
     // Mostly 8 bytes; every 5th key a longer value (semi-dense leaves take any length).
-    let len = if k.is_multiple_of(5) { 8 + (k % 17) as usize } else { 8 };
+    let len = if k.is_multiple_of(5) {
+        8 + (k % 17) as usize
+    } else {
+        8
+    };
     let mut v = vec![round as u8; len];
     v[..4].copy_from_slice(&k.to_le_bytes());
     v
