@@ -213,6 +213,7 @@ impl<S: NodeStore> BTree<S> {
         let counter = op_counter(page);
         let mut recs = Records::default();
         collect(id, page, &mut recs)?;
+        let n = recs.len();
         let pending = Some((key, value_len));
         if page[0] == KIND_DENSE_LEAF {
             let d = Dense::new(id, page)?;
@@ -272,34 +273,18 @@ impl<S: NodeStore> BTree<S> {
                     separator,
                 });
             }
-            // Not a dense split: back to the default kind in place if it fits.
+        }
+        if page[0] == KIND_DENSE_LEAF || page[0] == KIND_SEMI_DENSE_LEAF {
+            // Not a dense split: back to the default kind in place if it fits (a semi-dense leaf
+            // only if the pending record fits too; else a split, whose halves may stay
+            // semi-dense).
             let mut page2 = vec![0u8; ps];
-            if self.build_default_leaf(
-                &mut page2,
-                &lower,
-                upper.as_deref(),
-                &recs,
-                0..recs.len(),
-                counter,
-            ) {
-                return Ok(LeafPlan::InPlace(page2));
-            }
-        } else if page[0] == KIND_SEMI_DENSE_LEAF {
-            // It cannot take the record: a comparison leaf in place if that holds every record
-            // and the pending one, else a split.
-            let mut page2 = vec![0u8; ps];
-            if self.build_default_leaf(
-                &mut page2,
-                &lower,
-                upper.as_deref(),
-                &recs,
-                0..recs.len(),
-                counter,
-            ) && has_room(id, &page2, key, value_len)
+            if self.build_default_leaf(&mut page2, &lower, upper.as_deref(), &recs, 0..n, counter)
+                && (page[0] == KIND_DENSE_LEAF || has_room(id, &page2, key, value_len))
             {
                 return Ok(LeafPlan::InPlace(page2));
             }
-        } else if (self.dense || self.semidense) && recs.len() > 0 {
+        } else if (self.dense || self.semidense) && n > 0 {
             // Conversion to a dense leaf in place, when everything (the pending record too)
             // fits one.
             let mut out = vec![0u8; ps];
@@ -315,7 +300,6 @@ impl<S: NodeStore> BTree<S> {
                 return Ok(LeafPlan::InPlace(out));
             }
         }
-        let n = recs.len();
         if n < 2 {
             return Err(corrupt(id, "leaf with fewer than two records cannot split"));
         }

@@ -178,39 +178,43 @@ fn visit_snapshot(
     let more = leaf_upper(id, page)?.is_some();
     if page[0] == KIND_SEMI_DENSE_LEAF {
         let s = SemiDense::new(id, page)?;
-        for i in s.lower_bound(from)..s.slots() {
-            let Some(value) = s.value(i)? else {
-                continue;
-            };
-            key.clear();
-            s.key_into(i, key);
-            if end.is_some_and(|end| key.as_slice() >= end) {
-                return Ok((more, true));
+        let slot = |i, key: &mut Vec<u8>| {
+            let value = s.value(i)?;
+            if value.is_some() {
+                s.key_into(i, key);
             }
-            *n += 1;
-            if !visitor(key, value) || *n >= limit {
-                return Ok((more, true));
-            }
-        }
-        return Ok((more, false));
+            Ok(value)
+        };
+        let done = visit_slots(
+            s.lower_bound(from)..s.slots(),
+            slot,
+            end,
+            limit,
+            n,
+            key,
+            visitor,
+        )?;
+        return Ok((more, done));
     }
     if page[0] == KIND_DENSE_LEAF {
         let d = Dense::new(id, page)?;
-        for i in d.lower_bound(from)..d.capacity() {
-            if !d.present(i) {
-                continue;
+        let slot = |i, key: &mut Vec<u8>| {
+            let present = d.present(i);
+            if present {
+                d.key_into(i, key);
             }
-            key.clear();
-            d.key_into(i, key);
-            if end.is_some_and(|end| key.as_slice() >= end) {
-                return Ok((more, true));
-            }
-            *n += 1;
-            if !visitor(key, d.value(i)) || *n >= limit {
-                return Ok((more, true));
-            }
-        }
-        return Ok((more, false));
+            Ok(present.then(|| d.value(i)))
+        };
+        let done = visit_slots(
+            d.lower_bound(from)..d.capacity(),
+            slot,
+            end,
+            limit,
+            n,
+            key,
+            visitor,
+        )?;
+        return Ok((more, done));
     }
     let node = Slotted::new(id, page)?;
     let (first, _) = node.lower_bound(from)?;
@@ -235,6 +239,35 @@ fn visit_snapshot(
         }
     }
     Ok((more, false))
+}
+
+/// Visits slots `range` of a fully- or semi-dense leaf snapshot: `slot(i, key)` returns slot
+/// `i`'s value (`None` when empty) after appending its key to the cleared `key`. Returns whether
+/// the walk is over.
+#[allow(clippy::too_many_arguments)]
+fn visit_slots<'p>(
+    range: std::ops::Range<usize>,
+    slot: impl Fn(usize, &mut Vec<u8>) -> Result<Option<&'p [u8]>>,
+    end: Option<&[u8]>,
+    limit: usize,
+    n: &mut usize,
+    key: &mut Vec<u8>,
+    visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> Result<bool> {
+    for i in range {
+        key.clear();
+        let Some(value) = slot(i, key)? else {
+            continue;
+        };
+        if end.is_some_and(|end| key.as_slice() >= end) {
+            return Ok(true);
+        }
+        *n += 1;
+        if !visitor(key, value) || *n >= limit {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]
