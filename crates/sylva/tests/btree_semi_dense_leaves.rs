@@ -5,55 +5,11 @@
 
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
+mod btree_common;
 
-use sylva::btree::{BTree, CheckReport, Layout, Options};
+use btree_common::{assert_same, counter, put, tree, Model};
+use sylva::btree::{BTree, Layout};
 use sylva::KvStore;
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn tree(layout: Layout, page_size: usize) -> BTree {
-    BTree::new(Options { layout, page_size }).unwrap()
-}
-
-/// Checks the tree, compares it with the model (full scan, every 7th key by get and by a scan
-/// starting there), and returns the check's report.
-fn assert_same(t: &BTree, model: &Model) -> CheckReport {
-    let report = t.check().unwrap();
-    let mut got = Vec::new();
-    t.scan(b"", usize::MAX, &mut |k, v| {
-        got.push((k.to_vec(), v.to_vec()));
-        true
-    })
-    .unwrap();
-    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(got.len(), want.len());
-    assert!(got == want, "tree content differs from the model");
-    for (k, v) in model.iter().step_by(7) {
-        assert_eq!(t.get(k).unwrap().as_ref(), Some(v), "get {k:?}");
-        let mut first = None;
-        t.scan(k, 1, &mut |k, _| {
-            first = Some(k.to_vec());
-            false
-        })
-        .unwrap();
-        assert_eq!(first.as_ref(), Some(k));
-    }
-    // Absent keys between present ones read as absent.
-    for k in model.keys().step_by(13) {
-        let mut next = k.clone();
-        next.push(0);
-        if !model.contains_key(&next) {
-            assert_eq!(t.get(&next).unwrap(), None);
-        }
-    }
-    report
-}
-
-fn put(t: &BTree, m: &mut Model, k: Vec<u8>, v: Vec<u8>) {
-    t.put(&k, &v).unwrap();
-    m.insert(k, v);
-}
 
 fn del(t: &BTree, m: &mut Model, k: &[u8]) {
     assert_eq!(t.delete(k).unwrap(), m.remove(k).is_some(), "delete {k:?}");
@@ -115,14 +71,7 @@ fn dense_random_keys_become_semi_dense_leaves() {
         del(&s, &mut m, &i.to_be_bytes());
     }
     let r = assert_same(&s, &m);
-    let merges = s
-        .stats()
-        .counters
-        .iter()
-        .find(|c| c.0 == "merges")
-        .unwrap()
-        .1;
-    assert!(merges > 0);
+    assert!(counter(&s, "merges") > 0);
     // At 10% density what is left is mostly comparison leaves again, or semi-dense leaves that
     // still pay for their slots.
     assert!(r.leaves * 10 < 40_000 / 2, "{} leaves", r.leaves);
@@ -163,15 +112,7 @@ fn mixed_key_lengths_leave_the_semi_dense_layout() {
         put(&s, &mut m, k.to_be_bytes().to_vec(), vec![1; 8]);
     }
     assert!(s.check().unwrap().semi_dense_leaves > 0);
-    let conversions = |t: &BTree| {
-        t.stats()
-            .counters
-            .iter()
-            .find(|c| c.0 == "conversions")
-            .unwrap()
-            .1
-    };
-    let before = conversions(&s);
+    let before = counter(&s, "conversions");
     for i in (0..20_000u32).step_by(7) {
         // A 5-byte key right after a 4-byte one: not the leaf's key length.
         let mut k = i.to_be_bytes().to_vec();
@@ -182,7 +123,10 @@ fn mixed_key_lengths_leave_the_semi_dense_layout() {
             put(&s, &mut m, vec![(i / 1000) as u8], vec![4; 8]);
         }
     }
-    assert!(conversions(&s) > before, "semi-dense leaves converted back");
+    assert!(
+        counter(&s, "conversions") > before,
+        "semi-dense leaves converted back"
+    );
     let r = assert_same(&s, &m);
     assert!(r.leaves > r.semi_dense_leaves);
 }
