@@ -105,7 +105,8 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
         }
         "db" => db_opener(spec),
         "btree" => {
-            // `btree:layout=baseline|prefix|heads|hints|fingerprint|dense|adaptive,page_size=N`.
+            // `btree:layout=baseline|prefix|heads|hints|fingerprint|semidense|dense|adaptive,
+            // page_size=N`.
             let mut options = sylva::btree::Options::default();
             for (k, v) in &spec.options {
                 options.set(k, v)?;

@@ -4,52 +4,12 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod btree_common;
+
 use std::collections::BTreeMap;
 
-use sylva::btree::{BTree, Layout, Options};
-use sylva::KvStore;
-
-fn tree(layout: Layout, page_size: usize) -> BTree {
-    BTree::new(Options { layout, page_size }).unwrap()
-}
-
-fn counter(t: &BTree, name: &str) -> u64 {
-    t.stats()
-        .counters
-        .iter()
-        .find(|(n, _)| *n == name)
-        .unwrap()
-        .1
-}
-
-fn assert_same(t: &BTree, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
-    t.check().unwrap();
-    let mut got = Vec::new();
-    t.scan(b"", usize::MAX, &mut |k, v| {
-        got.push((k.to_vec(), v.to_vec()));
-        true
-    })
-    .unwrap();
-    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    assert_eq!(got.len(), want.len());
-    assert!(got == want, "tree content differs from the model");
-    for (k, v) in model.iter().step_by(7) {
-        assert_eq!(t.get(k).unwrap().as_ref(), Some(v), "get {k:?}");
-        // A scan starting at every 7th key sees that key first.
-        let mut first = None;
-        t.scan(k, 1, &mut |k, _| {
-            first = Some(k.to_vec());
-            false
-        })
-        .unwrap();
-        assert_eq!(first.as_ref(), Some(k));
-    }
-}
-
-fn put(t: &BTree, m: &mut BTreeMap<Vec<u8>, Vec<u8>>, k: Vec<u8>, v: Vec<u8>) {
-    t.put(&k, &v).unwrap();
-    m.insert(k, v);
-}
+use btree_common::{assert_same, counter, put, tree};
+use sylva::btree::Layout;
 
 #[test]
 fn sequential_dense_keys_become_dense_leaves() {

@@ -1,5 +1,5 @@
 //! The structural check: every node of the tree, validated against the invariants of
-//! `page::slotted` and of the tree (fences match the parent's separators, all leaves at one
+//! `page::slotted`, `page::fingerprint`, `page::semidense` and `page::dense` and of the tree (fences match the parent's separators, all leaves at one
 //! depth, the record count matches).
 //!
 //! Meant for a quiescent tree (tests, `sylva check`); it reads pages without validating
@@ -10,6 +10,7 @@ use super::tree::{retry, BTree};
 use crate::error::{Error, Result};
 use crate::page::dense::{self, Dense, KIND_DENSE_LEAF};
 use crate::page::fingerprint::fingerprint;
+use crate::page::semidense::{self, SemiDense, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::{Slotted, FLAG_HINTS, HINT_COUNT};
 use crate::page::{common_prefix, corrupt, head, PageId, KIND_FP_LEAF, KIND_INNER, KIND_LEAF};
 
@@ -28,6 +29,8 @@ pub struct CheckReport {
     pub fingerprint_leaves: u64,
     /// Leaves in the fully-dense layout.
     pub dense_leaves: u64,
+    /// Leaves in the semi-dense layout.
+    pub semi_dense_leaves: u64,
 }
 
 impl<S: NodeStore> BTree<S> {
@@ -115,6 +118,10 @@ impl<S: NodeStore> BTree<S> {
         if page.first() == Some(&KIND_DENSE_LEAF) {
             self.check_leaf_depth(id, depth, leaf_depth)?;
             return self.check_dense(id, page, lower, upper, report);
+        }
+        if page.first() == Some(&KIND_SEMI_DENSE_LEAF) {
+            self.check_leaf_depth(id, depth, leaf_depth)?;
+            return self.check_semi_dense(id, page, lower, upper, report);
         }
         let node = Slotted::new(id, page)?;
         if node.lower_fence()? != lower || node.upper_fence()? != upper {
@@ -303,6 +310,74 @@ impl<S: NodeStore> BTree<S> {
         report.leaves += 1;
         report.dense_leaves += 1;
         report.records += present as u64;
+        Ok(())
+    }
+
+    fn check_semi_dense(
+        &self,
+        id: PageId,
+        page: &[u8],
+        lower: &[u8],
+        upper: Option<&[u8]>,
+        report: &mut CheckReport,
+    ) -> Result<()> {
+        let bad = |what: String| Err(corrupt(id, what));
+        if !self.semidense {
+            return bad("semi-dense leaf in a tree without semi-dense leaves".into());
+        }
+        let s = SemiDense::new(id, page)?;
+        if s.lower_fence() != lower || s.upper_fence() != upper {
+            return bad("fences differ from the parent's separators".into());
+        }
+        // The reference, the base and the slot count all follow from the fences.
+        let Some(shape) = semidense::Shape::new(page.len(), lower, upper, s.key_len()) else {
+            return bad("the fences admit no semi-dense leaf of this key length".into());
+        };
+        if shape.reference != s.reference() || dense::numeric(s.reference()) != s.base() {
+            return bad("reference key is not the smallest key above the lower fence".into());
+        }
+        if shape.slots != s.slots() {
+            return bad(format!(
+                "{} slots but the fences admit {} keys",
+                s.slots(),
+                shape.slots
+            ));
+        }
+        // Heap accounting and record placement.
+        let mut extents = Vec::with_capacity(s.count());
+        let mut used = page.len() - s.fixed_start();
+        for i in 0..s.slots() {
+            let Some(value) = s.value(i)? else {
+                continue;
+            };
+            let at = s.record_offset(i);
+            let end = at + semidense::record_len(value.len());
+            if at < s.heap_start() || end > s.fixed_start() {
+                return bad(format!("record of slot {i} lies outside the heap"));
+            }
+            extents.push((at, end));
+            used += end - at;
+        }
+        if extents.len() != s.count() {
+            return bad(format!(
+                "count {} but {} slots hold records",
+                s.count(),
+                extents.len()
+            ));
+        }
+        if used != s.heap_used() {
+            return bad(format!(
+                "heap_used {} but live records, fences and reference take {used}",
+                s.heap_used()
+            ));
+        }
+        extents.sort_unstable();
+        if extents.windows(2).any(|w| w[0].1 > w[1].0) {
+            return bad("records overlap on the heap".into());
+        }
+        report.leaves += 1;
+        report.semi_dense_leaves += 1;
+        report.records += s.count() as u64;
         Ok(())
     }
 }

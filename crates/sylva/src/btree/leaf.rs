@@ -16,13 +16,32 @@
 //!
 //! Each half is built as a fully-dense leaf when dense leaves are enabled and its records (and
 //! the pending record, if it lands there) fit one, else as the tree's default leaf kind.
+//!
+//! Semi-dense leaves (section 3.5, the `semidense` layout) follow the same pattern:
+//! - a comparison leaf that overflows becomes a semi-dense leaf in place when its records and
+//!   the pending record fit one (the paper's conversion rule), and each half of a split is built
+//!   semi-dense under the same condition;
+//! - because a semi-dense leaf's size grows with its key range rather than its records, it is
+//!   built only where it takes no more bytes than the comparison leaf would
+//!   ([`semi_dense_pays`]). For a full leaf this is implied by "fits"; for split halves and
+//!   merges it keeps sparse ranges in comparison leaves (the paper: SDLs appear "as soon as they
+//!   are more space efficient than the comparison-based leaves", about 20% density at 8-byte
+//!   values);
+//! - a semi-dense leaf that cannot take a record (a key of another length, or no room) is
+//!   rewritten as a comparison leaf in place when that holds its records and the pending one,
+//!   else split at the median like a comparison leaf (no dense split: its slots already cover
+//!   its whole range, and the paper applies the dense split and the partition-aware separator
+//!   to fully-dense leaves only);
+//! - it counts as underfull (a merge candidate) when 3/4 of its page is free, like a slotted
+//!   node, or when fewer than one slot in eight holds a record ([`semi_dense_underfull`]).
 
 use super::store::NodeStore;
 use super::tree::BTree;
 use crate::error::Result;
 use crate::page::build::{leaf_separator, Builder, NodeSpec};
 use crate::page::dense::{self, Dense, Shape, KIND_DENSE_LEAF};
-use crate::page::slotted::Slotted;
+use crate::page::semidense::{self, SemiDense, KIND_SEMI_DENSE_LEAF};
+use crate::page::slotted::{self, Slotted};
 use crate::page::{corrupt, head, PageId, KIND_FP_LEAF, KIND_LEAF};
 
 /// Records with full keys, in one buffer.
@@ -76,6 +95,15 @@ impl Records {
 
 /// Appends every record of a leaf (slotted kinds must be sorted) to `out`, in key order.
 pub(crate) fn collect(id: PageId, page: &[u8], out: &mut Records) -> Result<()> {
+    if page.first() == Some(&KIND_SEMI_DENSE_LEAF) {
+        let s = SemiDense::new(id, page)?;
+        for i in 0..s.slots() {
+            if let Some(value) = s.value(i)? {
+                out.push_with(|b| s.key_into(i, b), value);
+            }
+        }
+        return Ok(());
+    }
     if page.first() == Some(&KIND_DENSE_LEAF) {
         let d = Dense::new(id, page)?;
         for i in (0..d.capacity()).filter(|&i| d.present(i)) {
@@ -108,6 +136,13 @@ pub(crate) enum LeafPlan {
 
 /// Fences of a leaf of any kind.
 pub(crate) fn fences(id: PageId, page: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+    if page.first() == Some(&KIND_SEMI_DENSE_LEAF) {
+        let s = SemiDense::new(id, page)?;
+        return Ok((
+            s.lower_fence().to_vec(),
+            s.upper_fence().map(<[u8]>::to_vec),
+        ));
+    }
     if page.first() == Some(&KIND_DENSE_LEAF) {
         let d = Dense::new(id, page)?;
         return Ok((
@@ -123,9 +158,9 @@ pub(crate) fn fences(id: PageId, page: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>
 }
 
 impl<S: NodeStore> BTree<S> {
-    /// Builds a leaf from `recs[range]` into `dst`: fully dense when enabled and possible (and
-    /// the pending record, if it belongs here, fits too), else the default leaf kind. `false`
-    /// if the records do not fit a page.
+    /// Builds a leaf from `recs[range]` into `dst`: fully dense (or semi-dense) when enabled
+    /// and possible (and the pending record, if it belongs here, fits too), else the default
+    /// leaf kind. `false` if the records do not fit a page.
     pub(crate) fn build_leaf(
         &self,
         dst: &mut [u8],
@@ -135,6 +170,9 @@ impl<S: NodeStore> BTree<S> {
         pending: Option<(&[u8], usize)>,
         counter: u8,
     ) -> bool {
+        if self.semidense {
+            return self.build_semi_dense_or_default(dst, (lower, upper), recs, range, pending);
+        }
         let shape = match (self.dense, range.is_empty()) {
             (true, false) => Shape::new(
                 dst.len(),
@@ -175,6 +213,7 @@ impl<S: NodeStore> BTree<S> {
         let counter = op_counter(page);
         let mut recs = Records::default();
         collect(id, page, &mut recs)?;
+        let n = recs.len();
         let pending = Some((key, value_len));
         if page[0] == KIND_DENSE_LEAF {
             let d = Dense::new(id, page)?;
@@ -234,19 +273,18 @@ impl<S: NodeStore> BTree<S> {
                     separator,
                 });
             }
-            // Not a dense split: back to the default kind in place if it fits.
+        }
+        if page[0] == KIND_DENSE_LEAF || page[0] == KIND_SEMI_DENSE_LEAF {
+            // Not a dense split: back to the default kind in place if it fits (a semi-dense leaf
+            // only if the pending record fits too; else a split, whose halves may stay
+            // semi-dense).
             let mut page2 = vec![0u8; ps];
-            if self.build_default_leaf(
-                &mut page2,
-                &lower,
-                upper.as_deref(),
-                &recs,
-                0..recs.len(),
-                counter,
-            ) {
+            if self.build_default_leaf(&mut page2, &lower, upper.as_deref(), &recs, 0..n, counter)
+                && (page[0] == KIND_DENSE_LEAF || has_room(id, &page2, key, value_len))
+            {
                 return Ok(LeafPlan::InPlace(page2));
             }
-        } else if self.dense && recs.len() > 0 {
+        } else if (self.dense || self.semidense) && n > 0 {
             // Conversion to a dense leaf in place, when everything (the pending record too)
             // fits one.
             let mut out = vec![0u8; ps];
@@ -257,12 +295,11 @@ impl<S: NodeStore> BTree<S> {
                 0..recs.len(),
                 pending,
                 counter,
-            ) && out[0] == KIND_DENSE_LEAF
+            ) && (out[0] == KIND_DENSE_LEAF || out[0] == KIND_SEMI_DENSE_LEAF)
             {
                 return Ok(LeafPlan::InPlace(out));
             }
         }
-        let n = recs.len();
         if n < 2 {
             return Err(corrupt(id, "leaf with fewer than two records cannot split"));
         }
@@ -302,6 +339,44 @@ impl<S: NodeStore> BTree<S> {
             right,
             separator,
         })
+    }
+
+    /// [`Self::build_leaf`] in the `semidense` layout: a semi-dense leaf when the records have
+    /// equal-length keys that fit one and it pays ([`semi_dense_pays`]), with room for the
+    /// pending record if it lands here; else a comparison leaf; else (too many records for a
+    /// comparison leaf) a semi-dense leaf without that room, which the insert will split again.
+    fn build_semi_dense_or_default(
+        &self,
+        dst: &mut [u8],
+        (lower, upper): (&[u8], Option<&[u8]>),
+        recs: &Records,
+        range: std::ops::Range<usize>,
+        pending: Option<(&[u8], usize)>,
+    ) -> bool {
+        let records = || range.clone().map(|i| (recs.key(i), recs.value(i)));
+        let prefix_len = match (self.truncate, upper) {
+            (true, Some(u)) => crate::page::common_prefix(lower, u),
+            _ => 0,
+        };
+        let shape = (!range.is_empty())
+            .then(|| semidense::Shape::new(dst.len(), lower, upper, recs.key(range.start).len()))
+            .flatten()
+            .filter(|s| semi_dense_pays(range.len(), s.slots, s.key_len, self.flags, prefix_len));
+        if let Some(shape) = &shape {
+            let reserve = match pending {
+                None => Some(0),
+                Some((k, vl)) => shape.slot_of(k).map(|_| semidense::record_len(vl)),
+            };
+            if let Some(reserve) = reserve {
+                if semidense::build(dst, shape, (lower, upper), 0, records(), reserve) {
+                    return true;
+                }
+            }
+        }
+        if self.build_default_leaf(dst, lower, upper, recs, range.clone(), 0) {
+            return true;
+        }
+        shape.is_some_and(|shape| semidense::build(dst, &shape, (lower, upper), 0, records(), 0))
     }
 
     /// Builds a comparison or fingerprinting leaf from `recs[range]`. Outside the adaptive
@@ -387,12 +462,49 @@ impl<S: NodeStore> BTree<S> {
 
 /// The adaptive policy's operation counter of a leaf of any kind.
 pub(crate) fn op_counter(page: &[u8]) -> u8 {
-    let at = if page.first() == Some(&KIND_DENSE_LEAF) {
-        20
-    } else {
-        22
+    let at = match page.first() {
+        Some(&KIND_DENSE_LEAF) => 20,
+        Some(&KIND_SEMI_DENSE_LEAF) => 24,
+        _ => 22,
     };
     page.get(at).copied().unwrap_or(0)
+}
+
+/// Whether a slotted leaf `page` has room for a record with this full key and value length.
+fn has_room(id: PageId, page: &[u8], key: &[u8], value_len: usize) -> bool {
+    Slotted::new(id, page).is_ok_and(|v| {
+        let fingerprint = usize::from(v.kind() == KIND_FP_LEAF);
+        let stored = key.len().saturating_sub(v.prefix_len());
+        v.free_space_after_compaction() >= v.record_space(stored, value_len) + fingerprint
+    })
+}
+
+/// Whether semi-dense leaf `page` is empty enough to merge: 3/4 of its page free (as for a
+/// slotted node), or fewer than one slot in eight in use (below the density where a semi-dense
+/// leaf stops paying for its empty slots; the merge rebuilds whatever layout is smaller).
+pub(crate) fn semi_dense_underfull(id: PageId, page: &[u8]) -> Result<bool> {
+    let s = SemiDense::new(id, page)?;
+    Ok(s.free_space_after_compaction() >= page.len() * 3 / 4 || s.count() * 8 < s.slots())
+}
+
+/// Whether a semi-dense leaf with `slots` slots for `count` records of `key_len`-byte keys takes
+/// no more bytes than a comparison leaf with page flags `flags` and keys stored without
+/// `prefix_len` bytes (values and fences cost the same in both, apart from the 2-byte length
+/// prefix of a semi-dense record).
+pub(crate) fn semi_dense_pays(
+    count: usize,
+    slots: usize,
+    key_len: usize,
+    flags: u8,
+    prefix_len: usize,
+) -> bool {
+    let semi = semidense::HEADER_LEN
+        + semidense::SLOT_LEN * slots
+        + key_len
+        + count * semidense::record_len(0);
+    let comparison = slotted::header_len(flags)
+        + count * (slotted::slot_len(flags) + key_len.saturating_sub(prefix_len));
+    semi <= comparison
 }
 
 /// The counter value that disables operation adaption (good heads).
@@ -418,3 +530,7 @@ fn partition_point(page_size: usize, lower: &[u8], recs: &Records) -> Option<(us
     // The separator must leave `b` on the right.
     (sep.len() < b.len()).then(|| (run, sep.to_vec()))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests;

@@ -7,8 +7,9 @@
 //! - `tree`: descent, get/put/delete, split and merge (section 2), optimistic lock coupling
 //!   (section 7.1);
 //! - `walk`: scans and range maps over validated leaf snapshots;
-//! - `leaf`: leaf split, merge and layout conversion over every leaf kind, with the dense split
-//!   and the partition-aware separator (sections 3.5, 4.6) and key-adaption (section 5.1);
+//! - `leaf`: leaf split, merge and layout conversion over every leaf kind (comparison,
+//!   fingerprinting, semi-dense, fully-dense), with the dense split and the partition-aware
+//!   separator (sections 3.5, 4.6) and key-adaption (section 5.1);
 //! - `adapt`: operation-adaption (section 5.1);
 //! - `store`: the node-store interface (pages by id, each with a versioned latch handle, a
 //!   write gate and logging hooks the tree calls with the changed pages still latched) and its
@@ -19,11 +20,10 @@
 //! Node formats live in [`crate::page`].
 //!
 //! Status against the issue: implemented are the baseline slotted page, prefix truncation, heads,
-//! hints, fingerprinting leaves, fully-dense leaves and the adaptive policy (layouts `baseline`,
-//! `prefix`, `heads`, `hints`, `fingerprint`, `dense`, `adaptive`; default `adaptive`),
-//! optimistic lock coupling, split with the shortest separator, merge at ≥ 3/4 empty, and
-//! `check()`. Not implemented: semi-dense leaves (section 3.5; there is no `semidense` layout)
-//! and contention split (section 7.3).
+//! hints, fingerprinting leaves, semi-dense leaves, fully-dense leaves and the adaptive policy
+//! (layouts `baseline`, `prefix`, `heads`, `hints`, `fingerprint`, `semidense`, `dense`,
+//! `adaptive`; default `adaptive`), optimistic lock coupling, split with the shortest separator,
+//! merge at ≥ 3/4 empty, and `check()`. Not implemented: contention split (section 7.3).
 //!
 //! Reads and writes to shared memory: point reads never write unless the adaptive layout's
 //! operation counter is to change (probability 0.05, and only for leaves whose keys have poor
@@ -32,9 +32,17 @@
 //! the leaf's write latch like any writer.
 //!
 //! Differences from the paper:
-//! - Dense leaves: only the fully-dense variant. A dense leaf that is asked to take a record it
-//!   cannot hold (another key length or value length, or a key past its last slot while under a
-//!   quarter full) is rewritten as the default leaf kind when that fits, else split.
+//! - Dense leaves: a fully-dense leaf that is asked to take a record it cannot hold (another key
+//!   length or value length, or a key past its last slot while under a quarter full) is
+//!   rewritten as the default leaf kind when that fits, else split.
+//! - Semi-dense leaves (the `semidense` layout: hints plus semi-dense leaves, the paper's SDL
+//!   configuration of section 4.6) are built where they fit *and* take no more bytes than a
+//!   comparison leaf, so split halves and merges of sparse ranges stay comparison leaves; one
+//!   that cannot take a record becomes a comparison leaf in place when that holds everything,
+//!   else splits at the median. They get neither the dense split nor the partition-aware
+//!   separator (the paper applies both to fully-dense leaves only), and the adaptive layout does
+//!   not use them (its policy, section 5.1, chooses among comparison, fingerprinting and
+//!   fully-dense leaves).
 //! - Key-adaption's "good heads" test is `16 × (adjacent equal heads) ≤ records`, with heads of
 //!   the prefix-truncated keys.
 //! - Merge: after a delete leaves a node with ≥ 3/4 of its page free, it is merged with its right

@@ -18,6 +18,9 @@ pub enum Layout {
     Hints,
     /// Hints in inner nodes, fingerprinting leaves (section 3.4).
     Fingerprint,
+    /// Hints, plus semi-dense leaves wherever their preconditions hold and they take no more
+    /// space than a comparison leaf (section 3.5).
+    Semidense,
     /// Hints, plus fully-dense leaves wherever their preconditions hold (section 3.5).
     Dense,
     /// The adaptive B-tree of section 5: dense leaves where possible, else comparison or
@@ -26,16 +29,38 @@ pub enum Layout {
 }
 
 impl Layout {
-    /// Every implemented layout, in the paper's cumulative order.
-    pub const ALL: [Layout; 7] = [
+    /// Every implemented layout, in the paper's order (Figure 7, then the leaf layouts of
+    /// sections 3.4 and 3.5, then section 5).
+    pub const ALL: [Layout; 8] = [
         Layout::Baseline,
         Layout::Prefix,
         Layout::Heads,
         Layout::Hints,
         Layout::Fingerprint,
+        Layout::Semidense,
         Layout::Dense,
         Layout::Adaptive,
     ];
+
+    /// The layout's number in a database's state (`docs/format.md`); stable across versions
+    /// (semidense came last, so it is 7).
+    pub fn code(self) -> u8 {
+        match self {
+            Layout::Baseline => 0,
+            Layout::Prefix => 1,
+            Layout::Heads => 2,
+            Layout::Hints => 3,
+            Layout::Fingerprint => 4,
+            Layout::Dense => 5,
+            Layout::Adaptive => 6,
+            Layout::Semidense => 7,
+        }
+    }
+
+    /// The layout numbered `code`, if any.
+    pub fn from_code(code: u8) -> Option<Layout> {
+        Layout::ALL.into_iter().find(|l| l.code() == code)
+    }
 
     /// The name used in option strings.
     pub fn name(self) -> &'static str {
@@ -45,6 +70,7 @@ impl Layout {
             Layout::Heads => "heads",
             Layout::Hints => "hints",
             Layout::Fingerprint => "fingerprint",
+            Layout::Semidense => "semidense",
             Layout::Dense => "dense",
             Layout::Adaptive => "adaptive",
         }
@@ -57,7 +83,7 @@ impl Layout {
             .find(|l| l.name() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown layout '{s}'; valid layouts: {} (semidense is not implemented)",
+                    "unknown layout '{s}'; valid layouts: {}",
                     Layout::ALL.map(Layout::name).join(", ")
                 )
             })
@@ -73,15 +99,24 @@ impl Layout {
         match self {
             Layout::Baseline | Layout::Prefix => 0,
             Layout::Heads => FLAG_HEADS,
-            Layout::Hints | Layout::Fingerprint | Layout::Dense | Layout::Adaptive => {
-                FLAG_HEADS | FLAG_HINTS
-            }
+            Layout::Hints
+            | Layout::Fingerprint
+            | Layout::Semidense
+            | Layout::Dense
+            | Layout::Adaptive => FLAG_HEADS | FLAG_HINTS,
         }
     }
 
     /// Whether fully-dense leaves are created where possible.
     pub fn dense_leaves(self) -> bool {
         matches!(self, Layout::Dense | Layout::Adaptive)
+    }
+
+    /// Whether semi-dense leaves are created where possible. The adaptive layout does not use
+    /// them: the paper's adaptive policy (section 5.1) chooses among comparison, fingerprinting
+    /// and fully-dense leaves only.
+    pub fn semi_dense_leaves(self) -> bool {
+        self == Layout::Semidense
     }
 
     /// Whether leaves adapt between comparison and fingerprinting layouts (section 5).
@@ -160,14 +195,18 @@ mod tests {
         assert_eq!(o.page_size, 8192);
         let e = o.set("colour", "red").unwrap_err();
         assert!(e.contains("layout") && e.contains("page_size"), "{e}");
-        assert!(o
-            .set("layout", "semidense")
-            .unwrap_err()
-            .contains("adaptive"));
+        assert!(o.set("layout", "sparse").unwrap_err().contains("semidense"));
+        o.set("layout", "semidense").unwrap();
+        assert_eq!(o.layout, Layout::Semidense);
         assert_eq!(Options::default().layout, Layout::Adaptive);
         for l in Layout::ALL {
             assert_eq!(Layout::parse(l.name()), Ok(l));
+            assert_eq!(Layout::from_code(l.code()), Some(l));
         }
+        // The codes of databases written before semidense existed keep their meaning.
+        assert_eq!(Layout::from_code(5), Some(Layout::Dense));
+        assert_eq!(Layout::from_code(6), Some(Layout::Adaptive));
+        assert_eq!(Layout::from_code(8), None);
         assert!(o.set("page_size", "1024").is_err());
         assert!(o.set("page_size", "65537").is_err());
         assert!(o.set("page_size", "x").is_err());

@@ -25,7 +25,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::adapt::Seen;
-use super::leaf::LeafPlan;
+use super::leaf::{semi_dense_underfull, LeafPlan};
 use super::options::Options;
 use super::store::{backoff, Abort, MemNodeStore, NodeLatch, NodeStore, Olc};
 use crate::error::{Error, Result};
@@ -33,6 +33,7 @@ use crate::kv::{Limits, Stats};
 use crate::page::build::{self, Builder, NodeSpec};
 use crate::page::dense::{Dense, DenseMut, KIND_DENSE_LEAF};
 use crate::page::fingerprint;
+use crate::page::semidense::{SemiDense, SemiDenseMut, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
 
@@ -46,6 +47,7 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) truncate: bool,
     pub(crate) leaf_kind: u8,
     pub(crate) dense: bool,
+    pub(crate) semidense: bool,
     pub(crate) adaptive: bool,
     pub(crate) records: AtomicU64,
     limits: Limits,
@@ -158,6 +160,7 @@ impl<S: NodeStore> BTree<S> {
             truncate: options.layout.prefix_truncation(),
             leaf_kind: options.layout.leaf_kind(),
             dense: options.layout.dense_leaves(),
+            semidense: options.layout.semi_dense_leaves(),
             adaptive: options.layout.adaptive(),
             records: AtomicU64::new(records),
             limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
@@ -269,6 +272,19 @@ impl<S: NodeStore> BTree<S> {
             let l = self.latch(id)?;
             let page = self.page(id)?;
             let seen = Seen::of(id, v, page);
+            if page[0] == KIND_SEMI_DENSE_LEAF {
+                let s = checked(l, v, SemiDense::new(id, page))?;
+                let value = match s.slot_of(key) {
+                    Some(i) => checked(l, v, s.value(i))?,
+                    None => None,
+                };
+                if let Some(value) = value {
+                    out.clear();
+                    out.extend_from_slice(value);
+                }
+                l.validate(v)?;
+                return Ok((value.is_some(), seen));
+            }
             if page[0] == KIND_DENSE_LEAF {
                 let d = checked(l, v, Dense::new(id, page))?;
                 let found = match d.slot_of(key) {
@@ -364,6 +380,13 @@ impl<S: NodeStore> BTree<S> {
         let page = self
             .page_mut(id)
             .map_err(|_| corrupt(id, "leaf vanished"))?;
+        if page[0] == KIND_SEMI_DENSE_LEAF {
+            let put = match SemiDense::new(id, page)?.slot_of(key) {
+                Some(i) => SemiDenseMut::new(id, page)?.put(i, value)?,
+                None => None,
+            };
+            return Ok(put.map_or(Put::NeedsSplit, |inserted| Put::Done { inserted }));
+        }
         if page[0] == KIND_DENSE_LEAF {
             let slot = Dense::new(id, page)?
                 .slot_of(key)
@@ -544,6 +567,12 @@ impl<S: NodeStore> BTree<S> {
         let page = self
             .page_mut(id)
             .map_err(|_| corrupt(id, "leaf vanished"))?;
+        if page[0] == KIND_SEMI_DENSE_LEAF {
+            return match SemiDense::new(id, page)?.slot_of(key) {
+                Some(i) => SemiDenseMut::new(id, page)?.clear(i),
+                None => Ok(false),
+            };
+        }
         if page[0] == KIND_DENSE_LEAF {
             return Ok(match Dense::new(id, page)?.slot_of(key) {
                 Some(i) => DenseMut::new(id, page)?.clear(i),
@@ -564,9 +593,13 @@ impl<S: NodeStore> BTree<S> {
     }
 
     /// Whether leaf `id` (write-latched by the caller) is empty enough to merge: a dense leaf
-    /// under a quarter full, a slotted one with 3/4 of its page free.
+    /// under a quarter full, a slotted one with 3/4 of its page free, a semi-dense one either
+    /// way (`leaf::semi_dense_underfull`).
     fn underfull(&self, id: PageId) -> Result<bool> {
         let page = self.page(id).map_err(|_| corrupt(id, "leaf vanished"))?;
+        if page[0] == KIND_SEMI_DENSE_LEAF {
+            return semi_dense_underfull(id, page);
+        }
         if page[0] == KIND_DENSE_LEAF {
             let d = Dense::new(id, page)?;
             return Ok(d.count() * 4 < d.capacity());

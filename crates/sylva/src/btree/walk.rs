@@ -1,10 +1,10 @@
 //! Ordered walks (scan and range map) over the leaves, with optimistic reads.
 //!
 //! Each leaf is read optimistically into a private snapshot (the header and slots, then the
-//! heap; one copy of the whole page for dense leaves), validated, and only then decoded and shown
-//! to the visitor, so the visitor never sees torn bytes and may take its time. The next leaf is
-//! found by descending again with the smallest key above the current leaf's upper fence
-//! (`upper ++ [0]`): leaves have no sibling pointers, as in the paper.
+//! heap; one copy of the whole page for fully-dense leaves), validated, and only then decoded
+//! and shown to the visitor, so the visitor never sees torn bytes and may take its time. The
+//! next leaf is found by descending again with the smallest key above the current leaf's upper
+//! fence (`upper ++ [0]`): leaves have no sibling pointers, as in the paper.
 
 use super::adapt::Seen;
 use super::leaf::{collect, fences, Records};
@@ -12,8 +12,9 @@ use super::store::{Abort, NodeLatch, NodeStore, Olc};
 use super::tree::{checked, retry, BTree, WriteGuard};
 use crate::error::Result;
 use crate::page::dense::{Dense, KIND_DENSE_LEAF};
+use crate::page::semidense::{SemiDense, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::Slotted;
-use crate::page::PageId;
+use crate::page::{free_gap, PageId, KIND_FP_LEAF};
 
 impl<S: NodeStore> BTree<S> {
     /// Walks records in key order from the first key `>= start`, stopping before `end` (when
@@ -88,9 +89,7 @@ impl<S: NodeStore> BTree<S> {
         let l = self.latch(id)?;
         let page = self.page(id)?;
         let seen = Seen::of(id, v, page);
-        if page[0] == KIND_DENSE_LEAF {
-            out.copy_from_slice(page);
-        } else {
+        if page[0] == KIND_FP_LEAF {
             let node = checked(l, v, Slotted::new(id, page))?;
             if node.sorted() < node.count() {
                 let _gate = self.store.write_gate();
@@ -101,11 +100,15 @@ impl<S: NodeStore> BTree<S> {
                 }
                 return Err(Abort::Restart);
             }
-            // Header and slots, then the heap: the free gap between them is never read.
-            let slots_end = node.slot_base() + node.count() * node.slot_len();
-            let heap_start = node.heap_start().max(slots_end).min(page.len());
-            out[..slots_end].copy_from_slice(&page[..slots_end]);
-            out[heap_start..].copy_from_slice(&page[heap_start..]);
+        }
+        // Header and slots, then the heap: the free gap between them is never read. Pages
+        // without a gap (dense leaves, or a torn read that does not decode) are copied whole.
+        match free_gap(id, page) {
+            Some((slots_end, heap_start)) => {
+                out[..slots_end].copy_from_slice(&page[..slots_end]);
+                out[heap_start..].copy_from_slice(&page[heap_start..]);
+            }
+            None => out.copy_from_slice(page),
         }
         l.validate(v)?;
         Ok(seen)
@@ -152,10 +155,10 @@ struct WalkBuffers {
 
 /// The upper fence of a leaf snapshot.
 fn leaf_upper(id: PageId, page: &[u8]) -> Result<Option<&[u8]>> {
-    if page[0] == KIND_DENSE_LEAF {
-        Dense::new(id, page)?.upper_fence()
-    } else {
-        Slotted::new(id, page)?.upper_fence()
+    match page[0] {
+        KIND_DENSE_LEAF => Dense::new(id, page)?.upper_fence(),
+        KIND_SEMI_DENSE_LEAF => Ok(SemiDense::new(id, page)?.upper_fence()),
+        _ => Slotted::new(id, page)?.upper_fence(),
     }
 }
 
@@ -173,23 +176,45 @@ fn visit_snapshot(
     visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
 ) -> Result<(bool, bool)> {
     let more = leaf_upper(id, page)?.is_some();
+    if page[0] == KIND_SEMI_DENSE_LEAF {
+        let s = SemiDense::new(id, page)?;
+        let slot = |i, key: &mut Vec<u8>| {
+            let value = s.value(i)?;
+            if value.is_some() {
+                s.key_into(i, key);
+            }
+            Ok(value)
+        };
+        let done = visit_slots(
+            s.lower_bound(from)..s.slots(),
+            slot,
+            end,
+            limit,
+            n,
+            key,
+            visitor,
+        )?;
+        return Ok((more, done));
+    }
     if page[0] == KIND_DENSE_LEAF {
         let d = Dense::new(id, page)?;
-        for i in d.lower_bound(from)..d.capacity() {
-            if !d.present(i) {
-                continue;
+        let slot = |i, key: &mut Vec<u8>| {
+            let present = d.present(i);
+            if present {
+                d.key_into(i, key);
             }
-            key.clear();
-            d.key_into(i, key);
-            if end.is_some_and(|end| key.as_slice() >= end) {
-                return Ok((more, true));
-            }
-            *n += 1;
-            if !visitor(key, d.value(i)) || *n >= limit {
-                return Ok((more, true));
-            }
-        }
-        return Ok((more, false));
+            Ok(present.then(|| d.value(i)))
+        };
+        let done = visit_slots(
+            d.lower_bound(from)..d.capacity(),
+            slot,
+            end,
+            limit,
+            n,
+            key,
+            visitor,
+        )?;
+        return Ok((more, done));
     }
     let node = Slotted::new(id, page)?;
     let (first, _) = node.lower_bound(from)?;
@@ -214,6 +239,35 @@ fn visit_snapshot(
         }
     }
     Ok((more, false))
+}
+
+/// Visits slots `range` of a fully- or semi-dense leaf snapshot: `slot(i, key)` returns slot
+/// `i`'s value (`None` when empty) after appending its key to the cleared `key`. Returns whether
+/// the walk is over.
+#[allow(clippy::too_many_arguments)]
+fn visit_slots<'p>(
+    range: std::ops::Range<usize>,
+    slot: impl Fn(usize, &mut Vec<u8>) -> Result<Option<&'p [u8]>>,
+    end: Option<&[u8]>,
+    limit: usize,
+    n: &mut usize,
+    key: &mut Vec<u8>,
+    visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+) -> Result<bool> {
+    for i in range {
+        key.clear();
+        let Some(value) = slot(i, key)? else {
+            continue;
+        };
+        if end.is_some_and(|end| key.as_slice() >= end) {
+            return Ok(true);
+        }
+        *n += 1;
+        if !visitor(key, value) || *n >= limit {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 #[cfg(test)]

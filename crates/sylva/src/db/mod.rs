@@ -217,10 +217,7 @@ impl State {
         let mut b = [0u8; STATE_LEN];
         b[0..8].copy_from_slice(STATE_MAGIC);
         b[8..12].copy_from_slice(&STATE_VERSION.to_le_bytes());
-        b[12] = btree::Layout::ALL
-            .iter()
-            .position(|&l| l == self.layout)
-            .unwrap_or(0) as u8;
+        b[12] = self.layout.code();
         b[16..24].copy_from_slice(&self.meta_page.to_le_bytes());
         b[24..32].copy_from_slice(&self.records.to_le_bytes());
         b[32..40].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
@@ -254,8 +251,7 @@ impl State {
                 supported: STATE_VERSION,
             });
         }
-        let layout = *btree::Layout::ALL
-            .get(user[12] as usize)
+        let layout = btree::Layout::from_code(user[12])
             .ok_or_else(|| not_db(format!("unknown layout {}", user[12])))?;
         Ok(Some(State {
             layout,

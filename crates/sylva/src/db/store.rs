@@ -23,9 +23,7 @@ use crate::buffer::BufferPool;
 use crate::error::Result;
 use crate::io::page_header::PageKind;
 use crate::io::FIRST_DATA_PAGE;
-use crate::page::dense::KIND_DENSE_LEAF;
-use crate::page::slotted::Slotted;
-use crate::page::{PageId, KIND_INNER};
+use crate::page::{free_gap, PageId, KIND_INNER};
 use crate::wal::Wal;
 
 thread_local! {
@@ -155,23 +153,14 @@ impl PoolStore {
     }
 
     /// The image of page `id` (the caller holds its lock): its engine bytes, without the free
-    /// gap of a slotted node.
+    /// gap of a slotted node or a semi-dense leaf.
     pub(crate) fn image(&self, id: PageId) -> Image<'_> {
         // SAFETY: the engine bytes of a page are `usable_size` bytes of the pool's mapping; the
         // caller holds the page's lock, so nobody writes them while this borrow lives.
         let page = unsafe {
             std::slice::from_raw_parts(self.pool.data(id).as_ptr(), self.pool.usable_size())
         };
-        let gap = match Slotted::new(id, page) {
-            Ok(node) if page[0] != KIND_DENSE_LEAF => {
-                let slots_end = node.slot_base() + node.count() * node.slot_len();
-                let heap_start = node.heap_start();
-                (slots_end <= heap_start && heap_start <= page.len())
-                    .then_some((slots_end, heap_start))
-            }
-            _ => None,
-        };
-        let (head, tail) = gap.unwrap_or((page.len(), page.len()));
+        let (head, tail) = free_gap(id, page).unwrap_or((page.len(), page.len()));
         Image {
             head: &page[..head],
             tail: &page[tail..],

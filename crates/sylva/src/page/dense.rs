@@ -56,6 +56,11 @@ pub fn numeric(key: &[u8]) -> u32 {
     u32::from_be_bytes(b)
 }
 
+/// The largest numeric part a `key_len`-byte key can have.
+pub(crate) fn max_numeric(key_len: usize) -> u64 {
+    (1u64 << (8 * key_len.min(4))) - 1
+}
+
 /// The smallest `len`-byte key greater than `lower`, or `None` if there is none.
 pub fn reference(lower: &[u8], len: usize) -> Option<Vec<u8>> {
     if lower.len() < len {
@@ -115,14 +120,8 @@ impl Shape {
         while cap > 0 && bitmap_len(cap) + cap * value_len > space {
             cap -= 1;
         }
-        let bits = 8 * key_len.min(4) as u32;
-        let max_num: u64 = if bits == 32 {
-            u32::MAX as u64
-        } else {
-            (1u64 << bits) - 1
-        };
         let base = numeric(&reference) as u64;
-        cap = cap.min((max_num - base + 1) as usize);
+        cap = cap.min((max_numeric(key_len) - base + 1) as usize);
         (cap > 0).then_some(Shape {
             key_len,
             value_len,
@@ -139,8 +138,12 @@ impl Shape {
     }
 }
 
+/// The slot of `key` among `capacity` slots starting at `reference` (slot `i` holds the key
+/// with the reference's non-numeric part and numeric part `numeric(reference) + i`): `None` if
+/// the length, the non-numeric part or the offset does not match. Shared with the semi-dense
+/// leaf.
 #[inline]
-fn slot_of(key: &[u8], reference: &[u8], capacity: usize) -> Option<usize> {
+pub(crate) fn slot_of(key: &[u8], reference: &[u8], capacity: usize) -> Option<usize> {
     let l = reference.len();
     if key.len() != l {
         return None;
@@ -316,37 +319,49 @@ impl<'a> Dense<'a> {
     }
     /// Appends the key of slot `i` to `out`.
     pub fn key_into(&self, i: usize, out: &mut Vec<u8>) {
-        let l = self.key_len;
-        out.extend_from_slice(&self.reference[..l.saturating_sub(4)]);
-        let n = numeric(self.reference).wrapping_add(i as u32).to_be_bytes();
-        out.extend_from_slice(&n[4 - l.min(4)..]);
-    }
-    /// Compares the key of slot `i` with `key`.
-    fn cmp_slot(&self, i: usize, key: &[u8]) -> Ordering {
-        let l = self.key_len;
-        let nn = l.saturating_sub(4);
-        let n = numeric(self.reference).wrapping_add(i as u32).to_be_bytes();
-        let tail = &n[4 - l.min(4)..];
-        let (k1, k2) = key.split_at(key.len().min(nn));
-        match self.reference[..nn].cmp(k1) {
-            Ordering::Equal if k1.len() < nn => Ordering::Greater,
-            Ordering::Equal => tail.cmp(k2),
-            o => o,
-        }
+        slot_key_into(self.reference, i, out);
     }
     /// The first slot whose key is `>= key` (`capacity` if none).
     pub fn lower_bound(&self, key: &[u8]) -> usize {
-        let (mut lo, mut hi) = (0, self.capacity);
-        while lo < hi {
-            let mid = lo + (hi - lo) / 2;
-            if self.cmp_slot(mid, key) == Ordering::Less {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        lo
+        slot_lower_bound(self.reference, self.capacity, key)
     }
+}
+
+/// Appends the key of slot `i` of a leaf whose slot 0 holds `reference` to `out`.
+pub(crate) fn slot_key_into(reference: &[u8], i: usize, out: &mut Vec<u8>) {
+    let l = reference.len();
+    out.extend_from_slice(&reference[..l.saturating_sub(4)]);
+    let n = numeric(reference).wrapping_add(i as u32).to_be_bytes();
+    out.extend_from_slice(&n[4 - l.min(4)..]);
+}
+
+/// Compares the key of slot `i` (slot 0 holding `reference`) with `key`.
+fn cmp_slot(reference: &[u8], i: usize, key: &[u8]) -> Ordering {
+    let l = reference.len();
+    let nn = l.saturating_sub(4);
+    let n = numeric(reference).wrapping_add(i as u32).to_be_bytes();
+    let tail = &n[4 - l.min(4)..];
+    let (k1, k2) = key.split_at(key.len().min(nn));
+    match reference[..nn].cmp(k1) {
+        Ordering::Equal if k1.len() < nn => Ordering::Greater,
+        Ordering::Equal => tail.cmp(k2),
+        o => o,
+    }
+}
+
+/// The first of `capacity` slots (slot 0 holding `reference`) whose key is `>= key`
+/// (`capacity` if none).
+pub(crate) fn slot_lower_bound(reference: &[u8], capacity: usize, key: &[u8]) -> usize {
+    let (mut lo, mut hi) = (0, capacity);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if cmp_slot(reference, mid, key) == Ordering::Less {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// Write access to a dense leaf.

@@ -12,13 +12,14 @@
 //!   comparison leaves share this format; the kind byte tells them apart.
 //! - [`fingerprint`]: the fingerprinting leaf of section 3.4 (a slotted variant with an unsorted
 //!   tail and a one-byte hash per key, scanned with SIMD).
+//! - [`semidense`]: the semi-dense leaf of section 3.5 (one 2-byte slot per key the fences
+//!   admit, indexed by the key's numeric part, pointing to a length-prefixed value on the heap).
 //! - [`dense`]: the fully-dense leaf of section 3.5 (values in an array indexed by the key's
 //!   numeric part, a presence bitmap).
 //! - [`build`]: writing a fresh node from a sorted record stream (used by split, merge and
 //!   compaction) and the separator choice of section 2.
 //!
-//! Not implemented (the paper's section 3.5): the semi-dense leaf (kind 4 is reserved). The
-//! adaptive policy (section 5) lives in `sylva::btree`.
+//! The adaptive policy (section 5) lives in `sylva::btree`.
 //!
 //! Why the decoders check every offset even for pages that never leave memory: the tree reads
 //! pages optimistically (optimistic lock coupling) while a writer may be changing them, so an
@@ -29,6 +30,7 @@
 pub mod build;
 pub mod dense;
 pub mod fingerprint;
+pub mod semidense;
 pub mod slotted;
 
 use crate::error::Error;
@@ -50,6 +52,28 @@ pub const KIND_LEAF: u8 = 2;
 /// Kind tag (byte 0) of a fingerprinting leaf (section 3.4): the slotted format without heads,
 /// an unsorted tail of slots, and a fingerprint array on the heap.
 pub const KIND_FP_LEAF: u8 = 3;
+
+/// The bytes of node page `page` that are never read: the free gap between the slot array and
+/// the heap of a slotted node or a semi-dense leaf, as `(start, end)`; `None` for other kinds
+/// (and for a page that does not decode). The durable store leaves the gap out of logged page
+/// images and scans leave it out of their snapshots.
+pub fn free_gap(id: PageId, page: &[u8]) -> Option<(usize, usize)> {
+    let (slots_end, heap_start) = match page.first() {
+        Some(&semidense::KIND_SEMI_DENSE_LEAF) => {
+            let s = semidense::SemiDense::new(id, page).ok()?;
+            (s.slots_end(), s.heap_start())
+        }
+        Some(&(KIND_INNER | KIND_LEAF | KIND_FP_LEAF)) => {
+            let node = slotted::Slotted::new(id, page).ok()?;
+            (
+                node.slot_base() + node.count() * node.slot_len(),
+                node.heap_start(),
+            )
+        }
+        _ => return None,
+    };
+    (slots_end <= heap_start && heap_start <= page.len()).then_some((slots_end, heap_start))
+}
 
 /// A corruption error for page `page`.
 pub(crate) fn corrupt(page: PageId, detail: impl Into<String>) -> Error {
