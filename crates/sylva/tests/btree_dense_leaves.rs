@@ -10,7 +10,12 @@ use sylva::btree::{BTree, Layout, Options};
 use sylva::KvStore;
 
 fn tree(layout: Layout, page_size: usize) -> BTree {
-    BTree::new(Options { layout, page_size }).unwrap()
+    BTree::new(Options {
+        layout,
+        page_size,
+        ..Options::default()
+    })
+    .unwrap()
 }
 
 fn counter(t: &BTree, name: &str) -> u64 {

@@ -16,6 +16,7 @@ impl Subject for Tree {
         BTree::new(Options {
             layout: self.0,
             page_size: self.1,
+            ..Options::default()
         })
         .unwrap()
     }

@@ -104,6 +104,9 @@ pub(crate) enum LeafPlan {
         right: Vec<u8>,
         separator: Vec<u8>,
     },
+    /// No cheaper way out: an ordinary split of the records
+    /// ([`BTree::plan_median_split`]), or a redistribution with a neighbour first.
+    Median,
 }
 
 /// Fences of a leaf of any kind.
@@ -162,7 +165,8 @@ impl<S: NodeStore> BTree<S> {
     }
 
     /// Decides how leaf `id` (write-latched, fingerprint tail already sorted) makes room for
-    /// `key` with a value of `value_len` bytes.
+    /// `key` with a value of `value_len` bytes: a layout conversion in place, a dense split, or
+    /// [`LeafPlan::Median`].
     pub(crate) fn plan_leaf_split(
         &self,
         id: PageId,
@@ -262,6 +266,25 @@ impl<S: NodeStore> BTree<S> {
                 return Ok(LeafPlan::InPlace(out));
             }
         }
+        Ok(LeafPlan::Median)
+    }
+
+    /// The ordinary split of leaf `id` (write-latched, fingerprint tail already sorted) for a
+    /// pending `key` with a value of `value_len` bytes: at the partition-aware split point when
+    /// dense leaves are enabled and it applies, else at the shortest separator near the median.
+    pub(crate) fn plan_median_split(
+        &self,
+        id: PageId,
+        page: &[u8],
+        key: &[u8],
+        value_len: usize,
+    ) -> Result<LeafPlan> {
+        let ps = page.len();
+        let (lower, upper) = fences(id, page)?;
+        let counter = op_counter(page);
+        let mut recs = Records::default();
+        collect(id, page, &mut recs)?;
+        let pending = Some((key, value_len));
         let n = recs.len();
         if n < 2 {
             return Err(corrupt(id, "leaf with fewer than two records cannot split"));

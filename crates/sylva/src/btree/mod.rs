@@ -52,6 +52,7 @@ mod kv;
 mod leaf;
 pub(crate) use leaf::Records;
 pub mod options;
+mod redistribute;
 mod store;
 mod tree;
 mod walk;

@@ -459,6 +459,7 @@ impl Db {
         let tree_options = btree::Options {
             layout,
             page_size: store.page_size_bytes(),
+            redistribute: options.redistribute,
         };
         let tree = match state {
             None => BTree::with_store(store, tree_options)?,
@@ -922,18 +923,28 @@ impl KvStore for Db {
 
     fn stats(&self) -> Stats {
         let s = self.quick_stats();
+        let mut counters = vec![
+            ("tree_pages", s.tree_pages),
+            ("free_pages", s.free_pages),
+            ("cache_hits", s.cache_hits),
+            ("cache_misses", s.cache_misses),
+            ("page_writes", s.page_writes),
+            ("wal_bytes", s.wal_bytes),
+            ("checkpoints", s.checkpoints),
+        ];
+        // The tree's structure changes since open (splits, merges, redistributions, ...).
+        counters.extend(
+            self.core
+                .tree
+                .stats()
+                .counters
+                .into_iter()
+                .filter(|(name, _)| *name != "pages"),
+        );
         Stats {
             records: s.records,
             bytes_used: Some(s.file_pages * s.page_size as u64),
-            counters: vec![
-                ("tree_pages", s.tree_pages),
-                ("free_pages", s.free_pages),
-                ("cache_hits", s.cache_hits),
-                ("cache_misses", s.cache_misses),
-                ("page_writes", s.page_writes),
-                ("wal_bytes", s.wal_bytes),
-                ("checkpoints", s.checkpoints),
-            ],
+            counters,
         }
     }
 }
