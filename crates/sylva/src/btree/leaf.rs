@@ -10,9 +10,11 @@
 //!   the rest of the range (dense if the pending key fits a dense leaf there, else a comparison
 //!   leaf). With fewer than a quarter of its slots used it converts back to the default leaf
 //!   kind instead, if that fits;
-//! - otherwise the records are split. With dense leaves enabled the *partition-aware* split
-//!   point comes first: the longest run of records from the left that could form a dense leaf,
-//!   used when it reaches the median; else the shortest separator near the median.
+//! - otherwise ([`LeafPlan::Median`]) the tree first tries a deferred split with a neighbour
+//!   (`super::redistribute`, when enabled), and else the records are split. With dense leaves
+//!   enabled the *partition-aware* split point comes first: the longest run of records from the
+//!   left that could form a dense leaf, used when it reaches the median; else the shortest
+//!   separator near the median.
 //!
 //! Each half is built as a fully-dense leaf when dense leaves are enabled and its records (and
 //! the pending record, if it lands there) fit one, else as the tree's default leaf kind.
@@ -88,6 +90,9 @@ pub(crate) fn collect(id: PageId, page: &[u8], out: &mut Records) -> Result<()> 
         return Err(corrupt(id, "collecting an unsorted leaf"));
     }
     let prefix = v.prefix()?;
+    // The records and one prefix per record: grow once, not record by record.
+    out.data.reserve(page.len() + v.count() * prefix.len());
+    out.at.reserve(v.count());
     for i in 0..v.count() {
         out.push(prefix, v.key(i)?, v.value(i)?);
     }
@@ -178,9 +183,9 @@ impl<S: NodeStore> BTree<S> {
         let (lower, upper) = fences(id, page)?;
         let counter = op_counter(page);
         let mut recs = Records::default();
-        collect(id, page, &mut recs)?;
         let pending = Some((key, value_len));
         if page[0] == KIND_DENSE_LEAF {
+            collect(id, page, &mut recs)?;
             let d = Dense::new(id, page)?;
             let shape = d.shape();
             let mut last = Vec::new();
@@ -250,9 +255,12 @@ impl<S: NodeStore> BTree<S> {
             ) {
                 return Ok(LeafPlan::InPlace(page2));
             }
-        } else if self.dense && recs.len() > 0 {
+        } else if self.dense
+            && may_become_dense(id, page, (&lower, upper.as_deref()), key, value_len)?
+        {
             // Conversion to a dense leaf in place, when everything (the pending record too)
             // fits one.
+            collect(id, page, &mut recs)?;
             let mut out = vec![0u8; ps];
             if self.build_leaf(
                 &mut out,
@@ -406,6 +414,34 @@ impl<S: NodeStore> BTree<S> {
             )
             .then_some(out))
     }
+}
+
+/// Whether a sorted comparison or fingerprinting leaf could become a fully-dense leaf holding
+/// its records and the pending one: a cheap necessary condition (the smallest and the largest
+/// key and the pending one have slots in the dense shape the fences allow), checked before the
+/// records are collected and a dense page is attempted.
+fn may_become_dense(
+    id: PageId,
+    page: &[u8],
+    (lower, upper): (&[u8], Option<&[u8]>),
+    key: &[u8],
+    value_len: usize,
+) -> Result<bool> {
+    let v = Slotted::new(id, page)?;
+    let Some(last) = v.count().checked_sub(1) else {
+        return Ok(false);
+    };
+    let (mut first_key, mut last_key) = (Vec::new(), Vec::new());
+    v.full_key_into(0, &mut first_key)?;
+    v.full_key_into(last, &mut last_key)?;
+    let Some(shape) = Shape::new(page.len(), lower, upper, first_key.len(), v.value(0)?.len())
+    else {
+        return Ok(false);
+    };
+    Ok(value_len == shape.value_len
+        && [&first_key[..], &last_key, key]
+            .iter()
+            .all(|k| shape.slot_of(k).is_some()))
 }
 
 /// The adaptive policy's operation counter of a leaf of any kind.

@@ -9,6 +9,7 @@
 //! - `walk`: scans and range maps over validated leaf snapshots;
 //! - `leaf`: leaf split, merge and layout conversion over every leaf kind, with the dense split
 //!   and the partition-aware separator (sections 3.5, 4.6) and key-adaption (section 5.1);
+//! - `redistribute`: deferred splits, B*-tree style (not in the paper; see below);
 //! - `adapt`: operation-adaption (section 5.1);
 //! - `store`: the node-store interface (pages by id, each with a versioned latch handle, a
 //!   write gate and logging hooks the tree calls with the changed pages still latched) and its
@@ -21,8 +22,8 @@
 //! Status against the issue: implemented are the baseline slotted page, prefix truncation, heads,
 //! hints, fingerprinting leaves, fully-dense leaves and the adaptive policy (layouts `baseline`,
 //! `prefix`, `heads`, `hints`, `fingerprint`, `dense`, `adaptive`; default `adaptive`),
-//! optimistic lock coupling, split with the shortest separator, merge at ≥ 3/4 empty, and
-//! `check()`. Not implemented: semi-dense leaves (section 3.5; there is no `semidense` layout)
+//! optimistic lock coupling, split with the shortest separator, deferred splits (on by default,
+//! [`Options::redistribute`]), merge at ≥ 3/4 empty, and `check()`. Not implemented: semi-dense leaves (section 3.5; there is no `semidense` layout)
 //! and contention split (section 7.3).
 //!
 //! Reads and writes to shared memory: point reads never write unless the adaptive layout's
@@ -32,6 +33,18 @@
 //! the leaf's write latch like any writer.
 //!
 //! Differences from the paper:
+//! - Deferred splits (B*-tree style; `redistribute`, on by default): a leaf that would get an
+//!   ordinary median split first moves records into its neighbour under the same parent when
+//!   that has at least 1/8 of a page free, and otherwise splits together with the neighbour
+//!   two-into-three; only a leaf without a comparison-leaf neighbour under its parent, or whose
+//!   parent lacks room for the new separators, still splits 1-to-2. The paper splits 50/50,
+//!   which leaves leaves about ln 2 ≈ 69% full after random inserts (about 110 bytes of 4 KiB
+//!   page per record of an 8-byte key and a 56-byte value); deferred splits reach about 83%
+//!   (about 91 bytes), at the price of about three times as many structure changes during
+//!   random inserts (loads slow down; `docs/results/db.md`). Conversions to dense leaves, dense
+//!   splits and the partition-aware split point keep their precedence; dense leaves and inner
+//!   nodes never redistribute (inner nodes are about 1% of the pages). Ascending inserts into
+//!   comparison leaves now fill about 65% of each leaf instead of 50%.
 //! - Dense leaves: only the fully-dense variant. A dense leaf that is asked to take a record it
 //!   cannot hold (another key length or value length, or a key past its last slot while under a
 //!   quarter full) is rewritten as the default leaf kind when that fits, else split.

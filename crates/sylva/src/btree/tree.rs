@@ -1,5 +1,6 @@
 //! The tree: optimistic lock coupling over a [`NodeStore`], point operations, split and merge
-//! (paper sections 2 and 7.1).
+//! (paper sections 2 and 7.1). A leaf split first offers a deferred split with a neighbour
+//! (`super::redistribute`).
 //!
 //! The first page allocated is a metadata node: an inner node with no keys whose upper child is
 //! the root, so a root split is an ordinary split whose parent is that page (as in LeanStore and
@@ -412,7 +413,8 @@ impl<S: NodeStore> BTree<S> {
     }
 
     /// Splits page `target` (found through `key`); splits its parent first when the separator
-    /// would not fit there. Always ends in `Restart` or an error for the caller to retry.
+    /// would not fit there. A leaf that needs an ordinary split first tries a deferred split
+    /// with a neighbour. Always ends in `Restart` or an error for the caller to retry.
     ///
     /// Every page is allocated before any is changed, so a failed allocation leaves the tree as
     /// it was; the changed pages are reported to the store's log while all stay latched.

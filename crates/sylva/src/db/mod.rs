@@ -33,9 +33,10 @@
 //! **Logging (physiological, redo only).** Every change to a page is logged while its latch is
 //! held, and the record's LSN is stored in the page header:
 //! - a leaf put or delete is a small record naming the page and the key (and value);
-//! - everything else that changes pages (split, merge, root growth, layout conversion, the lazy
-//!   sort of a fingerprinting leaf) logs after-images of every page it changed, and the ids of
-//!   pages it freed;
+//! - everything else that changes pages (split, merge, root growth, the deferred splits of
+//!   [`crate::btree`] — records moved between neighbouring leaves, two leaves split into three —,
+//!   layout conversion, the lazy sort of a fingerprinting leaf) logs after-images of every page
+//!   it changed, and the ids of pages it freed;
 //! - the first change to a page after a checkpoint logs its full image instead of the small
 //!   record ("full-page writes"), so recovery never depends on a page's on-disk bytes written
 //!   after the checkpoint: a torn page write is harmless.
