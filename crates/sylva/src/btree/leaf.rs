@@ -43,15 +43,20 @@ impl Records {
         self.data.clear();
         self.at.clear();
     }
-    /// Appends a record whose key is `a ++ b`.
+    /// Appends a record whose key is `prefix ++ record[..key_len]` and whose value is the rest
+    /// of `record` (a slotted page stores key and value back to back): one copy of the record,
+    /// and the prefix (a few bytes) without a call to `memcpy`.
     #[inline]
-    pub(crate) fn push(&mut self, a: &[u8], b: &[u8], value: &[u8]) {
+    fn push_stored(&mut self, prefix: &[u8], record: &[u8], key_len: usize) {
         let start = self.data.len() as u32;
-        self.data.extend_from_slice(a);
-        self.data.extend_from_slice(b);
-        let mid = self.data.len() as u32;
-        self.data.extend_from_slice(value);
-        self.at.push((start, mid, self.data.len() as u32));
+        if prefix.len() <= 8 {
+            self.data.extend(prefix.iter().copied());
+        } else {
+            self.data.extend_from_slice(prefix);
+        }
+        let mid = self.data.len() + key_len;
+        self.data.extend_from_slice(record);
+        self.at.push((start, mid as u32, self.data.len() as u32));
     }
     /// Appends a record whose key was already appended to the buffer by `write_key`.
     fn push_with(&mut self, write_key: impl FnOnce(&mut Vec<u8>), value: &[u8]) {
@@ -94,7 +99,12 @@ pub(crate) fn collect(id: PageId, page: &[u8], out: &mut Records) -> Result<()> 
     out.data.reserve(page.len() + v.count() * prefix.len());
     out.at.reserve(v.count());
     for i in 0..v.count() {
-        out.push(prefix, v.key(i)?, v.value(i)?);
+        let (kl, vl) = v.lens(i);
+        let at = v.record_offset(i);
+        let record = page
+            .get(at..at + kl + vl)
+            .ok_or_else(|| corrupt(id, format!("record {i} outside the page")))?;
+        out.push_stored(prefix, record, kl);
     }
     Ok(())
 }
