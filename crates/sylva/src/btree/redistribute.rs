@@ -1,22 +1,25 @@
-//! Deferred splits: a full leaf first moves records into a neighbour (B*-tree style
-//! redistribution, Bayer and McCreight 1972, Knuth's B*-tree). Not in "B-Trees Are Back".
+//! Deferred splits: a full leaf first moves records into a neighbour, or splits together with
+//! it two-into-three (the B*-tree of Knuth's *The Art of Computer Programming*, vol. 3, after
+//! Bayer and McCreight). Not in "B-Trees Are Back".
 //!
-//! Why: with 50/50 splits alone, leaves after random inserts settle at about ln 2 ≈ 69% full
+//! Why: with 50/50 splits alone, leaves after random inserts are on average ln 2 ≈ 69% full
 //! (Yao 1978). With 8-byte keys and 56-byte values that is about 110 bytes of page per
-//! 64-byte record; redistribution raises the fill to about 85% (about 90 bytes per record).
+//! 64-byte record; deferred splits raise the fill to about 84% (about 91 bytes per record).
 //!
 //! What happens: an insert finds its leaf `T` full, and the leaf would get an ordinary
 //! (median) split — not a layout conversion or a dense split, which keep their precedence
 //! ([`super::leaf`]). With the parent and `T` write-latched, the neighbours of `T` under the
-//! same parent (right, then left) are read optimistically; the one with the most free space,
-//! if that is at least [`MIN_FREE_DIVISOR`]-th of a page and it is a comparison or
-//! fingerprinting leaf, is write-latched by upgrading the version read (a failed upgrade
-//! restarts the insert). The records of both leaves are rebuilt into two pages split where the
-//! bytes balance (the pending record counted on its side), at the shortest separator in the
-//! paper's window around that point (section 2). The parent's separator between them is
-//! replaced. Nothing is changed unless both pages are built, the pending record then fits its
-//! page, and the parent has room for the new separator; otherwise the ordinary split runs, as
-//! before. Both page ids stay; no page is allocated or freed.
+//! same parent (right and left) are read optimistically, and the comparison or fingerprinting
+//! leaf among them with the most free space is write-latched by upgrading the version read (a
+//! failed upgrade restarts the insert). If it has at least `1/MIN_FREE_DIVISOR` of a page free,
+//! the records of both leaves are rebuilt into the same two pages (*redistribution*); otherwise
+//! into three, the middle one new (the *2-to-3 split*, which leaves every page about 2/3 full).
+//! The records are cut where the bytes balance (the pending record counted on its side), at the
+//! shortest separator in the paper's window around that point (section 2), and the parent's
+//! separator between the two leaves is replaced by the new one or two. Nothing changes unless
+//! every page is built, the pending record then fits its page, and the parent has room for the
+//! new separators; otherwise the ordinary 1-to-2 split runs, as before. Pages are allocated
+//! before any is changed.
 //!
 //! Neighbours only under the same parent: every page a change touches is a child of the one
 //! parent it holds, so the latch order (parent, then children, all taken by upgrades that
@@ -24,13 +27,20 @@
 //! which holds nothing else) is the one split and merge use, and no cousin's parent needs
 //! changing. Inner nodes still split 50/50: they are about 1% of the pages.
 //!
-//! Logging: the three changed pages (both leaves, the parent) are reported with
-//! [`NodeStore::log_pages`] while all are latched, like a split; a durable store logs their
-//! images (a `PAGES` record), and redo needs nothing new.
+//! Readers and scans need nothing new: a reader validates every page version it used, so one
+//! that read a leaf or the parent while records moved restarts; scans and cursors move from
+//! leaf to leaf by the upper fence, so a record moving between two leaves while a scan passes
+//! is seen exactly once. Invariants are the tree's (`check()`): fences equal the parent's
+//! separators, keys in range and ascending.
 //!
-//! Cost: redistributions are about three times as frequent as the splits they replace, and each
-//! rewrites two leaves and the parent like a split; loads get slower (see
-//! `docs/results/db.md`). `Options::redistribute = false` turns it off.
+//! Logging: the changed pages (the leaves, a new one included, and the parent) are reported
+//! with [`NodeStore::log_pages`] while all are latched, like a split; a durable store logs
+//! their images (a `PAGES` record), and redo needs nothing new.
+//!
+//! Cost: a load of random keys makes about 2.7 times as many structure changes as with plain
+//! splits, each rewriting two or three leaves and the parent (and, in a database, logging their
+//! images: about 3 times the log), so loads get slower (`docs/results/db.md`).
+//! `Options::redistribute = false` turns deferred splits off.
 
 use super::leaf::{collect, fences, op_counter, Records};
 use super::store::{Abort, NodeLatch, NodeStore, Olc};
@@ -44,7 +54,7 @@ use std::sync::atomic::Ordering;
 
 /// A neighbour takes records only if at least `1/MIN_FREE_DIVISOR` of its page is free: less
 /// would move a record or two and make the next insert redistribute again.
-pub(crate) const MIN_FREE_DIVISOR: usize = 8;
+const MIN_FREE_DIVISOR: usize = 8;
 
 /// Releases a neighbour's write latch: as a change if the neighbour was changed (and logged),
 /// else as an unchanged page (a durable store then neither logs nor writes it back).
