@@ -189,11 +189,10 @@ impl<S: NodeStore> BTree<S> {
         key: &[u8],
         value_len: usize,
     ) -> Result<LeafPlan> {
-        let ps = page.len();
+        let (ps, pending) = (page.len(), Some((key, value_len)));
         let (lower, upper) = fences(id, page)?;
         let counter = op_counter(page);
         let mut recs = Records::default();
-        let pending = Some((key, value_len));
         if page[0] == KIND_DENSE_LEAF {
             collect(id, page, &mut recs)?;
             let d = Dense::new(id, page)?;
@@ -297,12 +296,11 @@ impl<S: NodeStore> BTree<S> {
         key: &[u8],
         value_len: usize,
     ) -> Result<LeafPlan> {
-        let ps = page.len();
-        let (lower, upper) = fences(id, page)?;
-        let counter = op_counter(page);
+        let (ps, pending) = (page.len(), Some((key, value_len)));
         let mut recs = Records::default();
         collect(id, page, &mut recs)?;
-        let pending = Some((key, value_len));
+        let (lower, upper) = fences(id, page)?;
+        let counter = op_counter(page);
         let n = recs.len();
         if n < 2 {
             return Err(corrupt(id, "leaf with fewer than two records cannot split"));
