@@ -155,11 +155,7 @@ impl<S: NodeStore> BTree<S> {
         } else {
             (nid, target)
         };
-        let div = std::env::var("SYLVA_DIV")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(MIN_FREE_DIVISOR);
-        let parts = if best_free >= self.options.page_size / div {
+        let parts = if best_free >= self.options.page_size / MIN_FREE_DIVISOR {
             2
         } else {
             3
