@@ -41,7 +41,7 @@
 //!   which leaves leaves about ln 2 ≈ 69% full after random inserts (about 110 bytes of 4 KiB
 //!   page per record of an 8-byte key and a 56-byte value); deferred splits reach about 84%
 //!   (about 91 bytes), at the price of 2.7 times as many structure changes during random
-//!   inserts (1M-record loads ran at 0.70× in memory and 0.52× in the database;
+//!   inserts (1M-record loads ran at 0.69× in memory and 0.57× in the database;
 //!   `docs/results/db.md`). Conversions to dense leaves, dense
 //!   splits and the partition-aware split point keep their precedence; dense leaves and inner
 //!   nodes never redistribute (inner nodes are about 1% of the pages). Ascending inserts into
