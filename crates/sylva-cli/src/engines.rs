@@ -106,7 +106,7 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
         "db" => db_opener(spec),
         "btree" => {
             // `btree:layout=baseline|prefix|heads|hints|fingerprint|semidense|dense|adaptive,
-            // page_size=N`.
+            // page_size=N,redistribute=BOOL`.
             let mut options = sylva::btree::Options::default();
             for (k, v) in &spec.options {
                 options.set(k, v)?;
@@ -153,8 +153,9 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
 }
 
 /// The options of a `db` spec (`db:sync=always|batch|never,batch_ops=N,batch_ms=N,
-/// cache_bytes=N,page_size=N,layout=NAME,checkpoint_bytes=N,direct_io=BOOL`, the keys of
-/// [`sylva::DB_OPTION_KEYS`], parsed by [`DbOptions::set`]): the fair defaults, then the spec's options in order.
+/// cache_bytes=N,page_size=N,layout=NAME,checkpoint_bytes=N,direct_io=BOOL,redistribute=BOOL`,
+/// the keys of [`sylva::DB_OPTION_KEYS`], parsed by [`DbOptions::set`]): the fair defaults, then
+/// the spec's options in order.
 pub fn db_options(spec: &EngineSpec) -> Result<DbOptions, String> {
     let mut options = DbOptions {
         sync: SyncMode::Batch {

@@ -12,6 +12,7 @@ fn adaptive() -> BTree {
     BTree::new(Options {
         layout: Layout::Adaptive,
         page_size: 4096,
+        ..Options::default()
     })
     .unwrap()
 }

@@ -21,6 +21,7 @@ fn grow_and_shrink_every_layout() {
         let t = BTree::new(Options {
             layout,
             page_size: 2048,
+            ..Options::default()
         })
         .unwrap();
         // URL-like keys with long shared prefixes, inserted in a scrambled order.
@@ -68,6 +69,7 @@ fn prefix_truncation_saves_space_on_shared_prefixes() {
         let t = BTree::new(Options {
             layout,
             page_size: 4096,
+            ..Options::default()
         })
         .unwrap();
         // Scrambled order: with ascending inserts only the rightmost leaf (upper fence +inf,

@@ -18,8 +18,10 @@
 //!
 //! Odd rounds run with a 64-page pool and `checkpoint_bytes` at its 1 MiB minimum, and every third
 //! round calls `checkpoint()` now and then, so kills land during evictions and checkpoints; the
-//! test asserts that the children's pools missed and that checkpoints triggered by
-//! `checkpoint_bytes` (not only explicit ones) happened.
+//! test asserts that the children's pools missed, that checkpoints triggered by
+//! `checkpoint_bytes` (not only explicit ones) happened, and that the children's trees moved
+//! records between leaves and split two leaves into three (deferred splits), so kills land
+//! around those structure changes too.
 //!
 //! Rounds: `SYLVA_CRASH_ROUNDS` (default 50); seed of the kill delays: `SYLVA_CRASH_SEED`.
 //! A soak: `SYLVA_CRASH_ROUNDS=1000 cargo test -p sylva --test db_crash`.
@@ -37,7 +39,7 @@ use db_common::{
     apply_members, batch_of, contents, differences, options, scattered_key, splitmix, tagged_value,
     Rng,
 };
-use sylva::{Db, DbOptions, SyncMode};
+use sylva::{Db, DbOptions, KvStore, SyncMode};
 
 /// Distinct keys the script writes: small enough that overwrites and deletes of present keys are
 /// common, large enough for a few hundred leaves.
@@ -193,7 +195,22 @@ fn crash_child() {
         }
         if i.is_multiple_of(32) {
             let s = db.stats();
-            writeln!(out, "stats {} {}", s.checkpoints, s.cache_misses).expect("stdout");
+            let tree = KvStore::stats(&db);
+            let counter = |name| {
+                tree.counters
+                    .iter()
+                    .find(|c| c.0 == name)
+                    .map_or(0, |c| c.1)
+            };
+            writeln!(
+                out,
+                "stats {} {} {} {}",
+                s.checkpoints,
+                s.cache_misses,
+                counter("redistributions"),
+                counter("splits_2to3")
+            )
+            .expect("stdout");
         }
         out.flush().expect("stdout");
     }
@@ -208,6 +225,9 @@ struct Progress {
     /// checkpoints and misses are the growth (opening may checkpoint and read pages itself).
     first_stats: Option<(u64, u64)>,
     last_stats: (u64, u64),
+    /// The tree's redistributions and 2-to-3 splits since the child opened the database, at
+    /// its last report.
+    deferred_splits: (u64, u64),
 }
 
 impl Progress {
@@ -267,9 +287,11 @@ fn run_child(dir: &Path, mode_name: &str, round: u64, delay: Duration) -> Progre
                     }
                     "synced" => p.last_synced = Some(n),
                     "stats" => {
-                        let misses = words.next().and_then(|m| m.parse().ok()).unwrap_or(0);
+                        let mut next = || words.next().and_then(|m| m.parse().ok()).unwrap_or(0);
+                        let misses = next();
                         p.first_stats.get_or_insert((n, misses));
                         p.last_stats = (n, misses);
+                        p.deferred_splits = (next(), next());
                     }
                     _ => {}
                 }
@@ -368,6 +390,7 @@ fn crash_rounds(mode_name: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut model = Model::new();
     let (mut checkpoints, mut automatic, mut misses) = (0, 0, 0);
+    let (mut redistributions, mut splits_2to3) = (0, 0);
     let (mut acked, mut uncertain_total, mut cut, mut reapplied) = (0, 0, 0, 0);
     for round in 0..rounds {
         // Mostly short runs (many kills early in a run, during recovery's aftermath and the first
@@ -383,6 +406,8 @@ fn crash_rounds(mode_name: &str) {
             automatic += p.checkpoints();
         }
         misses += p.misses();
+        redistributions += p.deferred_splits.0;
+        splits_2to3 += p.deferred_splits.1;
         let last_ack = p.last_ack.expect("at least one ack");
         acked += last_ack + 1;
         // Operations up to `durable` must be there; the rest may be, as a prefix. The one after
@@ -441,10 +466,15 @@ fn crash_rounds(mode_name: &str) {
     eprintln!(
         "db_crash {mode_name}: {rounds} rounds, {acked} operations acknowledged, {uncertain_total} \
          in the uncertain window, {checkpoints} checkpoints ({automatic} in rounds without \
-         checkpoint() calls) and {misses} pool misses seen in the children; recovery cut a torn \
-         log tail {cut} times and applied a write batch again {reapplied} times; {} records at \
-         the end",
+         checkpoint() calls), {misses} pool misses, {redistributions} redistributions and \
+         {splits_2to3} 2-to-3 splits seen in the children; recovery cut a torn log tail {cut} \
+         times and applied a write batch again {reapplied} times; {} records at the end",
         model.len()
+    );
+    assert!(
+        redistributions > 0 && splits_2to3 > 0,
+        "the children never redistributed ({redistributions}) or split 2-to-3 \
+         ({splits_2to3}): kills did not land around deferred splits"
     );
     assert!(
         automatic > 0,

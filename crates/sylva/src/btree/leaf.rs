@@ -10,9 +10,11 @@
 //!   the rest of the range (dense if the pending key fits a dense leaf there, else a comparison
 //!   leaf). With fewer than a quarter of its slots used it converts back to the default leaf
 //!   kind instead, if that fits;
-//! - otherwise the records are split. With dense leaves enabled the *partition-aware* split
-//!   point comes first: the longest run of records from the left that could form a dense leaf,
-//!   used when it reaches the median; else the shortest separator near the median.
+//! - otherwise ([`LeafPlan::Median`]) the tree first tries a deferred split with a neighbour
+//!   (`super::redistribute`, when enabled), and else the records are split. With dense leaves
+//!   enabled the *partition-aware* split point comes first: the longest run of records from the
+//!   left that could form a dense leaf, used when it reaches the median; else the shortest
+//!   separator near the median.
 //!
 //! Each half is built as a fully-dense leaf when dense leaves are enabled and its records (and
 //! the pending record, if it lands there) fit one, else as the tree's default leaf kind.
@@ -60,15 +62,20 @@ impl Records {
         self.data.clear();
         self.at.clear();
     }
-    /// Appends a record whose key is `a ++ b`.
+    /// Appends a record whose key is `prefix ++ record[..key_len]` and whose value is the rest
+    /// of `record` (a slotted page stores key and value back to back): one copy of the record,
+    /// and the prefix (a few bytes) without a call to `memcpy`.
     #[inline]
-    pub(crate) fn push(&mut self, a: &[u8], b: &[u8], value: &[u8]) {
+    fn push_stored(&mut self, prefix: &[u8], record: &[u8], key_len: usize) {
         let start = self.data.len() as u32;
-        self.data.extend_from_slice(a);
-        self.data.extend_from_slice(b);
-        let mid = self.data.len() as u32;
-        self.data.extend_from_slice(value);
-        self.at.push((start, mid, self.data.len() as u32));
+        if prefix.len() <= 8 {
+            self.data.extend(prefix.iter().copied());
+        } else {
+            self.data.extend_from_slice(prefix);
+        }
+        let mid = self.data.len() + key_len;
+        self.data.extend_from_slice(record);
+        self.at.push((start, mid as u32, self.data.len() as u32));
     }
     /// Appends a record whose key was already appended to the buffer by `write_key`.
     fn push_with(&mut self, write_key: impl FnOnce(&mut Vec<u8>), value: &[u8]) {
@@ -116,8 +123,16 @@ pub(crate) fn collect(id: PageId, page: &[u8], out: &mut Records) -> Result<()> 
         return Err(corrupt(id, "collecting an unsorted leaf"));
     }
     let prefix = v.prefix()?;
+    // The records and one prefix per record: grow once, not record by record.
+    out.data.reserve(page.len() + v.count() * prefix.len());
+    out.at.reserve(v.count());
     for i in 0..v.count() {
-        out.push(prefix, v.key(i)?, v.value(i)?);
+        let (kl, vl) = v.lens(i);
+        let at = v.record_offset(i);
+        let record = page
+            .get(at..at + kl + vl)
+            .ok_or_else(|| corrupt(id, format!("record {i} outside the page")))?;
+        out.push_stored(prefix, record, kl);
     }
     Ok(())
 }
@@ -132,6 +147,9 @@ pub(crate) enum LeafPlan {
         right: Vec<u8>,
         separator: Vec<u8>,
     },
+    /// No cheaper way out: an ordinary split of the records
+    /// ([`BTree::plan_median_split`]), or a redistribution with a neighbour first.
+    Median,
 }
 
 /// Fences of a leaf of any kind.
@@ -200,7 +218,8 @@ impl<S: NodeStore> BTree<S> {
     }
 
     /// Decides how leaf `id` (write-latched, fingerprint tail already sorted) makes room for
-    /// `key` with a value of `value_len` bytes.
+    /// `key` with a value of `value_len` bytes: a layout conversion in place, a dense split, or
+    /// [`LeafPlan::Median`].
     pub(crate) fn plan_leaf_split(
         &self,
         id: PageId,
@@ -208,14 +227,12 @@ impl<S: NodeStore> BTree<S> {
         key: &[u8],
         value_len: usize,
     ) -> Result<LeafPlan> {
-        let ps = page.len();
+        let (ps, pending) = (page.len(), Some((key, value_len)));
         let (lower, upper) = fences(id, page)?;
         let counter = op_counter(page);
         let mut recs = Records::default();
-        collect(id, page, &mut recs)?;
-        let n = recs.len();
-        let pending = Some((key, value_len));
         if page[0] == KIND_DENSE_LEAF {
+            collect(id, page, &mut recs)?;
             let d = Dense::new(id, page)?;
             let shape = d.shape();
             let mut last = Vec::new();
@@ -278,28 +295,57 @@ impl<S: NodeStore> BTree<S> {
             // Not a dense split: back to the default kind in place if it fits (a semi-dense leaf
             // only if the pending record fits too; else a split, whose halves may stay
             // semi-dense).
+            if page[0] == KIND_SEMI_DENSE_LEAF {
+                collect(id, page, &mut recs)?;
+            }
             let mut page2 = vec![0u8; ps];
+            let n = recs.len();
             if self.build_default_leaf(&mut page2, &lower, upper.as_deref(), &recs, 0..n, counter)
                 && (page[0] == KIND_DENSE_LEAF || has_room(id, &page2, key, value_len))
             {
                 return Ok(LeafPlan::InPlace(page2));
             }
-        } else if (self.dense || self.semidense) && n > 0 {
-            // Conversion to a dense leaf in place, when everything (the pending record too)
-            // fits one.
+        } else if (self.dense
+            && may_become_dense(id, page, (&lower, upper.as_deref()), key, value_len)?)
+            || self.semidense
+        {
+            // Conversion to a dense or semi-dense leaf in place, when everything (the pending
+            // record too) fits one.
+            collect(id, page, &mut recs)?;
             let mut out = vec![0u8; ps];
-            if self.build_leaf(
-                &mut out,
-                (&lower, upper.as_deref()),
-                &recs,
-                0..recs.len(),
-                pending,
-                counter,
-            ) && (out[0] == KIND_DENSE_LEAF || out[0] == KIND_SEMI_DENSE_LEAF)
+            if recs.len() > 0
+                && self.build_leaf(
+                    &mut out,
+                    (&lower, upper.as_deref()),
+                    &recs,
+                    0..recs.len(),
+                    pending,
+                    counter,
+                )
+                && (out[0] == KIND_DENSE_LEAF || out[0] == KIND_SEMI_DENSE_LEAF)
             {
                 return Ok(LeafPlan::InPlace(out));
             }
         }
+        Ok(LeafPlan::Median)
+    }
+
+    /// The ordinary split of leaf `id` (write-latched, fingerprint tail already sorted) for a
+    /// pending `key` with a value of `value_len` bytes: at the partition-aware split point when
+    /// dense leaves are enabled and it applies, else at the shortest separator near the median.
+    pub(crate) fn plan_median_split(
+        &self,
+        id: PageId,
+        page: &[u8],
+        key: &[u8],
+        value_len: usize,
+    ) -> Result<LeafPlan> {
+        let (ps, pending) = (page.len(), Some((key, value_len)));
+        let mut recs = Records::default();
+        collect(id, page, &mut recs)?;
+        let (lower, upper) = fences(id, page)?;
+        let counter = op_counter(page);
+        let n = recs.len();
         if n < 2 {
             return Err(corrupt(id, "leaf with fewer than two records cannot split"));
         }
@@ -458,6 +504,34 @@ impl<S: NodeStore> BTree<S> {
             )
             .then_some(out))
     }
+}
+
+/// Whether a sorted comparison or fingerprinting leaf could become a fully-dense leaf holding
+/// its records and the pending one: a cheap necessary condition (the smallest and the largest
+/// key and the pending one have slots in the dense shape the fences allow), checked before the
+/// records are collected and a dense page is attempted.
+fn may_become_dense(
+    id: PageId,
+    page: &[u8],
+    (lower, upper): (&[u8], Option<&[u8]>),
+    key: &[u8],
+    value_len: usize,
+) -> Result<bool> {
+    let v = Slotted::new(id, page)?;
+    let Some(last) = v.count().checked_sub(1) else {
+        return Ok(false);
+    };
+    let (mut first_key, mut last_key) = (Vec::new(), Vec::new());
+    v.full_key_into(0, &mut first_key)?;
+    v.full_key_into(last, &mut last_key)?;
+    let Some(shape) = Shape::new(page.len(), lower, upper, first_key.len(), v.value(0)?.len())
+    else {
+        return Ok(false);
+    };
+    Ok(value_len == shape.value_len
+        && [&first_key[..], &last_key, key]
+            .iter()
+            .all(|k| shape.slot_of(k).is_some()))
 }
 
 /// The adaptive policy's operation counter of a leaf of any kind.

@@ -1,4 +1,4 @@
-//! Tree options and their CLI spelling (`btree:layout=...,page_size=N`).
+//! Tree options and their CLI spelling (`btree:layout=...,page_size=N,redistribute=BOOL`).
 
 use crate::page::{
     slotted::{FLAG_HEADS, FLAG_HINTS},
@@ -140,6 +140,12 @@ pub struct Options {
     pub layout: Layout,
     /// Page size in bytes, 2048..=65536. Default 4096.
     pub page_size: usize,
+    /// Deferred splits (B*-tree style): a full leaf first moves records into a neighbour under
+    /// the same parent that has room, and splits only when neither has (see the module docs of
+    /// `btree::redistribute`). Not in the paper; raises the leaf fill after random inserts from
+    /// about 69% to about 85%. A policy, not a format: a tree may be opened either way. Default
+    /// true.
+    pub redistribute: bool,
 }
 
 impl Default for Options {
@@ -147,15 +153,17 @@ impl Default for Options {
         Options {
             layout: Layout::Adaptive,
             page_size: DEFAULT_PAGE_SIZE,
+            redistribute: true,
         }
     }
 }
 
 /// The option keys [`Options::set`] accepts.
-pub const OPTION_KEYS: [&str; 2] = ["layout", "page_size"];
+pub const OPTION_KEYS: [&str; 3] = ["layout", "page_size", "redistribute"];
 
 impl Options {
-    /// Sets one option from its string form (`layout=hints`, `page_size=8192`).
+    /// Sets one option from its string form (`layout=hints`, `page_size=8192`,
+    /// `redistribute=false`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         match key {
             "layout" => self.layout = Layout::parse(value)?,
@@ -170,6 +178,7 @@ impl Options {
                 }
                 self.page_size = n;
             }
+            "redistribute" => self.redistribute = parse_bool(key, value)?,
             _ => {
                 return Err(format!(
                     "unknown btree option '{key}'; valid options: {}",
@@ -178,6 +187,15 @@ impl Options {
             }
         }
         Ok(())
+    }
+}
+
+/// `true|1|yes` or `false|0|no`.
+pub(crate) fn parse_bool(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "true" | "1" | "yes" => Ok(true),
+        "false" | "0" | "no" => Ok(false),
+        _ => Err(format!("{key} '{value}' is not true or false")),
     }
 }
 
@@ -210,5 +228,9 @@ mod tests {
         assert!(o.set("page_size", "1024").is_err());
         assert!(o.set("page_size", "65537").is_err());
         assert!(o.set("page_size", "x").is_err());
+        assert!(o.redistribute);
+        o.set("redistribute", "false").unwrap();
+        assert!(!o.redistribute);
+        assert!(o.set("redistribute", "maybe").is_err());
     }
 }

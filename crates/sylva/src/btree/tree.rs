@@ -1,5 +1,6 @@
 //! The tree: optimistic lock coupling over a [`NodeStore`], point operations, split and merge
-//! (paper sections 2 and 7.1).
+//! (paper sections 2 and 7.1). A leaf split first offers a deferred split with a neighbour
+//! (`super::redistribute`).
 //!
 //! The first page allocated is a metadata node: an inner node with no keys whose upper child is
 //! the root, so a root split is an ordinary split whose parent is that page (as in LeanStore and
@@ -51,9 +52,11 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) adaptive: bool,
     pub(crate) records: AtomicU64,
     limits: Limits,
-    splits: AtomicU64,
+    pub(crate) splits: AtomicU64,
     merges: AtomicU64,
     pub(crate) conversions: AtomicU64,
+    pub(crate) redistributions: AtomicU64,
+    pub(crate) splits_2to3: AtomicU64,
 }
 
 /// Holds a write latch; releases it when dropped.
@@ -167,6 +170,8 @@ impl<S: NodeStore> BTree<S> {
             splits: AtomicU64::new(0),
             merges: AtomicU64::new(0),
             conversions: AtomicU64::new(0),
+            redistributions: AtomicU64::new(0),
+            splits_2to3: AtomicU64::new(0),
         }
     }
 
@@ -431,7 +436,8 @@ impl<S: NodeStore> BTree<S> {
     }
 
     /// Splits page `target` (found through `key`); splits its parent first when the separator
-    /// would not fit there. Always ends in `Restart` or an error for the caller to retry.
+    /// would not fit there. A leaf that needs an ordinary split first tries a deferred split
+    /// with a neighbour. Always ends in `Restart` or an error for the caller to retry.
     ///
     /// Every page is allocated before any is changed, so a failed allocation leaves the tree as
     /// it was; the changed pages are reported to the store's log while all stay latched.
@@ -454,7 +460,18 @@ impl<S: NodeStore> BTree<S> {
             if tpage[0] == KIND_FP_LEAF && self.sort_fp_leaf(target, tpage)? {
                 self.store.log_pages(&[target], &[])?;
             }
-            match self.plan_leaf_split(target, tpage, key, value_len)? {
+            let mut plan = self.plan_leaf_split(target, tpage, key, value_len)?;
+            if let LeafPlan::Median = plan {
+                // Deferred split: make room by moving records into a neighbour first.
+                if self.options.redistribute
+                    && pid != self.meta
+                    && self.redistribute(pid, target, key, value_len)?
+                {
+                    return Ok(());
+                }
+                plan = self.plan_median_split(target, tpage, key, value_len)?;
+            }
+            match plan {
                 LeafPlan::InPlace(image) => {
                     tpage.copy_from_slice(&image);
                     self.store.log_pages(&[target], &[])?;
@@ -466,6 +483,9 @@ impl<S: NodeStore> BTree<S> {
                     right,
                     separator,
                 } => (left, right, separator),
+                LeafPlan::Median => {
+                    return Err(corrupt(target, "median split planned no split").into())
+                }
             }
         };
         if pid != self.meta {
@@ -697,6 +717,11 @@ impl<S: NodeStore> BTree<S> {
                 ("splits", self.splits.load(Ordering::Relaxed)),
                 ("merges", self.merges.load(Ordering::Relaxed)),
                 ("conversions", self.conversions.load(Ordering::Relaxed)),
+                (
+                    "redistributions",
+                    self.redistributions.load(Ordering::Relaxed),
+                ),
+                ("splits_2to3", self.splits_2to3.load(Ordering::Relaxed)),
             ],
         }
     }

@@ -33,9 +33,10 @@
 //! **Logging (physiological, redo only).** Every change to a page is logged while its latch is
 //! held, and the record's LSN is stored in the page header:
 //! - a leaf put or delete is a small record naming the page and the key (and value);
-//! - everything else that changes pages (split, merge, root growth, layout conversion, the lazy
-//!   sort of a fingerprinting leaf) logs after-images of every page it changed, and the ids of
-//!   pages it freed;
+//! - everything else that changes pages (split, merge, root growth, the deferred splits of
+//!   [`crate::btree`] — records moved between neighbouring leaves, two leaves split into three —,
+//!   layout conversion, the lazy sort of a fingerprinting leaf) logs after-images of every page
+//!   it changed, and the ids of pages it freed;
 //! - the first change to a page after a checkpoint logs its full image instead of the small
 //!   record ("full-page writes"), so recovery never depends on a page's on-disk bytes written
 //!   after the checkpoint: a torn page write is harmless.
@@ -457,6 +458,7 @@ impl Db {
         let tree_options = btree::Options {
             layout,
             page_size: store.page_size_bytes(),
+            redistribute: options.redistribute,
         };
         let tree = match state {
             None => BTree::with_store(store, tree_options)?,
@@ -920,18 +922,28 @@ impl KvStore for Db {
 
     fn stats(&self) -> Stats {
         let s = self.quick_stats();
+        let mut counters = vec![
+            ("tree_pages", s.tree_pages),
+            ("free_pages", s.free_pages),
+            ("cache_hits", s.cache_hits),
+            ("cache_misses", s.cache_misses),
+            ("page_writes", s.page_writes),
+            ("wal_bytes", s.wal_bytes),
+            ("checkpoints", s.checkpoints),
+        ];
+        // The tree's structure changes since open (splits, merges, redistributions, ...).
+        counters.extend(
+            self.core
+                .tree
+                .stats()
+                .counters
+                .into_iter()
+                .filter(|(name, _)| *name != "pages"),
+        );
         Stats {
             records: s.records,
             bytes_used: Some(s.file_pages * s.page_size as u64),
-            counters: vec![
-                ("tree_pages", s.tree_pages),
-                ("free_pages", s.free_pages),
-                ("cache_hits", s.cache_hits),
-                ("cache_misses", s.cache_misses),
-                ("page_writes", s.page_writes),
-                ("wal_bytes", s.wal_bytes),
-                ("checkpoints", s.checkpoints),
-            ],
+            counters,
         }
     }
 }

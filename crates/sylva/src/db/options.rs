@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::btree::options::parse_bool;
 use crate::btree::Layout;
 use crate::buffer::default_budget;
 use crate::wal::SyncMode;
@@ -23,6 +24,9 @@ pub struct DbOptions {
     pub checkpoint_bytes: u64,
     /// Open the page file with `O_DIRECT` where the filesystem allows. Default true.
     pub direct_io: bool,
+    /// Deferred splits: a full leaf first moves records into a neighbour with room
+    /// ([`crate::btree::Options::redistribute`]). Default true.
+    pub redistribute: bool,
 }
 
 impl Default for DbOptions {
@@ -37,12 +41,13 @@ impl Default for DbOptions {
             layout: Layout::Adaptive,
             checkpoint_bytes: 256 << 20,
             direct_io: true,
+            redistribute: true,
         }
     }
 }
 
 /// The option keys [`DbOptions::set`] accepts.
-pub const OPTION_KEYS: [&str; 8] = [
+pub const OPTION_KEYS: [&str; 9] = [
     "sync",
     "batch_ops",
     "batch_ms",
@@ -51,6 +56,7 @@ pub const OPTION_KEYS: [&str; 8] = [
     "layout",
     "checkpoint_bytes",
     "direct_io",
+    "redistribute",
 ];
 
 fn number(key: &str, value: &str) -> Result<u64, String> {
@@ -62,7 +68,7 @@ fn number(key: &str, value: &str) -> Result<u64, String> {
 impl DbOptions {
     /// Sets one option from its string form: `sync=always|batch|never`, `batch_ops=N`,
     /// `batch_ms=N`, `cache_bytes=N`, `page_size=N`, `layout=NAME`, `checkpoint_bytes=N`,
-    /// `direct_io=true|false`.
+    /// `direct_io=true|false`, `redistribute=true|false`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let batch = |s: SyncMode| match s {
             SyncMode::Batch { ops, interval } => (ops, interval),
@@ -102,13 +108,8 @@ impl DbOptions {
             }
             "layout" => self.layout = Layout::parse(value)?,
             "checkpoint_bytes" => self.checkpoint_bytes = number(key, value)?.max(1 << 20),
-            "direct_io" => {
-                self.direct_io = match value {
-                    "true" | "1" | "yes" => true,
-                    "false" | "0" | "no" => false,
-                    _ => return Err(format!("direct_io '{value}' is not true or false")),
-                }
-            }
+            "direct_io" => self.direct_io = parse_bool(key, value)?,
+            "redistribute" => self.redistribute = parse_bool(key, value)?,
             _ => {
                 return Err(format!(
                     "unknown db option '{key}'; valid options: {}",
@@ -146,5 +147,8 @@ mod tests {
         assert!(o.set("colour", "blue").is_err());
         o.set("layout", "hints").unwrap();
         assert_eq!(o.layout, Layout::Hints);
+        o.set("redistribute", "no").unwrap();
+        assert!(!o.redistribute);
+        assert!(o.set("direct_io", "perhaps").is_err());
     }
 }

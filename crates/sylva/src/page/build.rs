@@ -291,7 +291,17 @@ pub fn leaf_separator<'k>(
     count: usize,
     key: impl Fn(usize) -> Result<&'k [u8]>,
 ) -> Result<(usize, Vec<u8>)> {
-    let median = count / 2;
+    leaf_separator_near(count, count / 2, key)
+}
+
+/// [`leaf_separator`] with the window of count/16 slots centred on slot `at` instead of the
+/// median (the redistribution of `sylva::btree` balances bytes, not slots).
+pub fn leaf_separator_near<'k>(
+    count: usize,
+    at: usize,
+    key: impl Fn(usize) -> Result<&'k [u8]>,
+) -> Result<(usize, Vec<u8>)> {
+    let median = at.clamp(1, count.saturating_sub(1).max(1));
     let half = (count / 16) / 2;
     let hi = (median + half).min(count - 1).max(1);
     let lo = median.saturating_sub(half).min(hi - 1);

@@ -14,7 +14,12 @@ pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// An empty in-memory tree.
 pub fn tree(layout: Layout, page_size: usize) -> BTree {
-    BTree::new(Options { layout, page_size }).unwrap()
+    BTree::new(Options {
+        layout,
+        page_size,
+        ..Options::default()
+    })
+    .unwrap()
 }
 
 /// The value of the tree's counter `name` (`splits`, `merges`, `conversions`, ...).
