@@ -533,6 +533,13 @@ impl BufferPool {
     /// consecutive in memory, so a run needs no copy. A checkpoint after a load so writes mostly
     /// long sequential runs instead of one `O_DIRECT` write per page.
     pub fn flush_all(&self) -> Result<()> {
+        // Make the log durable first, with no page locked: otherwise the first run's
+        // `sync_to` fsyncs the log while that run's pages (the root among them, often) are
+        // locked, and writers wait on them for the whole fsync. Pages changed after this still
+        // get their `sync_to`, which is then short.
+        if let Some(wal) = &self.wal {
+            wal.sync()?;
+        }
         let mut pages: Vec<u64> = self.clock.lock().pages.clone();
         pages.sort_unstable();
         let mut run: Vec<u64> = Vec::new();
