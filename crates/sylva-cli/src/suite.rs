@@ -1,15 +1,17 @@
 //! `sylva bench --suite papers`: the comparison sets of the five seed papers, run side by side on
 //! every engine this build has, written up as `peers.md` plus SVG charts.
 //!
-//! Sets (sizes at `--scale 1`, chosen so the whole suite finishes in under 30 minutes on the
-//! 2-core machine):
-//! - **YCSB**: workloads A, B, C and E, uniform and zipfian, 1M records of 8-byte keys and 8-byte
-//!   values, 1M operations, one thread (the BP-tree and PA-Tree papers' core comparison).
+//! Sets (sizes at `--scale 1`, chosen for a whole suite of about 30 minutes on the 2-core
+//! machine with all nine engines: the first sizes, four times these, took about 10 minutes for
+//! one YCSB workload alone, most of it in the durable peers' loads):
+//! - **YCSB**: workloads A, B, C and E, uniform and zipfian, 250K records of 8-byte keys and
+//!   8-byte values, 250K operations, one thread (the BP-tree and PA-Tree papers' core
+//!   comparison).
 //! - **Long ranges**: the BP-tree paper's X (ordered scans) and Y (range maps) of up to 10,000
-//!   records, 1M records, 2,000 operations.
-//! - **Insert-heavy**: 2M inserts in random order into an empty store; the load phase's maximum
+//!   records, 250K records, 500 operations.
+//! - **Insert-heavy**: 500K inserts in random order into an empty store; the load phase's maximum
 //!   and p99.99 latency per engine (the NB-tree paper's measure of worst-case inserts).
-//! - **Larger than memory** (TreeLine's setting): 4M records with 56-byte values, durable engines
+//! - **Larger than memory** (TreeLine's setting): 1M records with 56-byte values, durable engines
 //!   only, cache budget 1/3 of the raw data (`cache_bytes=` engine option); workloads C and E.
 //!
 //! Each row of a table gives the engine's ratio to the best *peer* (RocksDB, LMDB, redb, fjall,
@@ -56,9 +58,9 @@ fn sets(scale: f64) -> Vec<Set> {
                     "--dist",
                     d,
                     "--records",
-                    &n(1e6),
+                    &n(2.5e5),
                     "--ops",
-                    &n(1e6),
+                    &n(2.5e5),
                 ]
                 .iter()
                 .map(|s| s.to_string())
@@ -69,13 +71,13 @@ fn sets(scale: f64) -> Vec<Set> {
     let long = ["x", "y"]
         .iter()
         .map(|w| {
-            ["--workload", w, "--records", &n(1e6), "--ops", &n(2000.0)]
+            ["--workload", w, "--records", &n(2.5e5), "--ops", &n(500.0)]
                 .iter()
                 .map(|s| s.to_string())
                 .collect()
         })
         .collect();
-    let raw = 4e6 * scale * (8.0 + 56.0);
+    let raw = 1e6 * scale * (8.0 + 56.0);
     let budget = ((raw / 3.0) as u64).max(1 << 20).to_string();
     let ltm = ["c", "e"]
         .iter()
@@ -84,9 +86,9 @@ fn sets(scale: f64) -> Vec<Set> {
                 "--workload",
                 w,
                 "--records",
-                &n(4e6),
+                &n(1e6),
                 "--ops",
-                &n(5e5),
+                &n(1.25e5),
                 "--value-size",
                 "56",
                 "--cache-bytes",
@@ -99,7 +101,7 @@ fn sets(scale: f64) -> Vec<Set> {
         .collect();
     vec![
         Set {
-            title: "YCSB (1M records, 8-byte keys and values, one thread)",
+            title: "YCSB (250K records, 8-byte keys and values, one thread)",
             note: "run phase",
             runs: ycsb,
             durable_only: false,
@@ -115,7 +117,7 @@ fn sets(scale: f64) -> Vec<Set> {
         Set {
             title: "Insert-heavy: worst-case insert latency (NB-tree paper)",
             note: "load phase: random-order inserts into an empty store",
-            runs: vec![["--workload", "c", "--records", &n(2e6), "--ops", "0"]
+            runs: vec![["--workload", "c", "--records", &n(5e5), "--ops", "0"]
                 .iter()
                 .map(|s| s.to_string())
                 .collect()],
@@ -409,8 +411,8 @@ mod tests {
             for run in &set.runs {
                 let argv = engine_argv(run, &engines);
                 let expected = if set.durable_only {
-                    // 4M records of 8-byte keys and 56-byte values, a third of it.
-                    format!("db:cache_bytes={}", 4_000_000 * 64 / 3)
+                    // 1M records of 8-byte keys and 56-byte values, a third of it.
+                    format!("db:cache_bytes={}", 1_000_000 * 64 / 3)
                 } else {
                     "db".to_string()
                 };
