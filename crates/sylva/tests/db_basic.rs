@@ -8,14 +8,8 @@ use std::ops::Bound;
 
 use sylva::{Db, DbOptions, Error, SyncMode, WriteBatch};
 
-fn tmp() -> tempfile::TempDir {
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    }
-}
+mod db_common;
+use db_common::tmp;
 
 fn key(i: u64) -> Vec<u8> {
     format!("key{:08}", i.wrapping_mul(0x9E37_79B9) % 100_000_000).into_bytes()

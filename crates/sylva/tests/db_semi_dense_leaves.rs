@@ -11,14 +11,8 @@ use std::ops::Bound;
 use sylva::btree::{CheckReport, Layout};
 use sylva::{Db, DbOptions, SyncMode};
 
-fn tmp() -> tempfile::TempDir {
-    let shm = std::path::Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    }
-}
+mod db_common;
+use db_common::tmp;
 
 fn opts(layout: Layout) -> DbOptions {
     DbOptions {

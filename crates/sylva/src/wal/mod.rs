@@ -44,8 +44,7 @@ use parking_lot::{Condvar, Mutex};
 use crate::error::{Error, Result};
 use crate::io::Io;
 use record::{
-    decode_header, decode_record, encode_header, encode_record, Header, HEADER_LEN, OLDEST_VERSION,
-    VERSION,
+    decode_header, decode_record, encode_header, encode_record, Header, HEADER_LEN, VERSION,
 };
 
 /// When appended records become durable.
@@ -469,7 +468,6 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
             _ => q += 1,
         }
     }
-    debug_assert!(version >= OLDEST_VERSION);
     Ok(Scan {
         records,
         end: HEADER_LEN + at as u64,

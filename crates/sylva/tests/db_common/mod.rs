@@ -9,6 +9,16 @@ use std::ops::Bound;
 
 use sylva::{Db, DbOptions, Result, SyncMode, WriteBatch};
 
+/// A temporary directory, in /dev/shm where there is one (the tests' I/O then costs no disk).
+pub fn tmp() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm).expect("a temporary directory in /dev/shm")
+    } else {
+        tempfile::tempdir().expect("a temporary directory")
+    }
+}
+
 /// xorshift64*: enough randomness for choosing operations, reproducible from its seed.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
