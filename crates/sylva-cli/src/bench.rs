@@ -13,6 +13,7 @@ use ycsb::runner::run_phase;
 use ycsb::trace::{ScanEndAs, TraceReader};
 use ycsb::workload::{generate, GenerateParams, OpStream, Workload, WorkloadSpec};
 
+use crate::bound::MemoryBound;
 use crate::engines::{opener, EngineSpec, Opener, DEFAULT_ENGINE};
 
 /// Arguments of `sylva bench`.
@@ -78,6 +79,14 @@ pub struct BenchArgs {
     /// scans must skip. The workload's label gets ` aged`.
     #[arg(long)]
     pub(crate) aged: bool,
+    /// Hold each engine to BYTES of memory, the kernel's page cache of its files included (a
+    /// memory cgroup the process enters just before opening the engine and leaves after closing
+    /// it; the generated workload stays outside). Makes a larger-than-memory run fair between
+    /// engines with caches of their own and engines that read through the page cache. Linux
+    /// cgroup v1, needs root; an engine that exceeds it with memory the kernel cannot reclaim is
+    /// killed with the whole run.
+    #[arg(long, value_name = "BYTES")]
+    pub(crate) memory_limit: Option<u64>,
 }
 
 struct Prepared {
@@ -274,6 +283,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             release_free_memory();
+            let bound = args.memory_limit.map(MemoryBound::enter).transpose()?;
             let rss_before = rss_bytes();
             let mut target = open(&dir).map_err(|e| format!("{}: {e}", spec.text))?;
             let growth = || {
@@ -309,7 +319,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
                         .map_err(|e| format!("{} sync after load: {e}", spec.text))?;
                 }
                 let stats = target.stats();
-                records.push(RunRecord::new(
+                let mut record = RunRecord::new(
                     &spec.text,
                     &label,
                     phase,
@@ -318,9 +328,13 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
                     &result,
                     growth(),
                     &stats,
-                ));
+                );
+                record.memory_limit = args.memory_limit;
+                record.memory_peak = bound.as_ref().and_then(MemoryBound::peak);
+                records.push(record);
             }
             drop(target);
+            drop(bound);
             // Each instance's files go once it is measured (the temporary base goes at the end).
             let _ = std::fs::remove_dir_all(&dir);
         }

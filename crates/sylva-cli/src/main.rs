@@ -5,6 +5,7 @@
 //! 2 an error, printed as one line `error: ...` on stderr. Nothing panics on bad input.
 
 mod bench;
+mod bound;
 mod charts;
 mod encoding;
 mod engines;

@@ -13,6 +13,10 @@
 //!   and p99.99 latency per engine (the NB-tree paper's measure of worst-case inserts).
 //! - **Larger than memory** (TreeLine's setting): 1M records with 56-byte values, durable engines
 //!   only, cache budget 1/3 of the raw data (`cache_bytes=` engine option); workloads C and E.
+//!   Each engine runs in a memory cgroup of its budget + [`BOUND_SLACK`] that counts the kernel's
+//!   page cache (`--memory-limit`, [`crate::bound`]), so peers reading through the page cache
+//!   are held to the budget like `db`'s O_DIRECT pool; where the process cannot create one, the
+//!   report marks the set as not bounded.
 //!
 //! Each row of a table gives the engine's ratio to the best *peer* (RocksDB, LMDB, redb, fjall,
 //! sled) in that row group, so sylva's engines read as "× of the best engine people use today".
@@ -28,6 +32,7 @@ use std::fmt::Write as _;
 use ycsb::report::{write_json, RunRecord};
 
 use crate::bench::{measure, parse_args, BenchArgs};
+use crate::bound::MemoryBound;
 use crate::charts;
 use crate::engines::{opener, EngineSpec, PEER_ENGINES};
 
@@ -43,8 +48,16 @@ struct Set {
     note: &'static str,
     runs: Vec<Vec<String>>,
     durable_only: bool,
+    /// Run each engine under a memory cgroup of its cache budget plus [`BOUND_SLACK`]
+    /// (`--memory-limit`), where the process can create one.
+    bounded: bool,
     phase: &'static str,
 }
+
+/// What a bounded engine may hold beyond its `cache_bytes`: its own fixed memory (threads,
+/// tables, write buffers outside the cache) and the harness's per-phase bookkeeping (latency
+/// histograms). Page cache of the engine's files counts against the limit like everything else.
+const BOUND_SLACK: u64 = 8 << 20;
 
 fn sets(scale: f64) -> Vec<Set> {
     let n = |x: f64| ((x * scale).round() as u64).max(1).to_string();
@@ -105,6 +118,7 @@ fn sets(scale: f64) -> Vec<Set> {
             note: "run phase",
             runs: ycsb,
             durable_only: false,
+            bounded: false,
             phase: "run",
         },
         Set {
@@ -112,6 +126,7 @@ fn sets(scale: f64) -> Vec<Set> {
             note: "run phase; scans and maps of up to 10,000 records",
             runs: long,
             durable_only: false,
+            bounded: false,
             phase: "run",
         },
         Set {
@@ -122,6 +137,7 @@ fn sets(scale: f64) -> Vec<Set> {
                 .map(|s| s.to_string())
                 .collect()],
             durable_only: false,
+            bounded: false,
             phase: "load",
         },
         Set {
@@ -129,6 +145,7 @@ fn sets(scale: f64) -> Vec<Set> {
             note: "run phase; 56-byte values; durable engines only",
             runs: ltm,
             durable_only: true,
+            bounded: true,
             phase: "run",
         },
     ]
@@ -183,9 +200,33 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
             let _ = writeln!(md, "No engine of this build qualifies for this set.\n");
             continue;
         }
+        let bound = if set.bounded {
+            memory_limit(&set.runs)
+        } else {
+            Ok(None)
+        };
+        match &bound {
+            Ok(Some(limit)) => {
+                let _ = writeln!(
+                    md,
+                    "Each engine ran in a memory cgroup of {limit} bytes (its cache budget + {} MiB), which counts the kernel's page cache of its files: engines that read through the page cache are held to the budget like `db`'s O_DIRECT pool (`--memory-limit`).\n",
+                    BOUND_SLACK >> 20
+                );
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let _ = writeln!(
+                    md,
+                    "**Not bounded**: {e}. Engines that read through the kernel's page cache (every peer) used all free memory as a second cache, outside their budget; `db` (O_DIRECT) did not. Not a fair comparison.\n"
+                );
+            }
+        }
         let mut set_records = Vec::new();
         for run in &set.runs {
             let mut argv = engine_argv(run, &engines);
+            if let Ok(Some(limit)) = &bound {
+                argv.extend(["--memory-limit".into(), limit.to_string()]);
+            }
             argv.extend([
                 "--seed".into(),
                 base.seed.to_string(),
@@ -237,6 +278,23 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
         .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
     eprintln!("wrote {} and {}", md_path.display(), json_path.display());
     Ok(())
+}
+
+/// The `--memory-limit` of a bounded set: the runs' cache budget plus [`BOUND_SLACK`], if this
+/// process can bound itself (else why not).
+fn memory_limit(runs: &[Vec<String>]) -> Result<Option<u64>, String> {
+    let budget = runs
+        .iter()
+        .filter_map(|run| {
+            let i = run.iter().position(|a| a == "--cache-bytes")?;
+            run.get(i + 1)?.parse::<u64>().ok()
+        })
+        .max();
+    let Some(budget) = budget else {
+        return Ok(None);
+    };
+    MemoryBound::available()?;
+    Ok(Some(budget + BOUND_SLACK))
 }
 
 /// The engines of `available` that run in `set`.
@@ -321,9 +379,12 @@ fn table(label: &str, records: &[RunRecord], phase: &str) -> String {
         .filter(|e| PEER_ENGINES.contains(&e.split(':').next().unwrap_or(e)))
         .map(|e| tput(e))
         .fold(0.0, f64::max);
+    let bounded = rows.iter().any(|r| r.memory_peak.is_some());
     let mut out = format!(
-        "**{label}** ({} ops)\n\n| engine | ops/s | × best peer | p50 | p99 | p99.9 | p99.99 | max | B/rec RSS |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-        rows.first().map_or(0, |r| r.ops)
+        "**{label}** ({} ops)\n\n| engine | ops/s | × best peer | p50 | p99 | p99.9 | p99.99 | max | B/rec RSS |{}\n|---|---:|---:|---:|---:|---:|---:|---:|---:|{}\n",
+        rows.first().map_or(0, |r| r.ops),
+        if bounded { " peak memory |" } else { "" },
+        if bounded { "---:|" } else { "" },
     );
     for e in engines {
         let Some(r) = rows.iter().find(|r| r.engine == e) else {
@@ -338,14 +399,21 @@ fn table(label: &str, records: &[RunRecord], phase: &str) -> String {
         let l = &r.latency_ns;
         let _ = writeln!(
             out,
-            "| {e} | {:.0} | {ratio} | {} | {} | {} | {} | {} | {} |",
+            "| {e} | {:.0} | {ratio} | {} | {} | {} | {} | {} | {} |{}",
             t,
             ns(l.p50),
             ns(l.p99),
             ns(l.p999),
             ns(l.p9999),
             ns(l.max),
-            r.bytes_per_record.map_or("–".into(), |b| format!("{b:.0}"))
+            r.bytes_per_record.map_or("–".into(), |b| format!("{b:.0}")),
+            if bounded {
+                r.memory_peak.map_or(" – |".into(), |b| {
+                    format!(" {:.1} MiB |", b as f64 / 1048576.0)
+                })
+            } else {
+                String::new()
+            }
         );
     }
     out.push('\n');

@@ -68,6 +68,12 @@ pub struct RunRecord {
     /// The engine's own counters after the phase (cumulative since the engine was opened; for
     /// `db`: cache hits and misses, page writes, log bytes, checkpoints).
     pub counters: std::collections::BTreeMap<&'static str, u64>,
+    /// `sylva bench --memory-limit`: the limit the engine ran under (page cache included), or
+    /// `null` when unbounded.
+    pub memory_limit: Option<u64>,
+    /// Under `--memory-limit`: the most memory charged to the engine's cgroup since it was opened
+    /// (engine memory and page cache of its files), at the end of the phase.
+    pub memory_peak: Option<u64>,
 }
 
 impl RunRecord {
@@ -113,6 +119,8 @@ impl RunRecord {
             missing: result.missing,
             scanned: result.scanned,
             counters: stats.counters.iter().copied().collect(),
+            memory_limit: None,
+            memory_peak: None,
         }
     }
 }
@@ -307,6 +315,8 @@ mod tests {
             missing: 0,
             scanned: 0,
             counters: Default::default(),
+            memory_limit: None,
+            memory_peak: None,
         }
     }
 

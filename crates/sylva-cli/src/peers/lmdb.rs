@@ -4,10 +4,9 @@
 //! - **Memory budget: not bounded by LMDB.** LMDB has no cache of its own: it reads through a
 //!   read-only memory map, so its cache is the operating system's page cache, shared with every
 //!   process and sized by the kernel. No LMDB option bounds it. A run that must hold LMDB to the
-//!   budget has to bound the whole process from outside, e.g. in a cgroup
-//!   (`systemd-run --scope -p MemoryMax=...`), whose limit counts page cache charged to it;
-//!   otherwise LMDB's numbers in a larger-than-memory run are with all free RAM as cache, and the
-//!   report says so.
+//!   budget bounds it from outside: `sylva bench --memory-limit` runs each engine in a memory
+//!   cgroup whose limit counts the page cache charged to it (`crate::bound`); otherwise LMDB's
+//!   numbers in a larger-than-memory run are with all free RAM as cache, and the report says so.
 //! - **Map size:** [`PeerSettings::lmdb_map_size`] (default 256 GiB). It only reserves address
 //!   space and the file grows as data does; a write that would pass it fails with an error naming
 //!   the setting, never a panic.
