@@ -83,10 +83,14 @@ pub struct BenchArgs {
     /// memory cgroup the process enters just before opening the engine and leaves after closing
     /// it; the generated workload stays outside). Makes a larger-than-memory run fair between
     /// engines with caches of their own and engines that read through the page cache. Linux
-    /// cgroup v1, needs root; an engine that exceeds it with memory the kernel cannot reclaim is
-    /// killed with the whole run.
+    /// cgroup v1, needs root. Each engine runs in a child process; one that exceeds the limit
+    /// with memory the kernel cannot reclaim is killed and reported, and the run goes on.
     #[arg(long, value_name = "BYTES")]
     pub(crate) memory_limit: Option<u64>,
+    /// The arguments these were parsed from (after `bench`), handed on to the child processes
+    /// that run bounded engines.
+    #[arg(skip)]
+    pub(crate) argv: Vec<String>,
 }
 
 struct Prepared {
@@ -212,9 +216,14 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         return crate::suite::run(suite, &args);
     }
     let records = measure(&args)?;
-    print!("{}", summary_table(&records));
+    if std::env::var_os(BOUND_CHILD_ENV).is_none() {
+        print!("{}", summary_table(&records.runs));
+        for f in &records.failed {
+            println!("{}: no result: {}", f.engine, f.reason);
+        }
+    }
     if let Some(path) = &args.json {
-        write_json(path, &records).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        write_json(path, &records.runs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
@@ -230,13 +239,34 @@ pub(crate) fn parse_args(args: &[String]) -> Result<BenchArgs, String> {
     use clap::Parser;
     let argv = std::iter::once("bench".to_string()).chain(args.iter().cloned());
     Wrapper::try_parse_from(argv)
-        .map(|w| w.args)
+        .map(|w| BenchArgs {
+            argv: args.to_vec(),
+            ..w.args
+        })
         .map_err(|e| e.to_string())
 }
 
-/// Runs every engine of `args` on its workload and returns one record per engine, phase and
-/// repetition.
-pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
+/// What [`measure`] returns.
+pub(crate) struct Measured {
+    /// One record per engine, phase and repetition.
+    pub runs: Vec<RunRecord>,
+    /// Engines that gave no result under `--memory-limit` (each in its own child process), and
+    /// why; without a limit any failure ends the whole measurement with an error instead.
+    pub failed: Vec<Failure>,
+}
+
+/// An engine that gave no result.
+pub(crate) struct Failure {
+    pub engine: String,
+    pub reason: String,
+}
+
+/// Set in the child process that runs one engine under `--memory-limit`: the memory cgroup to
+/// join before opening the engine.
+const BOUND_CHILD_ENV: &str = "SYLVA_BENCH_CGROUP";
+
+/// Runs every engine of `args` on its workload.
+pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
     if args.threads == 0 {
         return Err("--threads must be at least 1".into());
     }
@@ -256,6 +286,11 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
             Ok((spec, open))
         })
         .collect::<Result<_, String>>()?;
+
+    let child_cgroup = std::env::var_os(BOUND_CHILD_ENV).map(PathBuf::from);
+    if let (Some(limit), None) = (args.memory_limit, &child_cgroup) {
+        return measure_in_children(args, &texts, limit);
+    }
 
     let Prepared {
         workload,
@@ -283,7 +318,10 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             release_free_memory();
-            let bound = args.memory_limit.map(MemoryBound::enter).transpose()?;
+            let bound = child_cgroup
+                .as_deref()
+                .map(MemoryBound::join)
+                .transpose()?;
             let rss_before = rss_bytes();
             let mut target = open(&dir).map_err(|e| format!("{}: {e}", spec.text))?;
             let growth = || {
@@ -339,5 +377,97 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Vec<RunRecord>, String> {
             let _ = std::fs::remove_dir_all(&dir);
         }
     }
-    Ok(records)
+    Ok(Measured {
+        runs: records,
+        failed: Vec::new(),
+    })
+}
+
+/// `--memory-limit`: each engine and repetition in a child process (this binary, `bench` with
+/// the same arguments but one engine, one repetition and a JSON file) inside a fresh memory
+/// cgroup, so an engine the kernel kills at the limit costs only its own result.
+fn measure_in_children(args: &BenchArgs, engines: &[String], limit: u64) -> Result<Measured, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+    let scratch =
+        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
+    let base = strip_options(&args.argv, &["--engine", "--repeat", "--json"]);
+    let mut out = Measured {
+        runs: Vec::new(),
+        failed: Vec::new(),
+    };
+    for rep in 0..args.repeat {
+        for engine in engines {
+            let bound = MemoryBound::create(limit)?;
+            let json = scratch.path().join("child.json");
+            let _ = std::fs::remove_file(&json);
+            let mut argv = vec!["bench".to_string()];
+            argv.extend(base.iter().cloned());
+            argv.extend([
+                "--engine".into(),
+                engine.clone(),
+                "--repeat".into(),
+                "1".into(),
+                "--json".into(),
+                json.display().to_string(),
+            ]);
+            let status = std::process::Command::new(&exe)
+                .args(&argv)
+                .env(BOUND_CHILD_ENV, bound.dir())
+                .stdout(std::process::Stdio::null())
+                .status()
+                .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+            if status.success() {
+                for mut r in ycsb::report::read_json(&json)? {
+                    r.repeat = rep;
+                    out.runs.push(r);
+                }
+                continue;
+            }
+            let reason = match (bound.oom_kills(), exit_signal(&status)) {
+                (Some(n), _) if n > 0 => format!(
+                    "killed by the kernel's out-of-memory killer at the memory limit of {limit} bytes \
+                     (the engine's memory outside the page cache passed it)"
+                ),
+                (_, Some(sig)) => format!("killed by signal {sig}"),
+                _ => format!("failed ({status}); its error is above"),
+            };
+            eprintln!("{engine}: {reason}");
+            out.failed.push(Failure {
+                engine: engine.clone(),
+                reason,
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(unix)]
+fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
+    std::os::unix::process::ExitStatusExt::signal(status)
+}
+
+#[cfg(not(unix))]
+fn exit_signal(_: &std::process::ExitStatus) -> Option<i32> {
+    None
+}
+
+/// `argv` without the options named (as `--name value` or `--name=value`).
+fn strip_options(argv: &[String], names: &[&str]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in argv {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        if names.contains(&a.as_str()) {
+            skip_value = true;
+        } else if !names
+            .iter()
+            .any(|n| a.strip_prefix(n).is_some_and(|rest| rest.starts_with('=')))
+        {
+            out.push(a.clone());
+        }
+    }
+    out
 }

@@ -3,15 +3,17 @@
 //! reads of RocksDB, fjall, redb and sled) are bounded like `db`, whose O_DIRECT reads are served
 //! by its own pool only.
 //!
-//! How: just before an engine is opened, the bench process moves itself into a fresh child of its
-//! own memory cgroup with `memory.limit_in_bytes` = the limit, and moves back out (and removes
-//! the child) once the engine is closed. A cgroup's charge only counts memory allocated while a
-//! task is in it (v1 `memory.move_charge_at_immigrate` is 0 by default, and this module sets it
-//! to 0 explicitly), so the generated workload the harness allocated beforehand stays outside the
-//! limit; what counts is everything the engine allocates and every page of its files the kernel
-//! caches, plus the small per-phase bookkeeping of the harness (latency histograms). When the
-//! cgroup is full the kernel reclaims the page cache first; memory it cannot reclaim (anonymous
-//! memory above the limit) ends in the kernel's out-of-memory killer, which stops the whole run.
+//! How: for each engine, `sylva bench` creates a fresh child of its own memory cgroup with
+//! `memory.limit_in_bytes` = the limit and runs the engine in a child process (the same binary),
+//! which generates its workload, then joins the cgroup just before opening the engine. A cgroup
+//! only counts memory allocated while a task is in it (v1 `memory.move_charge_at_immigrate` is
+//! 0 by default, and this module sets it to 0 explicitly), so the generated workload stays
+//! outside the limit; what counts is everything the engine allocates and every page of its files
+//! the kernel caches, plus the small per-phase bookkeeping of the harness (latency histograms).
+//! When the cgroup is full the kernel reclaims page cache first; anonymous memory above the limit
+//! (an engine that does not keep to it) ends in the kernel's out-of-memory killer, which kills
+//! only that engine's child process: the parent reports it (`memory.oom_control` counts the
+//! kills) and goes on with the next engine.
 //!
 //! cgroup v1 only (the memory controller at `/sys/fs/cgroup/memory`, as on this project's
 //! machines), and it needs permission to create cgroups (root or a delegated hierarchy). cgroup
@@ -23,15 +25,21 @@ use std::path::{Path, PathBuf};
 
 const V1_ROOT: &str = "/sys/fs/cgroup/memory";
 
-/// The process inside a memory cgroup of its own, until dropped.
+/// A memory cgroup of the bench: created (and removed on drop) by the parent, or joined by the
+/// child process that runs one engine in it.
 pub struct MemoryBound {
     dir: PathBuf,
     home: PathBuf,
+    /// Created by this process, so it removes it on drop.
+    owned: bool,
+    /// This process moved itself in.
+    entered: bool,
 }
 
 impl MemoryBound {
-    /// Moves this process into a new memory cgroup limited to `limit` bytes.
-    pub fn enter(limit: u64) -> Result<MemoryBound, String> {
+    /// Creates a new memory cgroup limited to `limit` bytes under this process's own, without
+    /// entering it.
+    pub fn create(limit: u64) -> Result<MemoryBound, String> {
         let home = own_v1_cgroup()?;
         let dir = home.join(format!(
             "sylva-bench-{}-{}",
@@ -40,7 +48,12 @@ impl MemoryBound {
         ));
         std::fs::create_dir(&dir)
             .map_err(|e| format!("cannot create the memory cgroup {}: {e}", dir.display()))?;
-        let bound = MemoryBound { dir, home };
+        let bound = MemoryBound {
+            dir,
+            home,
+            owned: true,
+            entered: false,
+        };
         bound.write("memory.move_charge_at_immigrate", "0")?;
         bound.write("memory.limit_in_bytes", &limit.to_string())?;
         let set: u64 = bound.read("memory.limit_in_bytes")?;
@@ -50,22 +63,32 @@ impl MemoryBound {
                 "the memory cgroup took a limit of {set} bytes for {limit}"
             ));
         }
+        Ok(bound)
+    }
+
+    /// Moves this process into the cgroup (it moves back when the bound is dropped).
+    #[cfg(test)]
+    fn enter(&mut self) -> Result<(), String> {
+        self.write("cgroup.procs", &std::process::id().to_string())?;
+        self.entered = true;
+        Ok(())
+    }
+
+    /// Moves this process into the cgroup at `dir`, created by a parent process that removes it.
+    pub fn join(dir: &Path) -> Result<MemoryBound, String> {
+        let bound = MemoryBound {
+            dir: dir.to_path_buf(),
+            home: dir.parent().unwrap_or(dir).to_path_buf(),
+            owned: false,
+            entered: true,
+        };
         bound.write("cgroup.procs", &std::process::id().to_string())?;
         Ok(bound)
     }
 
-    /// Whether this process can bound itself: creates and removes a cgroup without entering it.
-    pub fn available() -> Result<(), String> {
-        let home = own_v1_cgroup()?;
-        let dir = home.join(format!(
-            "sylva-bench-{}-{}",
-            std::process::id(),
-            unique_suffix()
-        ));
-        std::fs::create_dir(&dir)
-            .map_err(|e| format!("cannot create the memory cgroup {}: {e}", dir.display()))?;
-        std::fs::remove_dir(&dir)
-            .map_err(|e| format!("cannot remove the memory cgroup {}: {e}", dir.display()))
+    /// The cgroup's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The most memory the cgroup has held since it was entered, page cache included.
@@ -73,10 +96,24 @@ impl MemoryBound {
         self.read("memory.max_usage_in_bytes").ok()
     }
 
+    /// How many processes the kernel's out-of-memory killer killed in the cgroup.
+    pub fn oom_kills(&self) -> Option<u64> {
+        let path = self.dir.join("memory.oom_control");
+        let text = std::fs::read_to_string(path).ok()?;
+        text.lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .and_then(|n| n.trim().parse().ok())
+    }
+
     /// How often the cgroup reached its limit (and the kernel had to reclaim).
     #[cfg(test)]
     fn limit_hits(&self) -> Option<u64> {
         self.read("memory.failcnt").ok()
+    }
+
+    /// Whether this process can bound engines: creates and removes a cgroup.
+    pub fn available() -> Result<(), String> {
+        MemoryBound::create(u64::MAX / 2).map(drop)
     }
 
     fn write(&self, file: &str, value: &str) -> Result<(), String> {
@@ -96,13 +133,18 @@ impl MemoryBound {
 
 impl Drop for MemoryBound {
     fn drop(&mut self) {
-        // Back to where the process came from; the kernel hands the cgroup's remaining charges
-        // (page cache of files still cached) to the parent when the directory is removed.
-        let _ = std::fs::write(
-            self.home.join("cgroup.procs"),
-            std::process::id().to_string(),
-        );
-        let _ = std::fs::remove_dir(&self.dir);
+        if self.entered && self.owned {
+            // Back to where the process came from.
+            let _ = std::fs::write(
+                self.home.join("cgroup.procs"),
+                std::process::id().to_string(),
+            );
+        }
+        if self.owned {
+            // The kernel hands the cgroup's remaining charges (page cache of files still
+            // cached) to the parent when the directory is removed.
+            let _ = std::fs::remove_dir(&self.dir);
+        }
     }
 }
 
@@ -183,13 +225,14 @@ mod tests {
             return;
         }
         let limit = 16u64 << 20;
-        let bound = match MemoryBound::enter(limit) {
+        let mut bound = match MemoryBound::create(limit) {
             Ok(b) => b,
             Err(e) => {
                 eprintln!("skipped: {e}");
                 return;
             }
         };
+        bound.enter().expect("enter");
         // Write 64 MiB through the page cache: the kernel must reclaim to stay within the limit.
         let dir = tempfile::tempdir().expect("tempdir");
         let chunk = vec![7u8; 1 << 20];
@@ -202,6 +245,7 @@ mod tests {
         assert!(peak <= limit, "peak {peak} above the limit {limit}");
         assert!(peak > limit / 2, "the writes were not charged: peak {peak}");
         assert!(bound.limit_hits().expect("failcnt") > 0);
+        assert_eq!(bound.oom_kills(), Some(0), "page cache is reclaimed, not killed for");
         let dir_of_bound = bound.dir.clone();
         drop(bound);
         assert!(!dir_of_bound.exists(), "the cgroup is removed on drop");

@@ -50,7 +50,14 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench(args) => bench::run(args).map(|()| Outcome::Done),
+        Command::Bench(mut args) => {
+            // What follows `bench`, for the child processes of `--memory-limit`.
+            args.argv = std::env::args()
+                .skip_while(|a| a != "bench")
+                .skip(1)
+                .collect();
+            bench::run(args).map(|()| Outcome::Done)
+        }
         Command::Put(args) => tools::put(args),
         Command::Get(args) => tools::get(args),
         Command::Delete(args) => tools::delete(args),

@@ -1,12 +1,12 @@
 //! Reports: one [`RunRecord`] per engine, phase and repetition; a summary table with medians,
 //! min–max and each engine's ratio to the first; and the JSON file of `DESIGN.md`.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::runner::PhaseResult;
 
 /// Latency percentiles in nanoseconds.
-#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 pub struct Latency {
     /// Median.
     pub p50: u64,
@@ -28,14 +28,14 @@ pub const CDF_QUANTILES: [f64; 24] = [
 
 /// One measured phase of one engine in one repetition. Field names are part of the JSON schema
 /// in `DESIGN.md`: they may be added to, never renamed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunRecord {
     /// The engine spec as given on the command line.
     pub engine: String,
     /// The workload letter, or `trace`.
     pub workload: String,
     /// `load` or `run`.
-    pub phase: &'static str,
+    pub phase: String,
     /// Threads.
     pub threads: usize,
     /// Repetition index (0-based).
@@ -67,7 +67,7 @@ pub struct RunRecord {
     pub scanned: u64,
     /// The engine's own counters after the phase (cumulative since the engine was opened; for
     /// `db`: cache hits and misses, page writes, log bytes, checkpoints).
-    pub counters: std::collections::BTreeMap<&'static str, u64>,
+    pub counters: std::collections::BTreeMap<String, u64>,
     /// `sylva bench --memory-limit`: the limit the engine ran under (page cache included), or
     /// `null` when unbounded.
     pub memory_limit: Option<u64>,
@@ -94,7 +94,7 @@ impl RunRecord {
         RunRecord {
             engine: engine.to_owned(),
             workload: workload.to_owned(),
-            phase,
+            phase: phase.to_owned(),
             threads,
             repeat,
             ops: result.ops,
@@ -118,7 +118,11 @@ impl RunRecord {
             found: result.found,
             missing: result.missing,
             scanned: result.scanned,
-            counters: stats.counters.iter().copied().collect(),
+            counters: stats
+                .counters
+                .iter()
+                .map(|&(k, v)| (k.to_owned(), v))
+                .collect(),
             memory_limit: None,
             memory_peak: None,
         }
@@ -130,6 +134,19 @@ impl RunRecord {
 pub struct Report<'a> {
     /// Every record.
     pub runs: &'a [RunRecord],
+}
+
+/// Reads a JSON report written by [`write_json`].
+pub fn read_json(path: &std::path::Path) -> Result<Vec<RunRecord>, String> {
+    #[derive(Deserialize)]
+    struct Owned {
+        runs: Vec<RunRecord>,
+    }
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_str::<Owned>(&text)
+        .map(|o| o.runs)
+        .map_err(|e| format!("{}: not a sylva bench report: {e}", path.display()))
 }
 
 /// Writes the JSON report.
@@ -178,11 +195,11 @@ fn fmt_ns(ns: f64) -> String {
 /// identical operations should give identical answers).
 pub fn summary_table(runs: &[RunRecord]) -> String {
     let mut out = String::new();
-    let mut phases: Vec<&'static str> = Vec::new();
+    let mut phases: Vec<&str> = Vec::new();
     let mut engines: Vec<&str> = Vec::new();
     for r in runs {
-        if !phases.contains(&r.phase) {
-            phases.push(r.phase);
+        if !phases.contains(&r.phase.as_str()) {
+            phases.push(&r.phase);
         }
         if !engines.contains(&r.engine.as_str()) {
             engines.push(&r.engine);
@@ -293,7 +310,7 @@ mod tests {
         RunRecord {
             engine: engine.into(),
             workload: "c".into(),
-            phase: "run",
+            phase: "run".into(),
             threads: 1,
             repeat: 0,
             ops: 100,
