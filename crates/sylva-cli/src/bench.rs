@@ -223,7 +223,8 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
         }
     }
     if let Some(path) = &args.json {
-        write_json(path, &records.runs).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        write_json(path, &records.runs)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         eprintln!("wrote {}", path.display());
     }
     Ok(())
@@ -318,10 +319,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
             std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             release_free_memory();
-            let bound = child_cgroup
-                .as_deref()
-                .map(MemoryBound::join)
-                .transpose()?;
+            let bound = child_cgroup.as_deref().map(MemoryBound::join).transpose()?;
             let rss_before = rss_bytes();
             let mut target = open(&dir).map_err(|e| format!("{}: {e}", spec.text))?;
             let growth = || {
@@ -386,7 +384,11 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
 /// `--memory-limit`: each engine and repetition in a child process (this binary, `bench` with
 /// the same arguments but one engine, one repetition and a JSON file) inside a fresh memory
 /// cgroup, so an engine the kernel kills at the limit costs only its own result.
-fn measure_in_children(args: &BenchArgs, engines: &[String], limit: u64) -> Result<Measured, String> {
+fn measure_in_children(
+    args: &BenchArgs,
+    engines: &[String],
+    limit: u64,
+) -> Result<Measured, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let scratch =
         tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;

@@ -245,7 +245,11 @@ mod tests {
         assert!(peak <= limit, "peak {peak} above the limit {limit}");
         assert!(peak > limit / 2, "the writes were not charged: peak {peak}");
         assert!(bound.limit_hits().expect("failcnt") > 0);
-        assert_eq!(bound.oom_kills(), Some(0), "page cache is reclaimed, not killed for");
+        assert_eq!(
+            bound.oom_kills(),
+            Some(0),
+            "page cache is reclaimed, not killed for"
+        );
         let dir_of_bound = bound.dir.clone();
         drop(bound);
         assert!(!dir_of_bound.exists(), "the cgroup is removed on drop");
