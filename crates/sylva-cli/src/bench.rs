@@ -225,7 +225,9 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if let Some(path) = &args.json {
         write_json(path, &records.runs)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        eprintln!("wrote {}", path.display());
+        if std::env::var_os(BOUND_CHILD_ENV).is_none() {
+            eprintln!("wrote {}", path.display());
+        }
     }
     Ok(())
 }
