@@ -32,7 +32,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a YCSB workload (or replay traces) on one or more engines side by side.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Insert or overwrite a record (durable when the command returns).
     Put(tools::PutArgs),
     /// Print a record's value; exit code 1 if the key is absent.
@@ -56,7 +56,7 @@ fn main() {
                 .skip_while(|a| a != "bench")
                 .skip(1)
                 .collect();
-            bench::run(args).map(|()| Outcome::Done)
+            bench::run(*args).map(|()| Outcome::Done)
         }
         Command::Put(args) => tools::put(args),
         Command::Get(args) => tools::get(args),
