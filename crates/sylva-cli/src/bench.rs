@@ -72,6 +72,10 @@ pub struct BenchArgs {
     /// Scales every size of `--suite` (records and operations), e.g. 0.01 for a quick check.
     #[arg(long, default_value_t = 1.0)]
     pub(crate) scale: f64,
+    /// Runs only these sets of `--suite` (numbered from 1, as in its report; repeat the option
+    /// for several). Default: every set.
+    #[arg(long = "set", value_name = "N")]
+    pub(crate) sets: Vec<usize>,
     /// Age each store before its run phase: after the load, replay `--ops` operations of YCSB A
     /// (half reads, half updates, zipfian, measured and reported as the phase `age`), then run the
     /// workload on the same store. Standard YCSB starts every run from a freshly loaded store
@@ -369,6 +373,8 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                 );
                 record.memory_limit = args.memory_limit;
                 record.memory_peak = bound.as_ref().and_then(MemoryBound::peak);
+                record.memory_anon = bound.as_ref().and_then(|b| b.stat("rss"));
+                record.memory_page_cache = bound.as_ref().and_then(|b| b.stat("cache"));
                 records.push(record);
             }
             drop(target);
@@ -394,14 +400,21 @@ fn measure_in_children(
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let scratch =
         tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let base = strip_options(&args.argv, &["--engine", "--repeat", "--json"]);
+    let base = strip_options(&args.argv, &["--engine", "--repeat", "--json", "--dir"]);
+    // Each child's files go in a directory of their own, removed here even when the child was
+    // killed before it could remove them.
+    let files = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| scratch.path().to_path_buf());
     let mut out = Measured {
         runs: Vec::new(),
         failed: Vec::new(),
     };
     for rep in 0..args.repeat {
-        for engine in engines {
+        for (index, engine) in engines.iter().enumerate() {
             let bound = MemoryBound::create(limit)?;
+            let dir = files.join(format!("bound-{index}-{rep}"));
             let json = scratch.path().join("child.json");
             let _ = std::fs::remove_file(&json);
             let mut argv = vec!["bench".to_string()];
@@ -413,6 +426,8 @@ fn measure_in_children(
                 "1".into(),
                 "--json".into(),
                 json.display().to_string(),
+                "--dir".into(),
+                dir.display().to_string(),
             ]);
             let status = std::process::Command::new(&exe)
                 .args(&argv)
@@ -420,6 +435,7 @@ fn measure_in_children(
                 .stdout(std::process::Stdio::null())
                 .status()
                 .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
+            let _ = std::fs::remove_dir_all(&dir);
             if status.success() {
                 for mut r in ycsb::report::read_json(&json)? {
                     r.repeat = rep;

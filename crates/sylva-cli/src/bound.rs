@@ -96,6 +96,15 @@ impl MemoryBound {
         self.read("memory.max_usage_in_bytes").ok()
     }
 
+    /// A counter of the cgroup's `memory.stat` (`rss`: anonymous memory; `cache`: page cache).
+    pub fn stat(&self, key: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(self.dir.join("memory.stat")).ok()?;
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once(' ')?;
+            (k == key).then(|| v.trim().parse().ok()).flatten()
+        })
+    }
+
     /// How many processes the kernel's out-of-memory killer killed in the cgroup.
     pub fn oom_kills(&self) -> Option<u64> {
         let path = self.dir.join("memory.oom_control");
@@ -244,6 +253,8 @@ mod tests {
         let peak = bound.peak().expect("peak");
         assert!(peak <= limit, "peak {peak} above the limit {limit}");
         assert!(peak > limit / 2, "the writes were not charged: peak {peak}");
+        let cache = bound.stat("cache").expect("memory.stat cache");
+        assert!(cache > 0 && cache <= limit, "page cache {cache}");
         assert!(bound.limit_hits().expect("failcnt") > 0);
         assert_eq!(
             bound.oom_kills(),

@@ -199,10 +199,20 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
             missing.join(", ")
         );
     }
+    let all_sets = sets(base.scale);
+    if let Some(bad) = base.sets.iter().find(|&&n| n == 0 || n > all_sets.len()) {
+        return Err(format!(
+            "--set {bad}: the suite has sets 1 to {}",
+            all_sets.len()
+        ));
+    }
     let mut all: Vec<RunRecord> = Vec::new();
-    for (set_index, set) in sets(base.scale).into_iter().enumerate() {
+    for (set_index, set) in all_sets.into_iter().enumerate() {
+        if !base.sets.is_empty() && !base.sets.contains(&(set_index + 1)) {
+            continue;
+        }
         let engines = set_engines(&set, &available);
-        let _ = writeln!(md, "## {}\n\n{}.\n", set.title, set.note);
+        let _ = writeln!(md, "## {}. {}\n\n{}.\n", set_index + 1, set.title, set.note);
         if engines.is_empty() {
             let _ = writeln!(md, "No engine of this build qualifies for this set.\n");
             continue;
@@ -216,7 +226,7 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
             Ok(Some(limit)) => {
                 let _ = writeln!(
                     md,
-                    "Each engine ran in its own process inside a memory cgroup of {limit} bytes (`--memory-limit`): its cache budget (`cache_bytes`) + {} MiB for its memory outside the cache, which the peers need (see `BOUND_SLACK`). The cgroup counts the kernel's page cache of the engine's files, so engines that read through the page cache are bounded too; what they leave of the {} MiB is extra cache for them, which `db` (O_DIRECT) cannot use. So `db` runs twice: with the budget as its pool, and with the whole limit less {} MiB (`db:cache_bytes={}`), the same total memory as every peer. \"peak memory\" is the cgroup's peak (engine memory and page cache) since the engine was opened.\n",
+                    "Each engine ran in its own process inside a memory cgroup of {limit} bytes (`--memory-limit`): its cache budget (`cache_bytes`) + {} MiB for its memory outside the cache, which the peers need (see `BOUND_SLACK`). The cgroup counts the kernel's page cache of the engine's files, so engines that read through the page cache are bounded too; what they leave of the {} MiB is extra cache for them, which `db` (O_DIRECT) cannot use. So `db` runs twice: with the budget as its pool, and with the whole limit less {} MiB (`db:cache_bytes={}`), the same total memory as every peer. \"anon\" is the memory the engine allocated (its cache included) and \"page cache\" the kernel's cache of its files (log included), both charged to its cgroup at the end of the phase.\n",
                     BOUND_SLACK >> 20,
                     BOUND_SLACK >> 20,
                     DB_OUTSIDE_POOL >> 20,
@@ -407,8 +417,8 @@ fn table(label: &str, records: &[RunRecord], phase: &str) -> String {
     let mut out = format!(
         "**{label}** ({} ops)\n\n| engine | ops/s | × best peer | p50 | p99 | p99.9 | p99.99 | max | B/rec RSS |{}\n|---|---:|---:|---:|---:|---:|---:|---:|---:|{}\n",
         rows.first().map_or(0, |r| r.ops),
-        if bounded { " peak memory |" } else { "" },
-        if bounded { "---:|" } else { "" },
+        if bounded { " anon MiB | page cache MiB |" } else { "" },
+        if bounded { "---:|---:|" } else { "" },
     );
     for e in engines {
         let Some(r) = rows.iter().find(|r| r.engine == e) else {
@@ -432,9 +442,10 @@ fn table(label: &str, records: &[RunRecord], phase: &str) -> String {
             ns(l.max),
             r.bytes_per_record.map_or("–".into(), |b| format!("{b:.0}")),
             if bounded {
-                r.memory_peak.map_or(" – |".into(), |b| {
-                    format!(" {:.1} MiB |", b as f64 / 1048576.0)
-                })
+                let mib = |b: Option<u64>| {
+                    b.map_or("–".into(), |b| format!("{:.1}", b as f64 / 1048576.0))
+                };
+                format!(" {} | {} |", mib(r.memory_anon), mib(r.memory_page_cache))
             } else {
                 String::new()
             }

@@ -74,6 +74,12 @@ pub struct RunRecord {
     /// Under `--memory-limit`: the most memory charged to the engine's cgroup since it was opened
     /// (engine memory and page cache of its files), at the end of the phase.
     pub memory_peak: Option<u64>,
+    /// Under `--memory-limit`: anonymous memory charged to the engine's cgroup at the end of the
+    /// phase (the engine's own allocations: caches, tables, buffers), from `memory.stat`.
+    pub memory_anon: Option<u64>,
+    /// Under `--memory-limit`: the kernel's page cache charged to the engine's cgroup at the end
+    /// of the phase (its files' pages, its log's included).
+    pub memory_page_cache: Option<u64>,
 }
 
 impl RunRecord {
@@ -125,6 +131,8 @@ impl RunRecord {
                 .collect(),
             memory_limit: None,
             memory_peak: None,
+            memory_anon: None,
+            memory_page_cache: None,
         }
     }
 }
@@ -334,6 +342,8 @@ mod tests {
             counters: Default::default(),
             memory_limit: None,
             memory_peak: None,
+            memory_anon: None,
+            memory_page_cache: None,
         }
     }
 
