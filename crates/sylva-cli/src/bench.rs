@@ -491,3 +491,29 @@ fn strip_options(argv: &[String], names: &[&str]) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::strip_options;
+
+    #[test]
+    fn strip_options_drops_both_spellings_and_their_values() {
+        let argv: Vec<String> = [
+            "--engine",
+            "db",
+            "--ops",
+            "5",
+            "--json=x.json",
+            "--repeat",
+            "3",
+            "--aged",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(
+            strip_options(&argv, &["--engine", "--json", "--repeat"]),
+            ["--ops", "5", "--aged"]
+        );
+    }
+}

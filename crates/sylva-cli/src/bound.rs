@@ -120,9 +120,17 @@ impl MemoryBound {
         self.read("memory.failcnt").ok()
     }
 
-    /// Whether this process can bound engines: creates and removes a cgroup.
+    /// Whether this process can bound engines: creates and removes a cgroup (no limit set).
     pub fn available() -> Result<(), String> {
-        MemoryBound::create(u64::MAX / 2).map(drop)
+        let dir = own_v1_cgroup()?.join(format!(
+            "sylva-bench-{}-{}",
+            std::process::id(),
+            unique_suffix()
+        ));
+        std::fs::create_dir(&dir)
+            .map_err(|e| format!("cannot create the memory cgroup {}: {e}", dir.display()))?;
+        std::fs::remove_dir(&dir)
+            .map_err(|e| format!("cannot remove the memory cgroup {}: {e}", dir.display()))
     }
 
     fn write(&self, file: &str, value: &str) -> Result<(), String> {
