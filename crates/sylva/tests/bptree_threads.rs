@@ -315,3 +315,55 @@ fn no_lost_updates_under_two_thread_ycsb_a_default_bpa() {
 fn no_lost_updates_under_two_thread_ycsb_a_baseline() {
     no_lost_updates(small_baseline());
 }
+
+/// Finds descend optimistically through internal nodes that writers are splitting (tiny nodes:
+/// internal splits and new roots all the time). A key present before the writers start must be
+/// found, with its value, by every find while they run.
+fn finds_during_splits<L: Leaf<u64, u64> + 'static>(tree: BpTree<u64, u64, L>) {
+    const PRESENT: u64 = 5_000;
+    const WRITERS: u64 = 2;
+    const PER_WRITER: u64 = 20_000;
+    for i in 0..PRESENT {
+        tree.insert(i * 64, i);
+    }
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|t| {
+                let tree = &tree;
+                s.spawn(move || {
+                    let mut rng = Rng(0x9e37_79b9 + t);
+                    for _ in 0..PER_WRITER {
+                        // Never a multiple of 64: the present keys stay untouched.
+                        let k = (rng.next() % (PRESENT * 64)) | 1;
+                        tree.insert(k, k);
+                    }
+                })
+            })
+            .collect();
+        let reader = s.spawn(|| {
+            let mut rng = Rng(7);
+            let mut finds = 0u64;
+            while !done.load(Ordering::Relaxed) || finds < 10_000 {
+                let i = rng.next() % PRESENT;
+                assert_eq!(tree.find(&(i * 64)), Some(i), "key {} lost", i * 64);
+                finds += 1;
+            }
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::Relaxed);
+        reader.join().unwrap();
+    });
+    tree.check().unwrap();
+    for i in 0..PRESENT {
+        assert_eq!(tree.find(&(i * 64)), Some(i));
+    }
+}
+
+#[test]
+fn finds_during_internal_splits() {
+    finds_during_splits(tiny_bpa());
+    finds_during_splits(small_baseline());
+}

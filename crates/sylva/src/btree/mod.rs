@@ -76,7 +76,7 @@ mod leaf;
 pub(crate) use leaf::Records;
 pub mod options;
 mod redistribute;
-mod store;
+pub(crate) mod store;
 mod tree;
 mod walk;
 

@@ -13,7 +13,7 @@
 //! - [`bpa`]: the BPA leaf (section 3, `num_elts` of section 5), with its flush
 //!   (cases 2a and 2b, redistribute) in `bpa_flush.rs` and property tests in `bpa_tests.rs`;
 //! - [`sorted_leaf`]: the baseline's sorted-array leaf (section 2);
-//! - `inner`: internal nodes, sorted arrays of pivots (section 5);
+//! - `inner`: internal nodes, sorted arrays of pivots (section 5) read optimistically;
 //! - [`tree`]: the concurrent tree shared by both leaf kinds (sections 2.1 and 5),
 //!   with the concurrency scheme and why it was chosen;
 //! - [`options`]: option structs for CLI engine specs;
@@ -40,7 +40,8 @@
 //!
 //! What differs from the paper is documented in each file; in short: every key is valid (the
 //! artifact reserves 0); deletes exist (tombstones in the BPA log); concurrency is the paper's
-//! reader-writer latch scheme, with the pessimistic second descent always taken on a split; a full
+//! reader-writer latch scheme on leaves, with the pessimistic second descent always taken on a
+//! split, and optimistic lock coupling on internal nodes (so keys must be [`InnerKey`]s); a full
 //! BPA leaf shares with its right sibling or splits two-into-three before it would split alone,
 //! which keeps memory at about 22 bytes per u64 pair instead of swinging between 21 and 29; nodes
 //! prefetch the cache lines a lookup needs (measured with `perf`: finds are bound by misses).
@@ -56,6 +57,7 @@ pub mod sorted_leaf;
 pub mod tree;
 
 pub use bpa::{Bpa, BpaShape};
+pub use inner::InnerKey;
 pub use kv::{BpTreeStore, BPTREE_LIMITS};
 pub use leaf::Leaf;
 pub use options::{BaselineOptions, BpTreeOptions};
@@ -67,20 +69,21 @@ use crate::error::Result;
 /// The paper's baseline B+tree: the same tree with sorted-array leaves.
 pub type BaselineTree<K, V> = BpTree<K, V, SortedLeaf<K, V>>;
 
-/// Pivots that fit in an internal node of `bytes` bytes (a pivot plus a child pointer each).
-fn inner_capacity<K>(bytes: usize) -> usize {
-    bytes / (std::mem::size_of::<K>() + std::mem::size_of::<usize>()).max(1)
+/// Pivots that fit in an internal node of `bytes` bytes: a pivot (stored as a 64-bit word, see
+/// [`InnerKey`]) plus a child pointer each; the node's 40-byte header comes on top.
+fn inner_capacity(bytes: usize) -> usize {
+    bytes / (std::mem::size_of::<u64>() + std::mem::size_of::<usize>())
 }
 
 impl<K, V> BpTree<K, V, Bpa<K, V>>
 where
-    K: Ord + Copy + Send + Sync + 'static,
+    K: InnerKey,
     V: Copy + Send + Sync + 'static,
 {
     /// An empty BP-tree with the paper's default sizes.
     pub fn new() -> Self {
         let o = BpTreeOptions::default();
-        Self::with_shape(BpaShape::default(), inner_capacity::<K>(o.internal_size))
+        Self::with_shape(BpaShape::default(), inner_capacity(o.internal_size))
     }
 
     /// An empty BP-tree with `options`' sizes; out-of-range options are `InvalidArgument`.
@@ -88,14 +91,14 @@ where
         let shape = options.shape()?;
         Ok(Self::with_shape(
             shape,
-            inner_capacity::<K>(options.internal_size),
+            inner_capacity(options.internal_size),
         ))
     }
 }
 
 impl<K, V> Default for BpTree<K, V, Bpa<K, V>>
 where
-    K: Ord + Copy + Send + Sync + 'static,
+    K: InnerKey,
     V: Copy + Send + Sync + 'static,
 {
     fn default() -> Self {
@@ -105,7 +108,7 @@ where
 
 impl<K, V> BpTree<K, V, SortedLeaf<K, V>>
 where
-    K: Ord + Copy + Send + Sync + 'static,
+    K: InnerKey,
     V: Copy + Send + Sync + 'static,
 {
     /// An empty baseline B+tree; out-of-range options are `InvalidArgument`.
@@ -117,7 +120,7 @@ where
         };
         Ok(Self::with_shape(
             shape,
-            inner_capacity::<K>(options.internal_bytes()),
+            inner_capacity(options.internal_bytes()),
         ))
     }
 }

@@ -1,35 +1,40 @@
 //! The concurrent tree: one code path for both leaf kinds (paper sections 2.1 and 5).
 //!
-//! Concurrency follows the paper's scheme (section 2.1), with reader-writer latches
-//! (`parking_lot::RwLock`) on every node and hand-over-hand coupling, top-down then
-//! left-to-right, so there is no global lock and no deadlock:
-//! - find: read latches root to leaf, read latch on the leaf;
-//! - insert/delete: read latches down to the leaf's parent, write latch on the leaf; if the leaf
-//!   must split, release everything and redo the descent pessimistically with write latches,
-//!   releasing the ancestors of any node that can take one more pivot (so the root is held only
-//!   when it may split). The paper first tries to upgrade the parent's read latch in place;
-//!   `parking_lot` read latches cannot be upgraded, and a split happens once per hundreds of
-//!   inserts, so we always take the pessimistic second descent;
+//! Concurrency: the paper's scheme (section 2.1) on the leaves, optimistic lock coupling (OLC,
+//! Leis et al.) on the internal nodes. No global lock, no deadlock (latches are taken top-down,
+//! then left to right):
+//! - internal nodes (`inner.rs`) carry a versioned latch. A descent reads a node's version,
+//!   picks the child, reads the child's version and validates the parent's, restarting from the
+//!   root if a writer came in between. Readers never write shared memory on the way down;
+//! - find: optimistic descent, read latch (`parking_lot::RwLock`) on the leaf, then the leaf's
+//!   parent is validated (so the leaf cannot have split in between);
+//! - insert/delete: optimistic descent, write latch on the leaf; if the leaf must split, release
+//!   it and redo the descent pessimistically, write-latching internal nodes from the root down
+//!   and releasing the ancestors of any node that can take one more pivot (so the root is held
+//!   only when it may split). The paper first tries to upgrade the parent's latch in place; a
+//!   split happens once per hundreds of inserts, so we always take the pessimistic second descent;
 //! - iterate_range: descend like find, then move right leaf by leaf, taking the next leaf's read
 //!   latch before releasing the current one. When the leaf's part to visit is not sorted, drop the
 //!   read latch, take the write latch, sort (the BPA's log and touched blocks), downgrade to a read
 //!   latch and resume after the last visited key (section 5's read-then-write optimisation);
 //! - map_range: like iterate_range but never writes, so read latches only.
 //!
-//! Why latches and not optimistic lock coupling (OLC): OLC lets readers read a node while a
-//! writer changes it and validates a version afterwards. For `K: Ord + Copy` in general that means
-//! comparing keys read from a torn node, which is undefined behaviour for types with invalid bit
-//! patterns (and formally for any type in Rust's memory model); the tree is generic, so it keeps
-//! the paper's safe scheme. OLC was not implemented, so there is no side-by-side measurement of
-//! the two. What was measured (`docs/results/bptree.md`, `examples/bptree_tables.rs`): with CPU
-//! time per worker as the clock, two threads do about twice the finds of one, that is, latch
-//! traffic on the shared upper nodes did not show up as lost throughput on this 2-core machine;
-//! profiles (`perf`) of finds are dominated by cache misses on nodes, not by latch instructions.
+//! Why OLC above the leaves and latches on them. The first version latched every node (the
+//! paper's scheme throughout): each find then wrote the latch word of every internal node on its
+//! path, and two threads reading the same few upper nodes passed those cache lines back and
+//! forth; two threads ran YCSB C 1.61× one thread. With 1,024-element leaves there are few
+//! internal nodes, so nearly every operation meets on them. Leaves are many and rarely shared
+//! between threads, and leaf operations need their latch semantics (a BPA iteration sorts under
+//! the write latch), so leaves keep reader-writer latches. The measured effect is in
+//! `docs/results/bptree.md` ("Optimistic internal nodes"). OLC readers race with writers, so
+//! internal nodes store keys as atomic words ([`InnerKey`]); the tree's keys must be
+//! encodable in 64 bits.
 //!
 //! Nodes are never freed while the tree lives (deletes are tombstones or shifts inside leaves; no
-//! merges), so a node pointer read under a latch stays valid for the tree's lifetime; that is what
-//! makes the raw child pointers sound. Each leaf keeps `next` (its right sibling) and `high` (the
-//! pivot above it), set under the leaf's write latch.
+//! merges), so a node pointer read optimistically stays valid for the tree's lifetime; that is
+//! what makes the raw child pointers sound without epochs. The root is always an internal node
+//! (with one child and no pivot until the first split). Each leaf keeps `next` (its right
+//! sibling) and `high` (the pivot above it), set under the leaf's write latch.
 //!
 //! Splits (section 5) and one addition. A full leaf first resolves its buffered duplicates and
 //! tombstones; if still full it splits in two, as in the paper, except for leaves that ask to
@@ -50,41 +55,43 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::bpa::Bpa;
-use super::inner::Inner;
+use super::inner::{new_root, InnerKey, InnerPtr, InnerWrite};
 use super::leaf::{Leaf, Removed, Scan};
 
-/// A pointer to a node owned by the tree.
-struct NodePtr<K, V, L>(NonNull<Node<K, V, L>>);
+/// A pointer to a leaf owned by the tree.
+struct LeafPtr<K, V, L>(NonNull<LeafLatch<K, V, L>>);
 
-impl<K, V, L> Clone for NodePtr<K, V, L> {
+impl<K, V, L> Clone for LeafPtr<K, V, L> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<K, V, L> Copy for NodePtr<K, V, L> {}
-impl<K, V, L> PartialEq for NodePtr<K, V, L> {
+impl<K, V, L> Copy for LeafPtr<K, V, L> {}
+impl<K, V, L> PartialEq for LeafPtr<K, V, L> {
     fn eq(&self, other: &Self) -> bool {
         self.0 == other.0
     }
 }
 
-// SAFETY: a `NodePtr` is a shared reference to a node the tree owns; the nodes are `Send + Sync`
-// when keys, values and leaves are (all access goes through the node's latch).
-unsafe impl<K: Send + Sync, V: Send + Sync, L: Send + Sync> Send for NodePtr<K, V, L> {}
-// SAFETY: as above.
-unsafe impl<K: Send + Sync, V: Send + Sync, L: Send + Sync> Sync for NodePtr<K, V, L> {}
-
-enum Node<K, V, L> {
-    Inner(RwLock<Inner<K, NodePtr<K, V, L>>>),
-    Leaf(RwLock<LeafNode<K, V, L>>),
+impl<K, V, L> LeafPtr<K, V, L> {
+    /// The leaf as an erased child pointer, as internal nodes store it.
+    fn as_raw(self) -> *mut u8 {
+        self.0.as_ptr().cast()
+    }
 }
+
+// SAFETY: a `LeafPtr` is a shared reference to a leaf the tree owns; leaves are `Send + Sync`
+// when keys, values and leaf contents are (all access goes through the leaf's latch).
+unsafe impl<K: Send + Sync, V: Send + Sync, L: Send + Sync> Send for LeafPtr<K, V, L> {}
+// SAFETY: as above.
+unsafe impl<K: Send + Sync, V: Send + Sync, L: Send + Sync> Sync for LeafPtr<K, V, L> {}
 
 /// A leaf with its place in the leaf chain (`repr(C)`: the leaf's hot fields first).
 #[repr(C)]
 struct LeafNode<K, V, L> {
     leaf: L,
     /// The right sibling, if any.
-    next: Option<NodePtr<K, V, L>>,
+    next: Option<LeafPtr<K, V, L>>,
     /// The pivot just above this leaf (every key here is below it); `None` for the last leaf.
     high: Option<K>,
     /// Bumped whenever elements leave this leaf for a leaf on its left (a two-into-three split
@@ -133,21 +140,24 @@ pub struct TreeStats {
 
 /// A concurrent B+tree whose leaves are `L`: the BP-tree with [`Bpa`] leaves (the
 /// default), the paper's baseline B+tree with [`SortedLeaf`](super::SortedLeaf) leaves.
-pub struct BpTree<K: Ord + Copy, V: Copy, L: Leaf<K, V> = Bpa<K, V>> {
-    root: AtomicPtr<Node<K, V, L>>,
+pub struct BpTree<K: InnerKey, V: Copy, L: Leaf<K, V> = Bpa<K, V>> {
+    /// The root, always an internal node (null while the tree is empty).
+    root: AtomicPtr<u8>,
     shape: L::Shape,
     inner_capacity: usize,
     leaves: AtomicUsize,
     inner_nodes: AtomicUsize,
     /// [leaf splits in two, rebalances with the right sibling, two-into-three splits]
     reorganisations: [AtomicUsize; 3],
+    _kvl: PhantomData<(K, V, L)>,
 }
 
-// SAFETY: the tree owns its nodes through raw pointers; every access to a node goes through its
-// latch, and keys, values and leaves are `Send + Sync`.
+// SAFETY: the tree owns its nodes through raw pointers; every access to a leaf goes through its
+// latch, internal nodes are atomics read optimistically and written under their latch, and
+// keys, values and leaves are `Send + Sync`.
 unsafe impl<K, V, L> Send for BpTree<K, V, L>
 where
-    K: Ord + Copy + Send + Sync,
+    K: InnerKey,
     V: Copy + Send + Sync,
     L: Leaf<K, V>,
 {
@@ -155,7 +165,7 @@ where
 // SAFETY: as above.
 unsafe impl<K, V, L> Sync for BpTree<K, V, L>
 where
-    K: Ord + Copy + Send + Sync,
+    K: InnerKey,
     V: Copy + Send + Sync,
     L: Leaf<K, V>,
 {
@@ -163,7 +173,7 @@ where
 
 impl<K, V, L> BpTree<K, V, L>
 where
-    K: Ord + Copy + Send + Sync + 'static,
+    K: InnerKey,
     V: Copy + Send + Sync + 'static,
     L: Leaf<K, V> + 'static,
 {
@@ -177,6 +187,7 @@ where
             leaves: AtomicUsize::new(0),
             inner_nodes: AtomicUsize::new(0),
             reorganisations: Default::default(),
+            _kvl: PhantomData,
         }
     }
 
@@ -184,75 +195,100 @@ where
         self.shape
     }
 
-    /// The node behind `p`.
+    /// The leaf behind an erased child pointer of an internal node whose children are leaves.
     #[inline(always)]
-    fn node(&self, p: NodePtr<K, V, L>) -> &Node<K, V, L> {
-        // SAFETY: nodes are allocated by `alloc` and freed only in `Drop`, which takes
-        // `&mut self`; so every pointer reachable from the tree is valid while `&self` lives.
+    fn leaf(&self, raw: *mut u8) -> &LeafLatch<K, V, L> {
+        // SAFETY: leaves are allocated by `new_leaf` and freed only in `Drop`, which takes
+        // `&mut self`; callers pass only non-null pointers read from a `leaves_below` node's
+        // slots, which hold nothing but its leaves.
+        unsafe { &*raw.cast::<LeafLatch<K, V, L>>() }
+    }
+
+    /// The leaf behind `p`.
+    #[inline(always)]
+    fn leaf_at(&self, p: LeafPtr<K, V, L>) -> &LeafLatch<K, V, L> {
+        // SAFETY: as in `leaf`.
         unsafe { p.0.as_ref() }
     }
 
-    fn alloc(&self, node: Node<K, V, L>) -> NodePtr<K, V, L> {
-        match node {
-            Node::Inner(_) => self.inner_nodes.fetch_add(1, Ordering::Relaxed),
-            Node::Leaf(_) => self.leaves.fetch_add(1, Ordering::Relaxed),
-        };
-        NodePtr(NonNull::from(Box::leak(Box::new(node))))
+    fn alloc_inner(&self, leaves_below: bool, first: *mut u8) -> InnerPtr<K> {
+        self.inner_nodes.fetch_add(1, Ordering::Relaxed);
+        InnerPtr::alloc(self.inner_capacity, leaves_below, first)
     }
 
     fn new_leaf(
         &self,
         leaf: L,
-        next: Option<NodePtr<K, V, L>>,
+        next: Option<LeafPtr<K, V, L>>,
         high: Option<K>,
-    ) -> NodePtr<K, V, L> {
-        self.alloc(Node::Leaf(RwLock::new(LeafNode {
+    ) -> LeafPtr<K, V, L> {
+        self.leaves.fetch_add(1, Ordering::Relaxed);
+        let node = Box::new(RwLock::new(LeafNode {
             leaf,
             next,
             high,
             moved_left: 0,
             _v: PhantomData,
-        })))
+        }));
+        LeafPtr(NonNull::from(Box::leak(node)))
     }
 
     #[inline(always)]
-    fn root(&self) -> Option<NodePtr<K, V, L>> {
-        NonNull::new(self.root.load(Ordering::Acquire)).map(NodePtr)
+    fn root(&self) -> Option<InnerPtr<K>> {
+        let raw = self.root.load(Ordering::Acquire);
+        // SAFETY: the root pointer is null or a live internal node made by `alloc_inner`.
+        (!raw.is_null()).then(|| unsafe { InnerPtr::from_raw(raw) })
     }
 
-    /// Descends with read latches to the leaf for `target` and latches it with `latch`.
-    /// `None` when the tree is empty.
+    /// Descends optimistically (no latch taken on internal nodes, nothing written) to the leaf
+    /// for `target` and latches it with `latch`. `None` when the tree is empty.
+    ///
+    /// Each step reads the child pointer, reads the child's version, then validates the
+    /// parent's: a split of the child after the parent was read changes the parent (it gets the
+    /// new pivot), so a stale path is always caught. At the leaf, the leaf is latched before the
+    /// parent is validated, so the leaf cannot split between the two.
     #[inline]
     fn descend<'t, G>(
         &'t self,
         target: Target<'_, K>,
         latch: impl Fn(&'t LeafLatch<K, V, L>) -> G,
     ) -> Option<(G, &'t LeafLatch<K, V, L>)> {
-        let pick = |inner: &Inner<K, NodePtr<K, V, L>>| match target {
-            Target::Key(k) => inner.child_for(k),
-            Target::Leftmost => inner.first_child(),
+        let pick = |node: &InnerPtr<K>| match target {
+            Target::Key(k) => node.child_for(k),
+            Target::Leftmost => node.first_child(),
         };
-        loop {
+        'restart: loop {
             let root = self.root()?;
-            match self.node(root) {
-                Node::Leaf(l) => {
-                    let g = latch(l);
-                    if self.root() == Some(root) {
-                        return Some((g, l));
-                    }
+            let Ok(mut version) = root.latch().read_lock() else {
+                continue;
+            };
+            if self.root() != Some(root) {
+                continue;
+            }
+            let mut node = root;
+            loop {
+                let child = pick(&node);
+                if child.is_null() {
+                    continue 'restart;
                 }
-                Node::Inner(i) => {
-                    let mut g = i.read();
-                    if self.root() != Some(root) {
-                        continue;
+                if node.leaves_below() {
+                    let leaf = self.leaf(child);
+                    let g = latch(leaf);
+                    if node.latch().validate(version).is_err() {
+                        drop(g);
+                        continue 'restart;
                     }
-                    loop {
-                        match self.node(pick(&g)) {
-                            Node::Inner(child) => g = child.read(),
-                            Node::Leaf(l) => return Some((latch(l), l)),
-                        }
-                    }
+                    return Some((g, leaf));
                 }
+                // SAFETY: non-null, and the node's children are internal nodes.
+                let next = unsafe { InnerPtr::<K>::from_raw(child) };
+                let Ok(next_version) = next.latch().read_lock() else {
+                    continue 'restart;
+                };
+                if node.latch().validate(version).is_err() {
+                    continue 'restart;
+                }
+                (node, version) = (next, next_version);
             }
         }
     }
@@ -314,7 +350,7 @@ where
         g: &mut LeafNode<K, V, L>,
         key: K,
         op: Op<V>,
-    ) -> (Option<(K, NodePtr<K, V, L>)>, Result<Option<V>, ()>) {
+    ) -> (Option<(K, LeafPtr<K, V, L>)>, Result<Option<V>, ()>) {
         match g.leaf.make_room() {
             None => (None, Self::apply(&mut g.leaf, key, op)),
             Some((pivot, right_leaf)) => {
@@ -342,15 +378,12 @@ where
     fn share_and_apply(
         &self,
         g: &mut LeafNode<K, V, L>,
-        right: NodePtr<K, V, L>,
-        parent: &mut Inner<K, NodePtr<K, V, L>>,
+        right: LeafPtr<K, V, L>,
+        parent: &InnerWrite<K>,
         key: K,
         op: Op<V>,
-    ) -> (Option<(K, NodePtr<K, V, L>)>, Result<Option<V>, ()>) {
-        let Node::Leaf(r) = self.node(right) else {
-            unreachable!("a leaf's sibling is a leaf")
-        };
-        let mut rg = r.write();
+    ) -> (Option<(K, LeafPtr<K, V, L>)>, Result<Option<V>, ()>) {
+        let mut rg = self.leaf_at(right).write();
         let cap = g.leaf.capacity();
         let mut all = g.leaf.take_sorted();
         if all.len() < cap {
@@ -366,7 +399,7 @@ where
             g.leaf.refill(a);
             rg.leaf.refill(b);
             let pivot = b[0].0;
-            parent.set_pivot_before(right, pivot);
+            parent.set_pivot_before(right.as_raw(), pivot);
             g.high = Some(pivot);
             let result = if key < pivot {
                 Self::apply(&mut g.leaf, key, op)
@@ -387,7 +420,7 @@ where
         let mut middle = L::with_first(self.leaf_shape(), b[0].0, b[0].1);
         middle.refill(b);
         let (pm, pr) = (b[0].0, c[0].0);
-        parent.set_pivot_before(right, pr);
+        parent.set_pivot_before(right.as_raw(), pr);
         let result = if key < pm {
             Self::apply(&mut g.leaf, key, op)
         } else if key < pr {
@@ -412,9 +445,10 @@ where
                     Op::Insert(v) => {
                         let leaf =
                             self.new_leaf(L::with_first(self.leaf_shape(), key, v), None, None);
+                        let root = self.alloc_inner(true, leaf.as_raw());
                         let won = self.root.compare_exchange(
                             std::ptr::null_mut(),
-                            leaf.0.as_ptr(),
+                            root.as_raw(),
                             Ordering::AcqRel,
                             Ordering::Acquire,
                         );
@@ -422,111 +456,83 @@ where
                             return None;
                         }
                         // Another thread made the first leaf; ours was never published.
-                        self.free_unpublished(leaf);
+                        self.free_unpublished(root, leaf);
                         continue;
                     }
                 }
             };
-            match self.node(root) {
-                Node::Leaf(l) => {
-                    let mut g = l.write();
-                    if self.root() != Some(root) {
-                        continue;
+            let g = root.write();
+            if self.root() != Some(root) {
+                continue;
+            }
+            let mut path = vec![g];
+            loop {
+                let Some(parent) = path.last() else {
+                    unreachable!("the path is never empty")
+                };
+                let child = parent.child_for(&key);
+                if !parent.leaves_below() {
+                    // SAFETY: under the parent's latch the child is a live internal node.
+                    let c = unsafe { InnerPtr::<K>::from_raw(child) }.write();
+                    if c.has_room() {
+                        path.clear();
                     }
-                    if let Ok(r) = Self::apply(&mut g.leaf, key, op) {
-                        return r;
-                    }
-                    let (split, result) = self.split_and_apply(&mut g, key, op);
-                    if let Some((pivot, right)) = split {
-                        let new_root = Inner::new_root(self.inner_capacity, root, pivot, right);
-                        let new_root = self.alloc(Node::Inner(RwLock::new(new_root)));
-                        self.root.store(new_root.0.as_ptr(), Ordering::Release);
-                    }
-                    match result {
-                        Ok(r) => return r,
-                        Err(()) => continue,
-                    }
+                    path.push(c);
+                    continue;
                 }
-                Node::Inner(i) => {
-                    let g = i.write();
-                    if self.root() != Some(root) {
-                        continue;
-                    }
-                    let mut path = vec![(root, g)];
-                    loop {
-                        let child = match path.last() {
-                            Some((_, g)) => g.child_for(&key),
-                            None => unreachable!("the path is never empty"),
-                        };
-                        match self.node(child) {
-                            Node::Inner(c) => {
-                                let cg = c.write();
-                                if cg.has_room() {
-                                    path.clear();
-                                }
-                                path.push((child, cg));
-                            }
-                            Node::Leaf(l) => {
-                                let mut lg = l.write();
-                                if let Ok(r) = Self::apply(&mut lg.leaf, key, op) {
-                                    return r;
-                                }
-                                let sibling = lg.next.filter(|r| {
-                                    L::SHARES_WITH_SIBLING
-                                        && path.last().is_some_and(|(_, p)| p.has_later_child(*r))
-                                });
-                                let (split, result) = match (sibling, path.last_mut()) {
-                                    (Some(r), Some((_, parent))) => {
-                                        self.share_and_apply(&mut lg, r, parent, key, op)
-                                    }
-                                    _ => self.split_and_apply(&mut lg, key, op),
-                                };
-                                if let Some((pivot, right)) = split {
-                                    self.insert_pivot(&mut path, pivot, right);
-                                }
-                                match result {
-                                    Ok(r) => return r,
-                                    Err(()) => break,
-                                }
-                            }
-                        }
-                    }
+                let mut lg = self.leaf(child).write();
+                if let Ok(r) = Self::apply(&mut lg.leaf, key, op) {
+                    return r;
+                }
+                let sibling = lg
+                    .next
+                    .filter(|r| L::SHARES_WITH_SIBLING && parent.has_later_child(r.as_raw()));
+                let (split, result) = match sibling {
+                    Some(r) => self.share_and_apply(&mut lg, r, parent, key, op),
+                    None => self.split_and_apply(&mut lg, key, op),
+                };
+                if let Some((pivot, right)) = split {
+                    self.insert_pivot(&path, pivot, right.as_raw());
+                }
+                match result {
+                    Ok(r) => return r,
+                    Err(()) => break,
                 }
             }
         }
     }
 
     /// Inserts `pivot` → `right` into the last node of `path`, splitting full nodes upwards; a
-    /// split of `path[0]` (then necessarily the root) grows a new root.
-    #[allow(clippy::type_complexity)]
-    fn insert_pivot(
-        &self,
-        path: &mut [(
-            NodePtr<K, V, L>,
-            RwLockWriteGuard<'_, Inner<K, NodePtr<K, V, L>>>,
-        )],
-        pivot: K,
-        right: NodePtr<K, V, L>,
-    ) {
+    /// split of `path[0]` (then necessarily the root) grows a new root, published before the
+    /// old root's latch is released.
+    fn insert_pivot(&self, path: &[InnerWrite<K>], pivot: K, right: *mut u8) {
         let (mut pivot, mut right) = (pivot, right);
-        for (_, node) in path.iter_mut().rev() {
+        for node in path.iter().rev() {
             if node.has_room() {
                 node.insert(pivot, right);
                 return;
             }
-            let (up, mut sibling) = node.split();
+            self.inner_nodes.fetch_add(1, Ordering::Relaxed);
+            let (up, sibling) = node.split();
             if pivot < up {
                 node.insert(pivot, right);
             } else {
-                sibling.insert(pivot, right);
+                // The new sibling is not published yet: write it through a guard of its own.
+                sibling.write().insert(pivot, right);
             }
             pivot = up;
-            right = self.alloc(Node::Inner(RwLock::new(sibling)));
+            right = sibling.as_raw();
         }
-        if let Some((old_root, _)) = path.first() {
-            let new_root = Inner::new_root(self.inner_capacity, *old_root, pivot, right);
-            let new_root = self.alloc(Node::Inner(RwLock::new(new_root)));
-            self.root.store(new_root.0.as_ptr(), Ordering::Release);
+        if let Some(old_root) = path.first() {
+            let root = new_root(
+                self.inner_capacity,
+                false,
+                old_root.node().as_raw(),
+                pivot,
+                right,
+            );
+            self.inner_nodes.fetch_add(1, Ordering::Relaxed);
+            self.root.store(root.as_raw(), Ordering::Release);
         }
     }
 
@@ -564,9 +570,7 @@ where
                 Scan::Stopped => return count,
                 Scan::Exhausted => {
                     let Some(next) = g.next else { return count };
-                    let Node::Leaf(l) = self.node(next) else {
-                        unreachable!("a leaf's sibling is a leaf")
-                    };
+                    let l = self.leaf_at(next);
                     g = l.read();
                     latch = l;
                 }
@@ -621,10 +625,7 @@ where
             let Some(next) = g.next.filter(|_| more) else {
                 return count;
             };
-            let Node::Leaf(l) = self.node(next) else {
-                unreachable!("a leaf's sibling is a leaf")
-            };
-            g = l.read();
+            g = self.leaf_at(next).read();
         }
     }
 
@@ -637,19 +638,15 @@ where
         while let Some(g) = cur {
             s.records += g.leaf.live() as u64;
             s.num_elts += g.leaf.num_elts() as u64;
-            cur = g.next.map(|n| match self.node(n) {
-                Node::Leaf(l) => l.read(),
-                Node::Inner(_) => unreachable!("a leaf's sibling is a leaf"),
-            });
+            cur = g.next.map(|n| self.leaf_at(n).read());
         }
         s.leaves = self.leaves.load(Ordering::Relaxed) as u64;
         s.inner_nodes = self.inner_nodes.load(Ordering::Relaxed) as u64;
         let r = |i: usize| self.reorganisations[i].load(Ordering::Relaxed) as u64;
         (s.leaf_splits, s.sibling_shares, s.three_way_splits) = (r(0), r(1), r(2));
-        let node = std::mem::size_of::<Node<K, V, L>>();
-        s.bytes = s.leaves * (node + L::heap_bytes(&self.leaf_shape())) as u64
-            + s.inner_nodes
-                * (node + Inner::<K, NodePtr<K, V, L>>::heap_bytes(self.inner_capacity)) as u64;
+        let leaf = std::mem::size_of::<LeafLatch<K, V, L>>();
+        s.bytes = s.leaves * (leaf + L::heap_bytes(&self.leaf_shape())) as u64
+            + s.inner_nodes * InnerPtr::<K>::bytes(self.inner_capacity) as u64;
         s
     }
 
@@ -661,104 +658,128 @@ where
             return Ok(());
         };
         let mut leaves = Vec::new();
-        self.check_node(root, None, None, 0, &mut None, &mut leaves)?;
+        self.check_inner(root, None, None, 0, &mut None, &mut leaves)?;
         for (i, w) in leaves.windows(2).enumerate() {
-            let Node::Leaf(l) = self.node(w[0]) else {
-                return Err("leaf list holds an inner node".into());
-            };
-            if l.read().next != Some(w[1]) {
+            if self.leaf_at(w[0]).read().next != Some(w[1]) {
                 return Err(format!("leaf {i}'s next is not the following leaf"));
             }
         }
         if let Some(&last) = leaves.last() {
-            if let Node::Leaf(l) = self.node(last) {
-                if l.read().next.is_some() {
-                    return Err("the last leaf has a next".into());
-                }
+            if self.leaf_at(last).read().next.is_some() {
+                return Err("the last leaf has a next".into());
             }
         }
         Ok(())
     }
 
-    fn check_node(
+    fn check_inner(
         &self,
-        p: NodePtr<K, V, L>,
+        node: InnerPtr<K>,
         lo: Option<K>,
         hi: Option<K>,
         depth: usize,
         leaf_depth: &mut Option<usize>,
-        leaves: &mut Vec<NodePtr<K, V, L>>,
+        leaves: &mut Vec<LeafPtr<K, V, L>>,
     ) -> Result<(), String> {
         let in_range = |k: &K| lo.is_none_or(|l| *k >= l) && hi.is_none_or(|h| *k < h);
-        match self.node(p) {
-            Node::Inner(i) => {
-                let g = i.read();
-                let keys = g.keys();
-                if keys.is_empty() || keys.windows(2).any(|w| w[0] >= w[1]) {
-                    return Err(format!(
-                        "inner node at depth {depth}: pivots empty or unsorted"
-                    ));
-                }
-                if !keys.iter().all(in_range) {
-                    return Err(format!(
-                        "inner node at depth {depth}: pivot outside its range"
-                    ));
-                }
-                for (c, child) in g.children().enumerate() {
-                    let clo = if c == 0 { lo } else { Some(keys[c - 1]) };
-                    let chi = keys.get(c).copied().or(hi);
-                    self.check_node(child, clo, chi, depth + 1, leaf_depth, leaves)?;
-                }
+        let keys = node.keys();
+        if (keys.is_empty() && depth > 0) || keys.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(format!(
+                "inner node at depth {depth}: pivots empty or unsorted"
+            ));
+        }
+        if !keys.iter().all(in_range) {
+            return Err(format!(
+                "inner node at depth {depth}: pivot outside its range"
+            ));
+        }
+        for (c, child) in node.children().into_iter().enumerate() {
+            let clo = if c == 0 { lo } else { Some(keys[c - 1]) };
+            let chi = keys.get(c).copied().or(hi);
+            if child.is_null() {
+                return Err(format!("inner node at depth {depth}: null child {c}"));
             }
-            Node::Leaf(l) => {
-                let g = l.read();
-                match leaf_depth {
-                    Some(d) if *d != depth => {
-                        return Err(format!("leaves at depths {d} and {depth}"));
-                    }
-                    _ => *leaf_depth = Some(depth),
-                }
-                g.leaf
-                    .check()
-                    .map_err(|e| format!("leaf {}: {e}", leaves.len()))?;
-                if g.high != hi {
-                    return Err(format!(
-                        "leaf {}: high pivot differs from its parent's",
-                        leaves.len()
-                    ));
-                }
-                if !g.leaf.stored_keys().iter().all(in_range) {
-                    return Err(format!("leaf {}: key outside its pivots", leaves.len()));
-                }
-                leaves.push(p);
+            if node.leaves_below() {
+                let p = LeafPtr(NonNull::from(self.leaf(child)));
+                self.check_leaf(p, clo, chi, depth + 1, leaf_depth, leaves)?;
+            } else {
+                // SAFETY: non-null, and this node's children are internal nodes.
+                let c = unsafe { InnerPtr::<K>::from_raw(child) };
+                self.check_inner(c, clo, chi, depth + 1, leaf_depth, leaves)?;
             }
         }
         Ok(())
     }
 
-    /// Frees a leaf that was never published.
-    fn free_unpublished(&self, p: NodePtr<K, V, L>) {
+    fn check_leaf(
+        &self,
+        p: LeafPtr<K, V, L>,
+        lo: Option<K>,
+        hi: Option<K>,
+        depth: usize,
+        leaf_depth: &mut Option<usize>,
+        leaves: &mut Vec<LeafPtr<K, V, L>>,
+    ) -> Result<(), String> {
+        let in_range = |k: &K| lo.is_none_or(|l| *k >= l) && hi.is_none_or(|h| *k < h);
+        let g = self.leaf_at(p).read();
+        match leaf_depth {
+            Some(d) if *d != depth => {
+                return Err(format!("leaves at depths {d} and {depth}"));
+            }
+            _ => *leaf_depth = Some(depth),
+        }
+        g.leaf
+            .check()
+            .map_err(|e| format!("leaf {}: {e}", leaves.len()))?;
+        if g.high != hi {
+            return Err(format!(
+                "leaf {}: high pivot differs from its parent's",
+                leaves.len()
+            ));
+        }
+        if !g.leaf.stored_keys().iter().all(in_range) {
+            return Err(format!("leaf {}: key outside its pivots", leaves.len()));
+        }
+        leaves.push(p);
+        Ok(())
+    }
+
+    /// Frees a root and its one leaf that were never published.
+    fn free_unpublished(&self, root: InnerPtr<K>, leaf: LeafPtr<K, V, L>) {
         self.leaves.fetch_sub(1, Ordering::Relaxed);
-        // SAFETY: `p` came from `alloc` and was never stored where another thread could see it.
-        drop(unsafe { Box::from_raw(p.0.as_ptr()) });
+        self.inner_nodes.fetch_sub(1, Ordering::Relaxed);
+        // SAFETY: both came from `alloc_inner`/`new_leaf` and were never stored where another
+        // thread could see them.
+        unsafe {
+            drop(Box::from_raw(leaf.0.as_ptr()));
+            root.free();
+        }
     }
 }
 
-impl<K: Ord + Copy, V: Copy, L: Leaf<K, V>> Drop for BpTree<K, V, L> {
+impl<K: InnerKey, V: Copy, L: Leaf<K, V>> Drop for BpTree<K, V, L> {
     fn drop(&mut self) {
-        fn free<K: Ord + Copy, V, L>(p: NodePtr<K, V, L>) {
-            // SAFETY: `&mut self` means no one else references the tree, and every node is
-            // reachable exactly once from the root through inner nodes' children.
-            let node = unsafe { Box::from_raw(p.0.as_ptr()) };
-            if let Node::Inner(i) = *node {
-                let inner = i.into_inner();
-                for c in inner.children() {
-                    free(c);
+        fn free<K: InnerKey, V, L>(node: InnerPtr<K>) {
+            for child in node.children() {
+                if child.is_null() {
+                    continue;
+                }
+                if node.leaves_below() {
+                    // SAFETY: `&mut self` means no one else references the tree; every leaf is
+                    // reachable exactly once, from its parent, and was made by `new_leaf`.
+                    drop(unsafe { Box::from_raw(child.cast::<LeafLatch<K, V, L>>()) });
+                } else {
+                    // SAFETY: as above, for internal nodes made by `alloc_inner`.
+                    free::<K, V, L>(unsafe { InnerPtr::from_raw(child) });
                 }
             }
+            // SAFETY: as above; the node's children are freed and it is not used again.
+            unsafe { node.free() };
         }
-        if let Some(root) = NonNull::new(*self.root.get_mut()) {
-            free(NodePtr(root));
+        let root = *self.root.get_mut();
+        if !root.is_null() {
+            // SAFETY: a non-null root is a live internal node made by `alloc_inner`.
+            free::<K, V, L>(unsafe { InnerPtr::from_raw(root) });
         }
     }
 }
