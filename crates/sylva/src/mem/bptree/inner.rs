@@ -115,21 +115,19 @@ unsafe impl<K: Send + Sync> Send for InnerPtr<K> {}
 unsafe impl<K: Send + Sync> Sync for InnerPtr<K> {}
 
 fn layout(capacity: usize) -> Layout {
-    let (layout, _) = Layout::new::<Header>()
+    let (layout, offset) = Layout::new::<Header>()
         .extend(Layout::array::<Pair>(capacity).expect("inner node size overflows"))
         .expect("inner node size overflows");
+    debug_assert_eq!(offset, PAIRS_OFFSET);
     layout
         .align_to(ALIGN)
         .expect("cache-line alignment is valid")
         .pad_to_align()
 }
 
-fn pairs_offset() -> usize {
-    Layout::new::<Header>()
-        .extend(Layout::new::<Pair>())
-        .expect("a pair fits")
-        .1
-}
+/// Where the pairs start: right after the header (what `layout` computes, as a constant).
+const PAIRS_OFFSET: usize =
+    std::mem::size_of::<Header>().next_multiple_of(std::mem::align_of::<Pair>());
 
 impl<K: InnerKey> InnerPtr<K> {
     /// A new node with no pivot and `first` as its only child.
@@ -195,11 +193,11 @@ impl<K: InnerKey> InnerPtr<K> {
 
     #[inline(always)]
     fn pairs(&self) -> &[Pair] {
-        // SAFETY: the allocation holds `capacity` initialised pairs at `pairs_offset()` (zeroed
+        // SAFETY: the allocation holds `capacity` initialised pairs at `PAIRS_OFFSET` (zeroed
         // or written since), and `ptr` has the whole allocation's provenance.
         unsafe {
             std::slice::from_raw_parts(
-                self.ptr.as_ptr().add(pairs_offset()).cast::<Pair>(),
+                self.ptr.as_ptr().add(PAIRS_OFFSET).cast::<Pair>(),
                 self.header().capacity,
             )
         }
