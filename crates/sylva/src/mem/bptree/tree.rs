@@ -117,6 +117,13 @@ enum Target<'a, K> {
     Leftmost,
 }
 
+/// What `check` collects while it walks the tree: the depth of the first leaf, and the leaves
+/// in key order.
+struct CheckWalk<K, V, L> {
+    leaf_depth: Option<usize>,
+    leaves: Vec<LeafPtr<K, V, L>>,
+}
+
 /// Counts and sizes of a tree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TreeStats {
@@ -657,8 +664,12 @@ where
         let Some(root) = self.root() else {
             return Ok(());
         };
-        let mut leaves = Vec::new();
-        self.check_inner(root, None, None, 0, &mut None, &mut leaves)?;
+        let mut walk = CheckWalk {
+            leaf_depth: None,
+            leaves: Vec::new(),
+        };
+        self.check_inner(root, (None, None), 0, &mut walk)?;
+        let leaves = walk.leaves;
         for (i, w) in leaves.windows(2).enumerate() {
             if self.leaf_at(w[0]).read().next != Some(w[1]) {
                 return Err(format!("leaf {i}'s next is not the following leaf"));
@@ -675,11 +686,9 @@ where
     fn check_inner(
         &self,
         node: InnerPtr<K>,
-        lo: Option<K>,
-        hi: Option<K>,
+        (lo, hi): (Option<K>, Option<K>),
         depth: usize,
-        leaf_depth: &mut Option<usize>,
-        leaves: &mut Vec<LeafPtr<K, V, L>>,
+        walk: &mut CheckWalk<K, V, L>,
     ) -> Result<(), String> {
         let in_range = |k: &K| lo.is_none_or(|l| *k >= l) && hi.is_none_or(|h| *k < h);
         let keys = node.keys();
@@ -701,11 +710,11 @@ where
             }
             if node.leaves_below() {
                 let p = LeafPtr(NonNull::from(self.leaf(child)));
-                self.check_leaf(p, clo, chi, depth + 1, leaf_depth, leaves)?;
+                self.check_leaf(p, (clo, chi), depth + 1, walk)?;
             } else {
                 // SAFETY: non-null, and this node's children are internal nodes.
                 let c = unsafe { InnerPtr::<K>::from_raw(child) };
-                self.check_inner(c, clo, chi, depth + 1, leaf_depth, leaves)?;
+                self.check_inner(c, (clo, chi), depth + 1, walk)?;
             }
         }
         Ok(())
@@ -714,19 +723,18 @@ where
     fn check_leaf(
         &self,
         p: LeafPtr<K, V, L>,
-        lo: Option<K>,
-        hi: Option<K>,
+        (lo, hi): (Option<K>, Option<K>),
         depth: usize,
-        leaf_depth: &mut Option<usize>,
-        leaves: &mut Vec<LeafPtr<K, V, L>>,
+        walk: &mut CheckWalk<K, V, L>,
     ) -> Result<(), String> {
         let in_range = |k: &K| lo.is_none_or(|l| *k >= l) && hi.is_none_or(|h| *k < h);
         let g = self.leaf_at(p).read();
-        match leaf_depth {
+        let leaves = &mut walk.leaves;
+        match &mut walk.leaf_depth {
             Some(d) if *d != depth => {
                 return Err(format!("leaves at depths {d} and {depth}"));
             }
-            _ => *leaf_depth = Some(depth),
+            depth_seen => *depth_seen = Some(depth),
         }
         g.leaf
             .check()
