@@ -84,11 +84,12 @@ impl Records {
         }
     }
     /// Appends a record whose key was already appended to the buffer by `write_key`.
+    #[inline]
     pub(crate) fn push_with(&mut self, write_key: impl FnOnce(&mut Vec<u8>), value: &[u8]) {
         let start = self.data.len() as u32;
         write_key(&mut self.data);
         let mid = self.data.len() as u32;
-        self.data.extend_from_slice(value);
+        extend_short(&mut self.data, value);
         self.at.push((start, mid, self.data.len() as u32));
     }
     #[inline]
@@ -103,6 +104,19 @@ impl Records {
     }
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         (0..self.len()).map(|i| (self.key(i), self.value(i)))
+    }
+}
+
+/// `out.extend_from_slice(bytes)`, without a call to `memcpy` for 8-byte and other short
+/// slices (scans copy values one by one).
+#[inline]
+fn extend_short(out: &mut Vec<u8>, bytes: &[u8]) {
+    if let Ok(b) = <&[u8; 8]>::try_from(bytes) {
+        out.extend_from_slice(b);
+    } else if bytes.len() <= 16 {
+        out.extend(bytes.iter().copied());
+    } else {
+        out.extend_from_slice(bytes);
     }
 }
 

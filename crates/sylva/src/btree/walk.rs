@@ -14,7 +14,7 @@ use super::leaf::{collect, fences, Records};
 use super::store::{Abort, NodeLatch, NodeStore, Olc};
 use super::tree::{checked, retry, BTree, WriteGuard};
 use crate::error::Result;
-use crate::page::dense::{Dense, KIND_DENSE_LEAF};
+use crate::page::dense::{Dense, SlotKeys, KIND_DENSE_LEAF};
 use crate::page::semidense::{SemiDense, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::Slotted;
 use crate::page::{corrupt, free_gap, PageId, KIND_FP_LEAF};
@@ -205,9 +205,10 @@ fn copy_records(
 ) -> Result<(bool, bool)> {
     if page[0] == KIND_SEMI_DENSE_LEAF {
         let s = SemiDense::new(id, page)?;
+        let keys = SlotKeys::new(s.reference());
         let ended = copy_slots(s.lower_bound(from)..s.slots(), end, want, out, |i, out| {
             Ok(s.value(i)?
-                .map(|value| out.push_with(|b| s.key_into(i, b), value)))
+                .map(|value| out.push_with(|b| keys.write(i, b), value)))
         })?;
         let upper = s.upper_fence();
         next.extend_from_slice(upper.unwrap_or(&[]));
@@ -215,6 +216,7 @@ fn copy_records(
     }
     if page[0] == KIND_DENSE_LEAF {
         let d = Dense::new(id, page)?;
+        let keys = SlotKeys::new(d.reference());
         let ended = copy_slots(
             d.lower_bound(from)..d.capacity(),
             end,
@@ -222,7 +224,7 @@ fn copy_records(
             out,
             |i, out| {
                 Ok(d.present(i)
-                    .then(|| out.push_with(|b| d.key_into(i, b), d.value(i))))
+                    .then(|| out.push_with(|b| keys.write(i, b), d.value(i))))
             },
         )?;
         let upper = d.upper_fence()?;
