@@ -85,8 +85,7 @@ impl<S: NodeStore> BTree<S> {
     #[inline]
     fn sorted_leaf(&self, from: &[u8]) -> Olc<(S::Latch<'_>, &[u8], Seen)> {
         let (id, v) = self.find_leaf(from)?;
-        let l = self.latch(id)?;
-        let page = self.page(id)?;
+        let (l, page) = self.node(id)?;
         let seen = Seen::of(id, v, page);
         if page[0] == KIND_FP_LEAF {
             let node = checked(l, v, Slotted::new(id, page))?;
