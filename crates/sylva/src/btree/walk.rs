@@ -5,9 +5,10 @@
 //! version validated, so the visitor never sees torn bytes and may take its time. A scan of a
 //! few records therefore copies a few records, not the page (an earlier version snapshotted
 //! every leaf whole: about 20% of scan time went to `memmove`). `leaf_records` (the database
-//! cursor's whole-leaf read) still takes a page snapshot and decodes it. The
-//! next leaf is found by descending again with the smallest key above the current leaf's upper
-//! fence (`upper ++ [0]`): leaves have no sibling pointers, as in the paper.
+//! cursor's whole-leaf read) still takes a page snapshot and decodes it.
+//!
+//! The next leaf is found by descending again with the smallest key above the current leaf's
+//! upper fence (`upper ++ [0]`): leaves have no sibling pointers, as in the paper.
 
 use super::adapt::Seen;
 use super::leaf::{collect, fences, Records};
