@@ -66,7 +66,7 @@ impl Records {
     /// of `record` (a slotted page stores key and value back to back): one copy of the record,
     /// and the prefix (a few bytes) without a call to `memcpy`.
     #[inline]
-    fn push_stored(&mut self, prefix: &[u8], record: &[u8], key_len: usize) {
+    pub(crate) fn push_stored(&mut self, prefix: &[u8], record: &[u8], key_len: usize) {
         let start = self.data.len() as u32;
         if prefix.len() <= 8 {
             self.data.extend(prefix.iter().copied());
@@ -77,12 +77,19 @@ impl Records {
         self.data.extend_from_slice(record);
         self.at.push((start, mid as u32, self.data.len() as u32));
     }
+    /// Removes the last record.
+    pub(crate) fn pop(&mut self) {
+        if let Some((start, _, _)) = self.at.pop() {
+            self.data.truncate(start as usize);
+        }
+    }
     /// Appends a record whose key was already appended to the buffer by `write_key`.
-    fn push_with(&mut self, write_key: impl FnOnce(&mut Vec<u8>), value: &[u8]) {
+    #[inline]
+    pub(crate) fn push_with(&mut self, write_key: impl FnOnce(&mut Vec<u8>), value: &[u8]) {
         let start = self.data.len() as u32;
         write_key(&mut self.data);
         let mid = self.data.len() as u32;
-        self.data.extend_from_slice(value);
+        extend_short(&mut self.data, value);
         self.at.push((start, mid, self.data.len() as u32));
     }
     #[inline]
@@ -97,6 +104,19 @@ impl Records {
     }
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         (0..self.len()).map(|i| (self.key(i), self.value(i)))
+    }
+}
+
+/// `out.extend_from_slice(bytes)`, without a call to `memcpy` for 8-byte and other short
+/// slices (scans copy values one by one).
+#[inline]
+fn extend_short(out: &mut Vec<u8>, bytes: &[u8]) {
+    if let Ok(b) = <&[u8; 8]>::try_from(bytes) {
+        out.extend_from_slice(b);
+    } else if bytes.len() <= 16 {
+        out.extend(bytes.iter().copied());
+    } else {
+        out.extend_from_slice(bytes);
     }
 }
 

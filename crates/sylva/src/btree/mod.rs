@@ -6,7 +6,7 @@
 //!   size;
 //! - `tree`: descent, get/put/delete, split and merge (section 2), optimistic lock coupling
 //!   (section 7.1);
-//! - `walk`: scans and range maps over validated leaf snapshots;
+//! - `walk`: scans and range maps over records copied from each leaf and validated;
 //! - `leaf`: leaf split, merge and layout conversion over every leaf kind (comparison,
 //!   fingerprinting, semi-dense, fully-dense), with the dense split and the partition-aware
 //!   separator (sections 3.5, 4.6) and key-adaption (section 5.1);

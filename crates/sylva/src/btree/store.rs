@@ -182,6 +182,12 @@ pub trait NodeStore: Send + Sync {
     /// The pointer stays valid for the store's lifetime. Readers may read through it
     /// optimistically (validating the latch afterwards); only the write-lock holder writes.
     fn page_ptr(&self, id: PageId) -> Option<NonNull<u8>>;
+    /// [`NodeStore::latch`] and [`NodeStore::page_ptr`] of page `id` in one call (a store may
+    /// find both with one lookup; a descent asks for both at every level).
+    #[inline]
+    fn node(&self, id: PageId) -> Option<(Self::Latch<'_>, NonNull<u8>)> {
+        Some((self.latch(id)?, self.page_ptr(id)?))
+    }
     /// Pages currently allocated (not free).
     fn pages_in_use(&self) -> u64;
     /// What [`NodeStore::write_gate`] returns: held for the whole of one write.
@@ -333,12 +339,17 @@ impl NodeStore for MemNodeStore {
 
     #[inline]
     fn page_ptr(&self, id: PageId) -> Option<NonNull<u8>> {
+        self.node(id).map(|(_, p)| p)
+    }
+
+    #[inline]
+    fn node(&self, id: PageId) -> Option<(&Latch, NonNull<u8>)> {
         let (c, i) = self.chunk(id)?;
         if (i + 1) * self.page_size > c.len {
             return None;
         }
         // SAFETY: `i * page_size` is inside the chunk's allocation (checked above).
-        Some(unsafe { c.data.add(i * self.page_size) })
+        Some((c.latches.get(i)?, unsafe { c.data.add(i * self.page_size) }))
     }
 
     fn pages_in_use(&self) -> u64 {

