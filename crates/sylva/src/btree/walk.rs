@@ -58,10 +58,13 @@ impl<S: NodeStore> BTree<S> {
         let mut n = 0;
         let mut first = true;
         while n < limit {
-            let want = limit - n;
-            let after = !first;
-            let leaf =
-                retry(|| self.copy_leaf(&b.from, after, end, want, &mut b.records, &mut b.next))?;
+            let want = Want {
+                from: &b.from,
+                after: !first,
+                end,
+                max: limit - n,
+            };
+            let leaf = retry(|| self.copy_leaf(want, &mut b.records, &mut b.next))?;
             if first {
                 first = false;
                 self.adapt_after_scan(leaf.seen)?;
@@ -105,27 +108,14 @@ impl<S: NodeStore> BTree<S> {
         Ok((l, page, seen))
     }
 
-    /// Copies up to `want` records `>= from` (and `< end`) of the leaf holding `from` into
-    /// `out`, and its upper fence into `next`, validated. `after`: `from` is the previous leaf's
-    /// upper fence `++ [0]`, so the walk most likely starts at this leaf's first record.
-    fn copy_leaf(
-        &self,
-        from: &[u8],
-        after: bool,
-        end: Option<&[u8]>,
-        want: usize,
-        out: &mut Records,
-        next: &mut Vec<u8>,
-    ) -> Olc<LeafCopy> {
-        let (l, page, seen) = self.sorted_leaf(from)?;
+    /// Copies the records `want` asks for from the leaf holding `want.from` into `out`, and
+    /// its upper fence into `next`, validated.
+    fn copy_leaf(&self, want: Want<'_>, out: &mut Records, next: &mut Vec<u8>) -> Olc<LeafCopy> {
+        let (l, page, seen) = self.sorted_leaf(want.from)?;
         let (id, v) = (seen.id, seen.version);
         out.clear();
         next.clear();
-        let (ended, more) = checked(
-            l,
-            v,
-            copy_records(id, page, from, after, end, want, out, next),
-        )?;
+        let (ended, more) = checked(l, v, copy_records(id, page, want, out, next))?;
         l.validate(v)?;
         Ok(LeafCopy { seen, ended, more })
     }
@@ -189,6 +179,20 @@ struct WalkBuffers {
     records: Records,
 }
 
+/// Which records a walk wants from its next leaf.
+#[derive(Clone, Copy)]
+struct Want<'a> {
+    /// The smallest key to copy.
+    from: &'a [u8],
+    /// `from` is the previous leaf's upper fence `++ [0]`, so the walk most likely starts at
+    /// this leaf's first record.
+    after: bool,
+    /// Copy only keys below this.
+    end: Option<&'a [u8]>,
+    /// Copy at most this many records.
+    max: usize,
+}
+
 /// What [`BTree::copy_leaf`] found.
 struct LeafCopy {
     seen: Seen,
@@ -198,25 +202,27 @@ struct LeafCopy {
     more: bool,
 }
 
-/// Appends up to `want` records `>= from` and `< end` of leaf `page` to `out` and its upper
-/// fence to `next`. Returns (whether a record `>= end` stopped the copy, whether the leaf has
-/// an upper fence). `page` may be read optimistically: everything is bounds-checked and the
-/// caller validates before using the result. `after` as in [`BTree::copy_leaf`].
-#[allow(clippy::too_many_arguments)]
+/// Appends the records `want` asks for (up to `max`, keys `>= from` and `< end`) of leaf `page`
+/// to `out` and its upper fence to `next`. Returns (whether a record `>= end` stopped the copy,
+/// whether the leaf has an upper fence). `page` may be read optimistically: everything is
+/// bounds-checked and the caller validates before using the result.
 fn copy_records(
     id: PageId,
     page: &[u8],
-    from: &[u8],
-    after: bool,
-    end: Option<&[u8]>,
-    want: usize,
+    want: Want<'_>,
     out: &mut Records,
     next: &mut Vec<u8>,
 ) -> Result<(bool, bool)> {
+    let Want {
+        from,
+        after,
+        end,
+        max,
+    } = want;
     if page[0] == KIND_SEMI_DENSE_LEAF {
         let s = SemiDense::new(id, page)?;
         let keys = SlotKeys::new(s.reference());
-        let ended = copy_slots(s.lower_bound(from)..s.slots(), end, want, out, |i, out| {
+        let ended = copy_slots(s.lower_bound(from)..s.slots(), end, max, out, |i, out| {
             Ok(s.value(i)?
                 .map(|value| out.push_with(|b| keys.write(i, b), value)))
         })?;
@@ -230,7 +236,7 @@ fn copy_records(
         let ended = copy_slots(
             d.lower_bound(from)..d.capacity(),
             end,
-            want,
+            max,
             out,
             |i, out| {
                 Ok(d.present(i)
@@ -245,7 +251,7 @@ fn copy_records(
     let first = first_at_least(&node, from, after)?;
     let prefix = node.prefix()?;
     let mut ended = false;
-    for i in first..node.count().min(first.saturating_add(want)) {
+    for i in first..node.count().min(first.saturating_add(max)) {
         let (kl, vl) = node.lens(i);
         let at = node.record_offset(i);
         let record = page
@@ -287,18 +293,18 @@ fn first_at_least(node: &Slotted<'_>, from: &[u8], after: bool) -> Result<usize>
     Ok(node.lower_bound(from)?.0)
 }
 
-/// Copies the records of slots `range` of a fully- or semi-dense leaf into `out`, up to `want`
+/// Copies the records of slots `range` of a fully- or semi-dense leaf into `out`, up to `max`
 /// of them and stopping at the first key `>= end`: `slot(i, out)` appends slot `i`'s record
 /// when it has one. Returns whether a key `>= end` stopped the copy.
 fn copy_slots(
     range: std::ops::Range<usize>,
     end: Option<&[u8]>,
-    want: usize,
+    max: usize,
     out: &mut Records,
     slot: impl Fn(usize, &mut Records) -> Result<Option<()>>,
 ) -> Result<bool> {
     for i in range {
-        if out.len() >= want {
+        if out.len() >= max {
             break;
         }
         if slot(i, out)?.is_none() {
