@@ -301,7 +301,11 @@ impl<'a> Slotted<'a> {
     /// The prefix every key in the node shares and that is not stored with the keys.
     #[inline]
     pub fn prefix(&self) -> Result<&'a [u8]> {
-        Ok(&self.lower_fence()?[..self.prefix_len])
+        // `new` checked the length against the fence, but an optimistic reader may see the
+        // fence change since: an error (then a failed validation and a restart), not a panic.
+        self.lower_fence()?
+            .get(..self.prefix_len)
+            .ok_or_else(|| corrupt(self.id, "prefix longer than the lower fence"))
     }
 
     #[inline]
