@@ -169,7 +169,8 @@ enum Target {
 #[derive(Clone)]
 struct Images {
     page: Vec<u8>,
-    wal: Vec<u8>,
+    /// The log's two segments.
+    wal: [Vec<u8>; 2],
 }
 
 /// The moment a fault fired: the current and the durable bytes of both files.
@@ -187,7 +188,7 @@ struct Fired {
 
 struct CrashPoint {
     page: Disk,
-    wal: Disk,
+    wal: [Disk; 2],
     fired: Mutex<Option<Fired>>,
 }
 
@@ -272,11 +273,11 @@ impl Probe {
                 *slot = Some(Fired {
                     current: Images {
                         page: self.crash.page.current(),
-                        wal: self.crash.wal.current(),
+                        wal: self.crash.wal.clone().map(|d| d.current()),
                     },
                     durable: Images {
                         page: self.crash.page.durable(),
-                        wal: self.crash.wal.durable(),
+                        wal: self.crash.wal.clone().map(|d| d.durable()),
                     },
                     effective: match fault {
                         Fault::FlipBit(bit) => bit / 8 < len,
@@ -321,7 +322,7 @@ impl Io for Probe {
 /// A database over probed disks, with the plans of both files and the shared crash point.
 struct Rig {
     page: Disk,
-    wal: Disk,
+    wal: [Disk; 2],
     page_plan: PlanSlot,
     wal_plan: PlanSlot,
     crash: Arc<CrashPoint>,
@@ -333,7 +334,12 @@ impl Rig {
             "page file",
             images.map_or_else(Vec::new, |i| i.page.clone()),
         );
-        let wal = Disk::new("log", images.map_or_else(Vec::new, |i| i.wal.clone()));
+        let wal = [0, 1].map(|i| {
+            Disk::new(
+                ["log", "log segment 2"][i],
+                images.map_or_else(Vec::new, |im| im.wal[i].clone()),
+            )
+        });
         let crash = Arc::new(CrashPoint {
             page: page.clone(),
             wal: wal.clone(),
@@ -358,8 +364,10 @@ impl Rig {
             self.page_plan.clone(),
             self.crash.clone(),
         );
-        let wal = Probe::new(self.wal.clone(), self.wal_plan.clone(), self.crash.clone());
-        Db::open_io(Box::new(page), Box::new(wal), db_options())
+        let wal = self.wal.clone().map(|disk| {
+            Box::new(Probe::new(disk, self.wal_plan.clone(), self.crash.clone())) as Box<dyn Io>
+        });
+        Db::open_io(Box::new(page), wal, db_options())
     }
 
     fn arm(&self, target: Target, fault: Fault, skip: usize) {
@@ -377,7 +385,7 @@ impl Rig {
     fn images(&self) -> Images {
         Images {
             page: self.page.current(),
-            wal: self.wal.current(),
+            wal: self.wal.clone().map(|d| d.current()),
         }
     }
 }
@@ -955,7 +963,7 @@ fn flip_during_recovery(target: Target, skip: usize, bit: usize, in_last_record:
 #[test]
 fn flipped_bits_in_log_reads_during_recovery() {
     let (images, _, _) = crashed_with_a_log();
-    let body_bits = (images.wal.len() - 32) * 8;
+    let body_bits = (images.wal[0].len() - 32) * 8;
     // The header, then (if the log is read in one piece after it) the start, middle and end of
     // the records.
     let mut cases: Vec<(String, Box<dyn FnOnce()>)> = vec![(

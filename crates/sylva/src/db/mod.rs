@@ -23,8 +23,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A directory holds three files: `data.sylva` (the page file), `wal.log` (the log) and `LOCK`
-//! (held with `flock` while a process has the database open).
+//! A directory holds four files: `data.sylva` (the page file), `wal.log` and `wal.2.log` (the
+//! log's two segments) and `LOCK` (held with `flock` while a process has the database open).
 //!
 //! **Node store.** The tree's logic is unchanged; only its node store differs: [`store`] maps
 //! the tree's latches onto the pool's page-state words (optimistic reads, exclusive writes; a
@@ -48,13 +48,23 @@
 //! the page file's meta page, then redoes every intact log record from there: an image is
 //! installed if the page's LSN is older; a put or delete is applied to its page if the page's
 //! LSN is older. Redo is therefore idempotent. The log's torn tail is cut and reported. Recovery
-//! ends with a checkpoint.
+//! ends with a quiet checkpoint.
 //!
-//! **Checkpoints** first write the dirty pages while writers go on, then stop writers briefly (a
-//! writers' lock), flush the pages dirtied meanwhile (each after the log covering it), write the
-//! meta page (free list, root, record count, log start) and empty the log. A background thread
-//! runs them when the log passes `checkpoint_bytes` (the writer that notices only wakes it);
-//! `checkpoint()` and `close()` run one in the caller.
+//! **Checkpoints are fuzzy** (ARIES' fuzzy checkpoints, with PostgreSQL's full-page writes):
+//! writers are held back (a writers' lock) only while the checkpoint rotates the log to its
+//! other segment and notes the next LSN, the record count and the free list; then every dirty
+//! page is written while writers go on, and the meta page records what was noted. Recovery
+//! redoes the log from the noted LSN. That is correct whatever state the pages were written in,
+//! because every page changed after that LSN logged its full image first: redo installs the
+//! image and replays the page's later records, so the pages' disk versions after the LSN never
+//! matter and the record count follows from the records. Before, a checkpoint also held writers
+//! back while it flushed every page dirtied during its first pass, which under updates spread
+//! over the whole tree was most of the tree again: stalls of seconds (`docs/results/db.md`).
+//! A background thread runs them when the log passes `checkpoint_bytes` (the writer that notices
+//! only wakes it); `checkpoint()` runs one in the caller. The log's old segment is dropped at
+//! the next rotation, once a durable checkpoint no longer needs it. At open (after redo) and at
+//! `close()` the checkpoint is *quiet*: writers are held back while the last dirty pages are
+//! written, and both log segments are emptied.
 //!
 //! **Write batches** take the writers' lock exclusively and log the whole batch first as one
 //! record, then apply it; if a crash cuts the batch's page records short, recovery applies the
@@ -99,14 +109,20 @@ pub use options::{DbOptions, OPTION_KEYS};
 
 /// The page file in a database directory.
 pub const DATA_FILE: &str = "data.sylva";
-/// The write-ahead log in a database directory.
+/// The write-ahead log in a database directory (its first segment).
 pub const WAL_FILE: &str = "wal.log";
+/// The write-ahead log's second segment (see [`crate::wal::Wal::rotate`]).
+pub const WAL_FILE_2: &str = "wal.2.log";
 /// The lock file in a database directory.
 pub const LOCK_FILE: &str = "LOCK";
 
 /// Magic and version of the Db's state in the page file's meta area.
 const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
-const STATE_VERSION: u32 = 1;
+/// Version 2 added the log's second segment (`wal.2.log`): a build that knows only `wal.log`
+/// must refuse such a directory rather than miss records in the second file. Version 1
+/// directories are read (their log is one file; the second segment is created empty).
+const STATE_VERSION: u32 = 2;
+const OLDEST_STATE_VERSION: u32 = 1;
 const STATE_LEN: usize = 40;
 
 /// An atomic group of puts and deletes for [`Db::write`]: after a crash either all of them
@@ -245,7 +261,7 @@ impl State {
             u64::from_le_bytes(w)
         };
         let version = u32::from_le_bytes([user[8], user[9], user[10], user[11]]);
-        if version != STATE_VERSION {
+        if !(OLDEST_STATE_VERSION..=STATE_VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 path: path.to_path_buf(),
                 found: version,
@@ -289,6 +305,12 @@ struct Core {
     checkpoints: AtomicU64,
     /// A checkpoint is requested or running.
     checkpointing: AtomicBool,
+    /// One checkpoint at a time (the checkpoint thread's, `checkpoint()`'s, `close()`'s).
+    checkpoint_lock: Mutex<()>,
+    /// The LSN the last durable checkpoint recovers from.
+    durable_checkpoint: AtomicU64,
+    /// [`DbOptions::fuzzy_checkpoints`].
+    fuzzy: bool,
 }
 
 /// Wakes the checkpoint thread.
@@ -305,8 +327,59 @@ struct Wake {
 }
 
 impl Core {
-    /// Writes every dirty page, records a checkpoint and empties the log.
+    /// A fuzzy checkpoint (module docs): its log position and record count are taken under
+    /// the write gate, then the dirty pages are written while writers go on, then the meta page
+    /// is written. Falls back to a quiet one if the log cannot rotate.
     fn checkpoint_now(&self) -> Result<()> {
+        let _one = self.checkpoint_lock.lock();
+        if !self.fuzzy {
+            return self.checkpoint_quiet_locked();
+        }
+        let store = &self.tree.store;
+        let file = store.pool.file();
+        let begun = {
+            let _gate = store.exclusive();
+            let rotated = store
+                .wal
+                .rotate(self.durable_checkpoint.load(Ordering::Acquire))?;
+            rotated.then(|| {
+                let lsn = store.wal.next_lsn();
+                store.checkpoint_lsn.store(lsn, Ordering::Release);
+                file.begin_fuzzy();
+                store.log_bytes.store(0, Ordering::Relaxed);
+                (lsn, self.tree.records.load(Ordering::Relaxed))
+            })
+        };
+        let Some((lsn, records)) = begun else {
+            return self.checkpoint_quiet_locked();
+        };
+        store.pool.flush_all()?;
+        // Most of the data file's sync happens here, not while the file holds allocations back.
+        file.sync()?;
+        // Pages allocated so far are in the meta page's page count: their log records durable
+        // first. (One allocated after this sync and lost with its record in a crash is only
+        // unused space, never a page in two places.)
+        store.wal.sync()?;
+        let state = State {
+            layout: self.layout,
+            meta_page: self.tree.meta,
+            records,
+            checkpoint_lsn: lsn,
+        };
+        file.checkpoint(&state.encode())?;
+        self.durable_checkpoint.store(lsn, Ordering::Release);
+        self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A quiet checkpoint: writes every dirty page, records a checkpoint at the log's end and
+    /// empties the log, holding writers back for the last part. At open and close.
+    fn checkpoint_quiet(&self) -> Result<()> {
+        let _one = self.checkpoint_lock.lock();
+        self.checkpoint_quiet_locked()
+    }
+
+    fn checkpoint_quiet_locked(&self) -> Result<()> {
         let store = &self.tree.store;
         // Write most dirty pages while writers go on; under the gate only the pages dirtied
         // meanwhile are left to write, so writers wait for far less.
@@ -322,6 +395,7 @@ impl Core {
             checkpoint_lsn: lsn,
         };
         store.pool.checkpoint(&state.encode())?;
+        self.durable_checkpoint.store(lsn, Ordering::Release);
         store.wal.truncate()?;
         store.log_bytes.store(0, Ordering::Relaxed);
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
@@ -388,7 +462,7 @@ impl Db {
             let entries = std::fs::read_dir(dir).map_err(|e| Error::io_at(dir, e))?;
             for entry in entries {
                 let name = entry.map_err(|e| Error::io_at(dir, e))?.file_name();
-                if name != LOCK_FILE && name != WAL_FILE {
+                if name != LOCK_FILE && name != WAL_FILE && name != WAL_FILE_2 {
                     return Err(Error::NotSylva {
                         path: dir.to_path_buf(),
                         expected: "database directory",
@@ -409,14 +483,20 @@ impl Db {
             sync_dir(dir)?;
             (f, None)
         };
-        let wal_path = dir.join(WAL_FILE);
-        let wal_io = FileIo::open(&wal_path, true)?;
-        Self::start(file, meta, Box::new(wal_io), options, Some(lock), data)
+        let wal_io: [Box<dyn Io>; 2] = [
+            Box::new(FileIo::open(&dir.join(WAL_FILE), true)?),
+            Box::new(FileIo::open(&dir.join(WAL_FILE_2), true)?),
+        ];
+        Self::start(file, meta, wal_io, options, Some(lock), data)
     }
 
-    /// Opens a database over the given page-file and log I/O, without a directory or lock file
-    /// (for fault-injection tests). An empty page file is initialised.
-    pub fn open_io(page_io: Box<dyn Io>, wal_io: Box<dyn Io>, options: DbOptions) -> Result<Db> {
+    /// Opens a database over the given page-file and log I/O (the log's two segments), without
+    /// a directory or lock file (for fault-injection tests). An empty page file is initialised.
+    pub fn open_io(
+        page_io: Box<dyn Io>,
+        wal_io: [Box<dyn Io>; 2],
+        options: DbOptions,
+    ) -> Result<Db> {
         let path = page_io.path().to_path_buf();
         let (file, meta) = if page_io.file_len()? == 0 {
             (
@@ -433,7 +513,7 @@ impl Db {
     fn start(
         file: PageFile,
         meta: Option<Meta>,
-        wal_io: Box<dyn Io>,
+        wal_io: [Box<dyn Io>; 2],
         options: DbOptions,
         lock: Option<File>,
         path: PathBuf,
@@ -443,7 +523,7 @@ impl Db {
             None => None,
         };
         let checkpoint_lsn = state.map_or(1, |s| s.checkpoint_lsn);
-        let (wal, recovered) = Wal::open_strict(wal_io, checkpoint_lsn)?;
+        let (wal, recovered) = Wal::open_segments(wal_io, checkpoint_lsn)?;
         let wal = Arc::new(wal);
         let pool = BufferPool::new(
             file,
@@ -471,6 +551,9 @@ impl Db {
                 poisoned: AtomicBool::new(false),
                 checkpoints: AtomicU64::new(0),
                 checkpointing: AtomicBool::new(false),
+                checkpoint_lock: Mutex::new(()),
+                durable_checkpoint: AtomicU64::new(checkpoint_lsn),
+                fuzzy: options.fuzzy_checkpoints,
             }),
             options: DbOptions { layout, ..options },
             path,
@@ -490,7 +573,7 @@ impl Db {
             db.redo(checkpoint_lsn, &recovered.records)?;
         }
         if state.is_none() || db.recovery.records_redone > 0 || recovered.cut_bytes > 0 {
-            db.core.checkpoint_now()?;
+            db.core.checkpoint_quiet()?;
         }
         db.core.tree.store.logging.store(true, Ordering::Release);
         let (core, checkpointer) = (db.core.clone(), db.checkpointer.clone());
@@ -768,7 +851,8 @@ impl Db {
         self.guard(r)
     }
 
-    /// Writes every dirty page, records a checkpoint and empties the log.
+    /// Writes every dirty page and records a checkpoint, while writers go on (a fuzzy
+    /// checkpoint, module docs); afterwards recovery redoes only the log appended since it began.
     pub fn checkpoint(&self) -> Result<()> {
         self.check_open()?;
         let r = self.core.checkpoint_now();
@@ -854,7 +938,7 @@ impl Db {
         }
         // A poisoned database cannot checkpoint; reopening recovers what reached disk.
         self.check_open()?;
-        self.core.checkpoint_now()
+        self.core.checkpoint_quiet()
     }
 
     /// Stops the checkpoint thread (after the checkpoint it may be running).
@@ -968,7 +1052,7 @@ mod tests {
     fn a_batch_cut_short_is_applied_again_from_its_log_record() {
         let db = Db::open_io(
             Box::new(MemIo::default()),
-            Box::new(MemIo::default()),
+            [Box::new(MemIo::default()), Box::new(MemIo::default())],
             options(),
         )
         .unwrap();
@@ -985,10 +1069,13 @@ mod tests {
         // The state a crash would leave: the page file as of the last checkpoint, the log as
         // synced.
         let pages = MemIo::new(store.pool.file().io_contents());
-        let wal = MemIo::new(store.wal.io_contents());
+        let wal = store
+            .wal
+            .io_contents()
+            .map(|bytes| Box::new(MemIo::new(bytes)) as Box<dyn Io>);
         db.simulate_crash();
 
-        let db = Db::open_io(Box::new(pages), Box::new(wal), options()).unwrap();
+        let db = Db::open_io(Box::new(pages), wal, options()).unwrap();
         assert!(db.recovery().batch_reapplied, "{:?}", db.recovery());
         assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
         assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"1"[..]));

@@ -4,6 +4,11 @@
 //! The record format is in [`record`] and `docs/format.md`. Each record gets the next LSN (a
 //! counter, not a byte offset, so a checkpoint can restart the file without renumbering).
 //!
+//! **Segments.** A log is one file, or two used in turn ([`Wal::open_segments`], the database's
+//! log): [`Wal::rotate`] syncs the active file and continues in the other, emptied, so a fuzzy
+//! checkpoint can drop the records it covers while keeping those appended since it began. At
+//! open, the records of both are returned in LSN order when one continues the other.
+//!
 //! **Durability modes** ([`SyncMode`]), after the PA-Tree paper's strong and weak persistent
 //! buffering (section III.C): `Always` makes a record durable before `append` returns (strong);
 //! `Batch { ops, interval }` makes it durable at the next batch boundary — after `ops` records or
@@ -80,6 +85,12 @@ struct State {
     version: u32,
     /// A leader is writing; others wait.
     flushing: bool,
+    /// The segment appends go to.
+    active: usize,
+    /// The start LSN in each segment's header.
+    starts: [u64; 2],
+    /// Bytes in the segment that is not active (its records precede the active one's).
+    other_len: u64,
     /// Records appended since the last sync, and when it was.
     since_sync: u64,
     last_sync: Instant,
@@ -100,9 +111,9 @@ pub struct Recovered {
     pub hole_was_synced: bool,
 }
 
-/// The write-ahead log over one file.
+/// The write-ahead log over one file, or over two segments used in turn (see [`Wal::rotate`]).
 pub struct Wal {
-    io: Box<dyn Io>,
+    segments: Vec<Box<dyn Io>>,
     mode: SyncMode,
     state: Mutex<State>,
     flushed: Condvar,
@@ -114,100 +125,135 @@ impl Wal {
     /// record's LSN is one past the last recovered record, and at least `min_next_lsn` (so LSNs
     /// stay monotonic across a checkpoint that emptied the log).
     pub fn open(io: Box<dyn Io>, mode: SyncMode, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
-        Self::open_with(io, mode, min_next_lsn, false)
+        Self::open_with(vec![io], mode, min_next_lsn, false)
     }
 
     /// Like [`Wal::open`], but a log whose damage lost synced records
     /// ([`Recovered::hole_was_synced`]) is refused with [`Error::Corruption`] and left as it is,
     /// and so is a log whose first LSN is above `min_next_lsn` (it no longer reaches back to the
-    /// checkpoint the caller recovers from). The database opens its log this way; a hole in
-    /// records that were never synced is cut like a torn tail.
+    /// checkpoint the caller recovers from). A hole in records that were never synced is cut
+    /// like a torn tail.
     pub fn open_strict(io: Box<dyn Io>, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
-        Self::open_with(io, SyncMode::Never, min_next_lsn, true)
+        Self::open_with(vec![io], SyncMode::Never, min_next_lsn, true)
+    }
+
+    /// Like [`Wal::open_strict`], over two segments that [`Wal::rotate`] uses in turn (the
+    /// database opens its log this way). Recovery returns the records of both in LSN order when
+    /// they continue each other, else only those of the newer one if it reaches back to
+    /// `min_next_lsn`; a gap recovery would need is [`Error::Corruption`].
+    pub fn open_segments(
+        segments: [Box<dyn Io>; 2],
+        min_next_lsn: u64,
+    ) -> Result<(Wal, Recovered)> {
+        Self::open_with(segments.into(), SyncMode::Never, min_next_lsn, true)
     }
 
     fn open_with(
-        io: Box<dyn Io>,
+        segments: Vec<Box<dyn Io>>,
         mode: SyncMode,
         min_next_lsn: u64,
         strict: bool,
     ) -> Result<(Wal, Recovered)> {
-        let len = io.file_len()?;
-        let scan = if len == 0 {
-            io.write_at(&encode_header(min_next_lsn), 0)?;
-            io.sync()?;
-            Scan {
-                records: Vec::new(),
-                end: HEADER_LEN,
-                start_lsn: min_next_lsn,
-                version: VERSION,
-                intact_after_cut: None,
-                hole_was_synced: false,
-            }
-        } else {
-            recover(&*io, len, min_next_lsn)?
-        };
-        let Scan {
-            records,
-            end,
-            start_lsn,
-            version,
-            intact_after_cut,
-            hole_was_synced,
-        } = scan;
-        let cut_bytes = len.max(HEADER_LEN) - end;
+        let mut scans = Vec::with_capacity(segments.len());
+        for io in &segments {
+            let len = io.file_len()?;
+            scans.push(if len == 0 {
+                io.write_at(&encode_header(min_next_lsn), 0)?;
+                io.sync()?;
+                Scan::empty(min_next_lsn)
+            } else {
+                recover(&**io, len, min_next_lsn)?
+            });
+        }
+        let path = |i: usize| segments[i].path().display().to_string();
+        let (active, used) = arrange(&scans, min_next_lsn).map_err(|detail| Error::Corruption {
+            page: 0,
+            detail: format!("the log {} and {}: {detail}", path(0), path(1)),
+        })?;
+        let scan = &scans[active];
+        let cut_bytes = scan.len.max(HEADER_LEN) - scan.end;
+        let first_start = used.first().map_or(scan.start_lsn, |&i| scans[i].start_lsn);
         if strict {
-            let path = io.path().display().to_string();
-            if let Some(at) = intact_after_cut.filter(|_| hole_was_synced) {
+            if let Some(at) = scan.intact_after_cut.filter(|_| scan.hole_was_synced) {
                 return Err(Error::Corruption {
                     page: 0,
                     detail: format!(
-                        "the log {path} is damaged at offset {end}, and an intact record at offset {at} says the damaged \
-                         records had been synced: acknowledged records are unreadable; the log is left as it is"
+                        "the log {} is damaged at offset {}, and an intact record at offset {at} says the damaged \
+                         records had been synced: acknowledged records are unreadable; the log is left as it is",
+                        path(active),
+                        scan.end
                     ),
                 });
             }
-            if start_lsn > min_next_lsn {
+            if first_start > min_next_lsn {
                 return Err(Error::Corruption {
                     page: 0,
                     detail: format!(
-                        "the log {path} starts at LSN {start_lsn}, after the checkpoint being recovered \
-                         (LSN {min_next_lsn}): the newest checkpoint is damaged and the log no longer covers the one before"
+                        "the log {} starts at LSN {first_start}, after the checkpoint being recovered \
+                         (LSN {min_next_lsn}): the newest checkpoint is damaged and the log no longer covers the one before",
+                        path(active)
                     ),
                 });
             }
         }
+        let io = &segments[active];
         if cut_bytes > 0 {
-            io.set_file_len(end)?;
-            io.sync()?;
-        } else if !records.is_empty() {
-            // Records a crashed process left in the page cache may not be on disk yet; the
-            // records appended from now on claim that these are (see `State::durable_below`).
+            io.set_file_len(scan.end)?;
             io.sync()?;
         }
+        let mut records = Vec::new();
+        for &i in &used {
+            if !scans[i].records.is_empty() {
+                // Records a crashed process left in the page cache may not be on disk yet; the
+                // records appended from now on claim that these are (see `State::durable_below`).
+                segments[i].sync()?;
+            }
+            records.extend(std::mem::take(&mut scans[i].records));
+        }
+        let scan = &scans[active];
         let next_lsn = records
             .last()
-            .map_or(start_lsn, |(lsn, _)| lsn + 1)
+            .map_or(scan.start_lsn, |(lsn, _)| lsn + 1)
             .max(min_next_lsn);
-        let mut version = version;
-        if version != VERSION && records.is_empty() {
-            // An older log with no records: start it over in the current format.
-            io.write_at(&encode_header(next_lsn), 0)?;
-            io.sync()?;
+        let mut version = scan.version;
+        let mut starts = [scan.start_lsn; 2];
+        let mut write_offset = scan.end;
+        let active_next = scan.start_lsn + scan.count;
+        if active_next != next_lsn || (scan.count == 0 && version != VERSION) {
+            // The next record would not continue this segment: it is empty with an older header
+            // (a truncation cut short by a crash, or an older format), or all its records are
+            // older than `min_next_lsn`, which the caller's checkpoint covers. Start it over, so
+            // the records appended next have the LSNs its header promises.
+            start_over(&**io, next_lsn)?;
             version = VERSION;
+            starts[active] = next_lsn;
+            write_offset = HEADER_LEN;
         }
+        let other_len = if segments.len() == 2 {
+            starts[1 - active] = scans[1 - active].start_lsn;
+            scans[1 - active].len.max(HEADER_LEN)
+        } else {
+            0
+        };
         let state = State {
             buf: Vec::with_capacity(WRITE_BEHIND),
             next_lsn,
-            write_offset: end,
+            write_offset,
             durable_below: next_lsn,
             version,
             flushing: false,
+            active,
+            starts,
+            other_len,
             since_sync: 0,
             last_sync: Instant::now(),
         };
+        let (intact_after_cut, hole_was_synced) = (
+            scans[active].intact_after_cut,
+            scans[active].hole_was_synced,
+        );
         let wal = Wal {
-            io,
+            segments,
             mode,
             state: Mutex::new(state),
             flushed: Condvar::new(),
@@ -259,15 +305,22 @@ impl Wal {
         Ok(lsn)
     }
 
-    /// Every byte of the underlying file (tests that copy a database's state).
+    /// Every byte of each segment (tests that copy a database's state).
     #[cfg(test)]
-    pub(crate) fn io_contents(&self) -> Vec<u8> {
-        let len = self.io.file_len().unwrap_or(0) as usize;
-        let mut bytes = vec![0u8; len];
-        if self.io.read_at(&mut bytes, 0).is_err() {
-            bytes.clear();
-        }
-        bytes
+    pub(crate) fn io_contents(&self) -> [Vec<u8>; 2] {
+        let contents = |io: &dyn Io| {
+            let len = io.file_len().unwrap_or(0) as usize;
+            let mut bytes = vec![0u8; len];
+            if io.read_at(&mut bytes, 0).is_err() {
+                bytes.clear();
+            }
+            bytes
+        };
+        [0, 1].map(|i| {
+            self.segments
+                .get(i)
+                .map_or_else(Vec::new, |io| contents(&**io))
+        })
     }
 
     /// Makes every record appended so far durable.
@@ -292,10 +345,10 @@ impl Wal {
         self.state.lock().next_lsn
     }
 
-    /// Bytes in the log file, including buffered records.
+    /// Bytes in the log's files, including buffered records.
     pub fn bytes(&self) -> u64 {
         let st = self.state.lock();
-        st.write_offset + st.buf.len() as u64
+        st.write_offset + st.buf.len() as u64 + st.other_len
     }
 
     /// Empties the log after a checkpoint has made everything in it redundant. The caller must
@@ -304,20 +357,70 @@ impl Wal {
         self.check_poisoned()?;
         self.sync()?;
         let mut st = self.state.lock();
-        let result = (|| {
-            // Cut first, then rewrite the header: a crash between leaves a valid empty log.
-            self.io.set_file_len(HEADER_LEN)?;
-            self.io.sync()?;
-            self.io.write_at(&encode_header(st.next_lsn), 0)?;
-            self.io.sync()
-        })();
+        let next_lsn = st.next_lsn;
+        let result = self
+            .segments
+            .iter()
+            .try_for_each(|io| start_over(&**io, next_lsn));
         if let Err(e) = result {
             self.poisoned.store(true, Ordering::Release);
             return Err(e);
         }
         st.write_offset = HEADER_LEN;
         st.version = VERSION;
+        st.active = 0;
+        st.starts = [next_lsn; 2];
+        st.other_len = if self.segments.len() == 2 {
+            HEADER_LEN
+        } else {
+            0
+        };
         Ok(())
+    }
+
+    /// Starts appending to the other segment, whose records must all precede `keep_from` (the
+    /// LSN the last durable checkpoint recovers from): a fuzzy checkpoint rotates at its start,
+    /// so the records it does not cover are in the new segment, and the old segment is dropped
+    /// at the next rotation. Everything appended before is durable on return. Returns `false`
+    /// (and does nothing) for a one-file log, or when the other segment may still be needed.
+    pub fn rotate(&self, keep_from: u64) -> Result<bool> {
+        self.check_poisoned()?;
+        if self.segments.len() < 2 {
+            return Ok(false);
+        }
+        let mut st = self.state.lock();
+        if st.starts[st.active] > keep_from {
+            return Ok(false);
+        }
+        while st.flushing {
+            self.flushed.wait(&mut st);
+        }
+        let (active, other) = (st.active, 1 - st.active);
+        let buf = std::mem::take(&mut st.buf);
+        let next_lsn = st.next_lsn;
+        // The old segment is synced whole before the new one's header names the next LSN:
+        // recovery relies on a segment that another continues being complete.
+        let result = self.segments[active]
+            .write_at(&buf, st.write_offset)
+            .and_then(|()| self.segments[active].sync())
+            .and_then(|()| start_over(&*self.segments[other], next_lsn));
+        if let Err(e) = result {
+            self.poisoned.store(true, Ordering::Release);
+            self.flushed.notify_all();
+            return Err(e);
+        }
+        st.other_len = st.write_offset + buf.len() as u64;
+        let mut buf = buf;
+        buf.clear();
+        st.buf = buf;
+        st.durable_below = next_lsn;
+        st.since_sync = 0;
+        st.last_sync = Instant::now();
+        st.active = other;
+        st.starts[other] = next_lsn;
+        st.write_offset = HEADER_LEN;
+        st.version = VERSION;
+        Ok(true)
     }
 
     fn check_poisoned(&self) -> Result<()> {
@@ -347,14 +450,11 @@ impl Wal {
             let offset = st.write_offset;
             st.write_offset += buf.len() as u64;
             let covers_below = st.next_lsn;
+            let io = &self.segments[st.active];
             drop(st);
-            let result = self.io.write_at(&buf, offset).and_then(|()| {
-                if durable {
-                    self.io.sync()
-                } else {
-                    Ok(())
-                }
-            });
+            let result =
+                io.write_at(&buf, offset)
+                    .and_then(|()| if durable { io.sync() } else { Ok(()) });
             st = self.state.lock();
             st.flushing = false;
             if st.buf.is_empty() {
@@ -381,14 +481,83 @@ impl Wal {
     }
 }
 
+/// Empties a log file: cut first, then rewrite the header (a crash between leaves a valid empty
+/// file whose older header recovery rewrites).
+fn start_over(io: &dyn Io, start_lsn: u64) -> Result<()> {
+    io.set_file_len(HEADER_LEN)?;
+    io.sync()?;
+    io.write_at(&encode_header(start_lsn), 0)?;
+    io.sync()
+}
+
+/// Which of the scanned segments is the active one (appends continue there), and whose records
+/// recovery returns, in LSN order. One segment: itself. Two: both when the newer one continues
+/// the older one, else the newer one when the older is no longer needed (`min_next_lsn` is in
+/// the newer one); an empty segment is the active one only if it continues the other (a
+/// rotation happened just before the crash). `Err` names a gap in records recovery needs.
+fn arrange(scans: &[Scan], min_next_lsn: u64) -> std::result::Result<(usize, Vec<usize>), String> {
+    if scans.len() == 1 {
+        return Ok((0, vec![0]));
+    }
+    let full = |i: usize| !scans[i].records.is_empty();
+    let end = |i: usize| scans[i].start_lsn + scans[i].records.len() as u64;
+    Ok(match (full(0), full(1)) {
+        (false, false) => (usize::from(scans[1].start_lsn > scans[0].start_lsn), vec![]),
+        (true, false) | (false, true) => {
+            let x = usize::from(full(1));
+            let e = 1 - x;
+            let continues = scans[e].start_lsn == end(x) && scans[x].end == scans[x].len;
+            (if continues { e } else { x }, vec![x])
+        }
+        (true, true) => {
+            let (old, new) = if scans[0].start_lsn < scans[1].start_lsn {
+                (0, 1)
+            } else {
+                (1, 0)
+            };
+            if end(old) == scans[new].start_lsn {
+                (new, vec![old, new])
+            } else if scans[new].start_lsn <= min_next_lsn {
+                (new, vec![new])
+            } else {
+                return Err(format!(
+                    "records {} to {} are missing (one segment ends before the other begins)",
+                    end(old),
+                    scans[new].start_lsn - 1
+                ));
+            }
+        }
+    })
+}
+
 struct Scan {
+    /// The file's length.
+    len: u64,
     records: Vec<(u64, Vec<u8>)>,
+    /// How many records there were (set when `records` is handed on).
+    count: u64,
     /// Offset just past the last intact record.
     end: u64,
     start_lsn: u64,
     version: u32,
     intact_after_cut: Option<u64>,
     hole_was_synced: bool,
+}
+
+impl Scan {
+    /// A new, empty file whose header names `start_lsn`.
+    fn empty(start_lsn: u64) -> Scan {
+        Scan {
+            len: HEADER_LEN,
+            records: Vec::new(),
+            count: 0,
+            end: HEADER_LEN,
+            start_lsn,
+            version: VERSION,
+            intact_after_cut: None,
+            hole_was_synced: false,
+        }
+    }
 }
 
 fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
@@ -469,6 +638,8 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
         }
     }
     Ok(Scan {
+        len,
+        count: records.len() as u64,
         records,
         end: HEADER_LEN + at as u64,
         start_lsn,

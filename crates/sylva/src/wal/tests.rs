@@ -454,3 +454,125 @@ fn a_torn_header_over_an_empty_log_recovers_empty() {
     assert!(rec.records.is_empty());
     assert_eq!(wal.append(b"x").expect("append"), 40);
 }
+
+/// A two-segment log over `dir/a` and `dir/b`, as the database opens its log.
+fn open_pair(dir: &Path, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
+    let io = |name: &str| -> Box<dyn Io> {
+        Box::new(FileIo::open(&dir.join(name), true).expect("open file"))
+    };
+    Wal::open_segments([io("a"), io("b")], min_next_lsn)
+}
+
+fn append_n(wal: &Wal, lsns: std::ops::Range<u64>) {
+    for i in lsns {
+        assert_eq!(wal.append(&payload(i)).expect("append"), i);
+    }
+}
+
+#[test]
+fn rotation_keeps_both_segments_until_a_checkpoint_covers_the_old_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (wal, _) = open_pair(dir.path(), 1).expect("open");
+    append_n(&wal, 1..11);
+    // A checkpoint at LSN 1 begins: rotate.
+    assert!(wal.rotate(1).expect("rotate"));
+    assert_eq!(wal.durable_below(), 11, "rotation syncs the old segment");
+    append_n(&wal, 11..16);
+    wal.sync().expect("sync");
+    // The checkpoint never finished (recovery from LSN 1): both segments, in order.
+    drop(wal);
+    let (wal, rec) = open_pair(dir.path(), 1).expect("reopen");
+    assert_eq!(lsns(&rec), (1..16).collect::<Vec<_>>());
+    assert_eq!(rec.records[12].1, payload(13));
+    // The next rotation would drop the segment LSN 1 is in: refused until a checkpoint at
+    // LSN 11 (where the active segment starts) is durable.
+    assert!(!wal.rotate(1).expect("refused"));
+    assert!(wal.rotate(11).expect("rotate"));
+    append_n(&wal, 16..18);
+    wal.sync().expect("sync");
+    drop(wal);
+    // The checkpoint at 16 finished: records before it may be gone, those after must be there.
+    let (_, rec) = open_pair(dir.path(), 16).expect("reopen");
+    assert_eq!(lsns(&rec), vec![11, 12, 13, 14, 15, 16, 17]);
+}
+
+#[test]
+fn a_crash_right_after_rotation_appends_to_the_new_segment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (wal, _) = open_pair(dir.path(), 1).expect("open");
+    append_n(&wal, 1..6);
+    assert!(wal.rotate(1).expect("rotate"));
+    drop(wal);
+    let (wal, rec) = open_pair(dir.path(), 1).expect("reopen");
+    assert_eq!(lsns(&rec), (1..6).collect::<Vec<_>>());
+    append_n(&wal, 6..8);
+    wal.sync().expect("sync");
+    drop(wal);
+    let b = std::fs::metadata(dir.path().join("b")).expect("b").len();
+    assert!(
+        b > HEADER_LEN,
+        "the records went to the new segment ({b} bytes)"
+    );
+    let (_, rec) = open_pair(dir.path(), 1).expect("reopen");
+    assert_eq!(lsns(&rec), (1..8).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_gap_between_segments_that_recovery_needs_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (wal, _) = open_pair(dir.path(), 1).expect("open");
+    append_n(&wal, 1..6);
+    assert!(wal.rotate(1).expect("rotate"));
+    append_n(&wal, 6..9);
+    wal.sync().expect("sync");
+    drop(wal);
+    // Damage the old segment's last record: LSN 5 is gone, but recovery from LSN 3 needs it.
+    let a = dir.path().join("a");
+    let mut bytes = std::fs::read(&a).expect("read");
+    let n = bytes.len();
+    bytes[n - 3] ^= 0x40;
+    std::fs::write(&a, &bytes).expect("write");
+    let err = open_pair(dir.path(), 3).err().expect("refused");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    // Recovery from LSN 6 does not need the old segment.
+    let (_, rec) = open_pair(dir.path(), 6).expect("opens");
+    assert_eq!(lsns(&rec), vec![6, 7, 8]);
+}
+
+#[test]
+fn an_empty_segment_with_an_old_header_starts_over_at_the_next_lsn() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    {
+        let (wal, _) = open(&path, SyncMode::Always);
+        append_n(&wal, 1..4);
+    }
+    // A truncation cut short after the cut, before the new header: the old header (start 1)
+    // over an empty log, and a checkpoint that says the next LSN is 4.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_len(HEADER_LEN))
+        .expect("cut");
+    {
+        let (wal, rec) = Wal::open(
+            Box::new(FileIo::open(&path, true).expect("file")),
+            SyncMode::Always,
+            4,
+        )
+        .expect("open");
+        assert!(rec.records.is_empty());
+        append_n(&wal, 4..6);
+    }
+    let (_, rec) = Wal::open(
+        Box::new(FileIo::open(&path, true).expect("file")),
+        SyncMode::Always,
+        4,
+    )
+    .expect("open");
+    assert_eq!(
+        lsns(&rec),
+        vec![4, 5],
+        "records appended after the restart survive"
+    );
+}

@@ -46,6 +46,17 @@ struct State {
     chain: Vec<u64>,
     /// Sequence number of the last meta page written.
     sequence: u64,
+    /// The free list as a fuzzy checkpoint began, while one runs.
+    fuzzy: Option<FuzzyFree>,
+}
+
+/// The free list a fuzzy checkpoint records: the pages free when it began (its log position),
+/// and those of them never allocated since, which alone may hold the new free-list chain
+/// (recovery redoes every allocation since the beginning, and must never find one of them
+/// allocating a chain page).
+struct FuzzyFree {
+    listed: BTreeSet<u64>,
+    untouched: BTreeSet<u64>,
 }
 
 /// What a checkpoint recorded, as read back at open.
@@ -136,6 +147,7 @@ impl PageFile {
                 free: BTreeSet::new(),
                 chain: Vec::new(),
                 sequence: 0,
+                fuzzy: None,
             }),
         };
         // Both meta slots start valid, so open never meets a file without one.
@@ -214,6 +226,7 @@ impl PageFile {
                 free: BTreeSet::new(),
                 chain: Vec::new(),
                 sequence: 0,
+                fuzzy: None,
             }),
         };
         let page_count = le_u64(&meta, META_BODY + 16);
@@ -264,6 +277,7 @@ impl PageFile {
             free,
             chain,
             sequence,
+            fuzzy: None,
         };
         Ok((file, Meta { sequence, user }))
     }
@@ -472,6 +486,9 @@ impl PageFile {
             Some(s) => {
                 for id in s..s + n {
                     st.free.remove(&id);
+                    if let Some(f) = st.fuzzy.as_mut() {
+                        f.untouched.remove(&id);
+                    }
                 }
                 s
             }
@@ -500,6 +517,9 @@ impl PageFile {
             st.page_count = id + 1;
         } else {
             st.free.remove(&id);
+            if let Some(f) = st.fuzzy.as_mut() {
+                f.untouched.remove(&id);
+            }
         }
         Ok(())
     }
@@ -542,9 +562,23 @@ impl PageFile {
         self.io.sync()
     }
 
+    /// Remembers the free list as it is now, for the fuzzy checkpoint that begins: its
+    /// [`PageFile::checkpoint`] then records this free list (the one that goes with the state
+    /// the checkpoint's log position recovers from), not the one of the moment it ends.
+    /// Allocations and frees may go on in between. The caller keeps them out while this runs.
+    pub fn begin_fuzzy(&self) {
+        let mut st = self.state.lock();
+        st.fuzzy = Some(FuzzyFree {
+            listed: st.free.clone(),
+            untouched: st.free.clone(),
+        });
+    }
+
     /// Persists the free list and a new meta page carrying `user` (at most
-    /// `page_size - 80` bytes), and makes everything written so far durable. The caller keeps
-    /// allocations and frees out while this runs.
+    /// `page_size - 80` bytes), and makes everything written so far durable. Without
+    /// [`PageFile::begin_fuzzy`] before, the caller keeps allocations and frees out while this
+    /// runs and the free list is the current one; after it, they may go on, and the free list
+    /// is the one `begin_fuzzy` saw.
     pub fn checkpoint(&self, user: &[u8]) -> Result<()> {
         let max_user = self.page_size - META_USER;
         if user.len() > max_user {
@@ -553,11 +587,16 @@ impl PageFile {
                 limit: max_user,
             });
         }
-        let mut st = self.state.lock();
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
+        let fuzzy = st.fuzzy.take();
         // The new chain lists every free page plus the old chain's pages (free once this meta
         // lands), and is written to pages that are neither.
-        let mut listed: Vec<u64> = st
-            .free
+        let (free_listed, mut candidates) = match fuzzy {
+            Some(f) => (f.listed, f.untouched),
+            None => (st.free.clone(), st.free.clone()),
+        };
+        let mut listed: Vec<u64> = free_listed
             .iter()
             .copied()
             .chain(st.chain.iter().copied())
@@ -566,8 +605,9 @@ impl PageFile {
         let mut chain_pages = Vec::new();
         while chain_pages.len() * per_page < listed.len() {
             // Take chain pages from the free set (they leave the list), else from the file end.
-            let id = match st.free.pop_first() {
+            let id = match candidates.pop_first() {
                 Some(id) => {
+                    st.free.remove(&id);
                     listed.retain(|&x| x != id);
                     id
                 }
