@@ -356,9 +356,12 @@ impl Core {
         store.pool.flush_all()?;
         // Most of the data file's sync happens here, not while the file holds allocations back.
         file.sync()?;
-        // Pages allocated so far are in the meta page's page count: their log records durable
-        // first. (One allocated after this sync and lost with its record in a crash is only
-        // unused space, never a page in two places.)
+        // The log up to here durable, for two reasons. A page that was dirty when the
+        // checkpoint began and was freed before `flush_all` reached it was not written: the
+        // record that freed it must survive, or recovery would bring the page back with its
+        // older content. And pages allocated so far are in the meta page's page count. (One
+        // allocated after this sync and lost with its record in a crash is only unused space,
+        // never a page in two places.)
         store.wal.sync()?;
         let state = State {
             layout: self.layout,
