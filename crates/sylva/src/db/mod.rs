@@ -337,6 +337,8 @@ impl Core {
         }
         let store = &self.tree.store;
         let file = store.pool.file();
+        // Most of the log's fsync here, so the rotation's own, with writers held back, is short.
+        store.wal.sync()?;
         let begun = {
             let _gate = store.exclusive();
             let rotated = store
@@ -372,6 +374,7 @@ impl Core {
         file.checkpoint(&state.encode())?;
         self.durable_checkpoint.store(lsn, Ordering::Release);
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
+        store.wal.drop_other(lsn)?;
         Ok(())
     }
 

@@ -378,6 +378,33 @@ impl Wal {
         Ok(())
     }
 
+    /// Empties the segment that is not active, once the caller's durable checkpoint no longer
+    /// needs its records (`keep_from`, as for [`Wal::rotate`]): a checkpoint calls this when it
+    /// has finished, so that the next rotation, which runs while writers wait, need not cut a
+    /// large file. Returns whether it did.
+    pub fn drop_other(&self, keep_from: u64) -> Result<bool> {
+        self.check_poisoned()?;
+        if self.segments.len() < 2 {
+            return Ok(false);
+        }
+        let (other, start) = {
+            let st = self.state.lock();
+            if st.starts[st.active] > keep_from || st.other_len <= HEADER_LEN {
+                return Ok(false);
+            }
+            (1 - st.active, st.starts[1 - st.active])
+        };
+        // Appends never touch the other segment and only `rotate` (which the caller does not
+        // run meanwhile) switches segments, so this needs no lock. Its header keeps its old
+        // start LSN, below the active segment's: recovery takes it for the older one.
+        if let Err(e) = start_over(&*self.segments[other], start) {
+            self.poisoned.store(true, Ordering::Release);
+            return Err(e);
+        }
+        self.state.lock().other_len = HEADER_LEN;
+        Ok(true)
+    }
+
     /// Starts appending to the other segment, whose records must all precede `keep_from` (the
     /// LSN the last durable checkpoint recovers from): a fuzzy checkpoint rotates at its start,
     /// so the records it does not cover are in the new segment, and the old segment is dropped

@@ -492,8 +492,22 @@ fn rotation_keeps_both_segments_until_a_checkpoint_covers_the_old_one() {
     wal.sync().expect("sync");
     drop(wal);
     // The checkpoint at 16 finished: records before it may be gone, those after must be there.
-    let (_, rec) = open_pair(dir.path(), 16).expect("reopen");
+    let (wal, rec) = open_pair(dir.path(), 16).expect("reopen");
     assert_eq!(lsns(&rec), vec![11, 12, 13, 14, 15, 16, 17]);
+    // Once it is durable the old segment may be emptied ahead of the next rotation.
+    assert!(!wal.drop_other(11).expect("refused"));
+    assert!(wal.drop_other(16).expect("dropped"));
+    assert_eq!(
+        std::fs::metadata(dir.path().join("b")).expect("b").len(),
+        HEADER_LEN
+    );
+    drop(wal);
+    let (_, rec) = open_pair(dir.path(), 16).expect("reopen");
+    assert_eq!(lsns(&rec), vec![16, 17]);
+    let err = open_pair(dir.path(), 11)
+        .err()
+        .expect("records 11..16 are gone");
+    assert!(matches!(err, Error::Corruption { .. }), "{err}");
 }
 
 #[test]
