@@ -34,7 +34,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-use super::leaf::prefetch_slice;
+use super::leaf::{prefetch_bytes, prefetch_slice, PREFETCH_LIMIT};
 use crate::btree::store::Latch;
 
 /// A key type internal nodes can hold: encodable in one 64-bit word.
@@ -201,6 +201,13 @@ impl<K: InnerKey> InnerPtr<K> {
                 self.header().capacity,
             )
         }
+    }
+
+    /// Starts loading a whole node of `capacity` pivots (header and pairs) as soon as its
+    /// address is known, so its header and pivots arrive together instead of one after the other.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, capacity: usize) {
+        prefetch_bytes(self.ptr.as_ptr(), Self::bytes(capacity).min(PREFETCH_LIMIT));
     }
 
     /// The node's versioned latch.

@@ -49,6 +49,7 @@
 //! Measurements: `examples/bptree_tables.rs` and `docs/results/bptree.md`.
 
 pub mod bpa;
+mod inline;
 mod inner;
 pub mod kv;
 pub mod leaf;
@@ -57,6 +58,7 @@ pub mod sorted_leaf;
 pub mod tree;
 
 pub use bpa::{Bpa, BpaShape};
+pub use inline::Standalone;
 pub use inner::InnerKey;
 pub use kv::{BpTreeStore, BPTREE_LIMITS};
 pub use leaf::Leaf;
