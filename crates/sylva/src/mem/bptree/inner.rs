@@ -203,11 +203,18 @@ impl<K: InnerKey> InnerPtr<K> {
         }
     }
 
-    /// Starts loading a whole node of `capacity` pivots (header and pairs) as soon as its
-    /// address is known, so its header and pivots arrive together instead of one after the other.
+    /// Starts loading the first `bytes` bytes of the node (header and pairs; see
+    /// [`InnerPtr::prefetch_bytes`]) as soon as its address is known, so its header and pivots
+    /// arrive together instead of one after the other.
     #[inline(always)]
-    pub(crate) fn prefetch(&self, capacity: usize) {
-        prefetch_bytes(self.ptr.as_ptr(), Self::bytes(capacity).min(PREFETCH_LIMIT));
+    pub(crate) fn prefetch(&self, bytes: usize) {
+        prefetch_bytes(self.ptr.as_ptr(), bytes);
+    }
+
+    /// How much of a node of `capacity` pivots a descent prefetches: all of it, up to
+    /// [`PREFETCH_LIMIT`].
+    pub(crate) fn prefetch_bytes(capacity: usize) -> usize {
+        Self::bytes(capacity).min(PREFETCH_LIMIT)
     }
 
     /// The node's versioned latch.

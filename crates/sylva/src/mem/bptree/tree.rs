@@ -193,6 +193,8 @@ pub struct BpTree<K: InnerKey, V: Copy, L: Leaf<K, V> = Bpa<K, V>> {
     shape: L::Shape,
     leaf_layout: LeafLayout,
     inner_capacity: usize,
+    /// Bytes of an internal node a descent prefetches.
+    inner_prefetch: usize,
     leaves: AtomicUsize,
     inner_nodes: AtomicUsize,
     /// [leaf splits in two, rebalances with the right sibling, two-into-three splits]
@@ -233,6 +235,7 @@ where
             shape,
             leaf_layout: LeafLayout::of::<K, V, L>(&shape),
             inner_capacity: inner_capacity.max(3),
+            inner_prefetch: InnerPtr::<K>::prefetch_bytes(inner_capacity.max(3)),
             leaves: AtomicUsize::new(0),
             inner_nodes: AtomicUsize::new(0),
             reorganisations: Default::default(),
@@ -374,7 +377,7 @@ where
                 }
                 // SAFETY: non-null, and the node's children are internal nodes.
                 let next = unsafe { InnerPtr::<K>::from_raw(child) };
-                next.prefetch(self.inner_capacity);
+                next.prefetch(self.inner_prefetch);
                 let Ok(next_version) = next.latch().read_lock() else {
                     continue 'restart;
                 };
