@@ -8,6 +8,14 @@
 //! [ log: log_size unsorted slots | header: num_blocks sorted minimums | block 0 | block 1 | ... ]
 //! ```
 //!
+//! The two arrays, and the small per-block lengths, per-block sorted bits and per-log-slot
+//! tombstone flags, live in the leaf's storage, inline in its node allocation (`inline.rs`),
+//! in the order `[sorted bits | block lengths | tombstone flags | keys | values]`: everything a
+//! lookup reads before it picks a block (block lengths, log keys, header keys) is one contiguous
+//! run at a fixed offset from the node, which a descent prefetches with the latch line
+//! ([`Leaf::hot_bytes`]). Values come after all keys, so a block's keys and values are
+//! `keys.len()` slots apart (two pages, usually).
+//!
 //! - The *log* buffers inserts (newest copy wins over the header/blocks). Insert scans it for the
 //!   key, overwrites or appends; when the append fills it, it is *flushed*: sorted, then either
 //!   appended into the blocks (case 2a, when every block keeps at least one empty slot) or merged

@@ -30,6 +30,14 @@
 //! internal nodes store keys as atomic words ([`InnerKey`]); the tree's keys must be
 //! encodable in 64 bits.
 //!
+//! Prefetching on the way down. A find is bound by cache misses (10M keys: leaves of 17 KB,
+//! 240 MB in all). As soon as a descent has read a child's address it starts loading the child:
+//! an internal node whole (header and pivots together rather than header, then pivots), a leaf's
+//! first bytes (latch line, leaf fields, and the leaf's hot arrays, which sit at a fixed offset in
+//! the same allocation: `LeafLayout`, `inline.rs`). Taking the leaf's read latch is a locked
+//! instruction, after which no later load starts until the latch line has arrived; prefetched
+//! first, the log and header arrive with it instead of one DRAM miss later.
+//!
 //! Nodes are never freed while the tree lives (deletes are tombstones or shifts inside leaves; no
 //! merges), so a node pointer read optimistically stays valid for the tree's lifetime; that is
 //! what makes the raw child pointers sound without epochs. The root is always an internal node
