@@ -8,6 +8,14 @@
 //! [ log: log_size unsorted slots | header: num_blocks sorted minimums | block 0 | block 1 | ... ]
 //! ```
 //!
+//! The two arrays, and the small per-block lengths, per-block sorted bits and per-log-slot
+//! tombstone flags, live in the leaf's storage, inline in its node allocation (`inline.rs`),
+//! in the order `[sorted bits | block lengths | tombstone flags | keys | values]`: everything a
+//! lookup reads before it picks a block (block lengths, log keys, header keys) is one contiguous
+//! run at a fixed offset from the node, which a descent prefetches with the latch line
+//! ([`Leaf::hot_bytes`]). Values come after all keys, so a block's keys and values are
+//! `keys.len()` slots apart (two pages, usually).
+//!
 //! - The *log* buffers inserts (newest copy wins over the header/blocks). Insert scans it for the
 //!   key, overwrites or appends; when the append fills it, it is *flushed*: sorted, then either
 //!   appended into the blocks (case 2a, when every block keeps at least one empty slot) or merged
@@ -39,8 +47,11 @@
 //! - `main_count = heads + Σ block_len`, and `num_elts = main_count + log_len <= num_blocks *
 //!   block_size`, so any flush fits after a redistribute.
 
+use std::alloc::Layout;
 use std::ops::Bound;
+use std::ptr::NonNull;
 
+use super::inline::{ArraysLayout, InlineSlice};
 use super::leaf::{at_or_after, before, lower_bound, prefetch_slice, Leaf, Removed, Scan};
 
 #[path = "bpa_flush.rs"]
@@ -109,26 +120,59 @@ impl BpaShape {
     }
 }
 
+/// Where a BPA's arrays sit in its storage (offsets in bytes), in the order a lookup reads them:
+/// the small per-block and per-log-slot arrays, then the keys (log, header, blocks), then the
+/// values. A lookup reads the block lengths, the log keys and the header keys before it picks a
+/// block, so those are the leading [`Leaf::hot_bytes`] and get prefetched together.
+struct Arrays {
+    sorted_bits: usize,
+    block_len: usize,
+    log_tomb: usize,
+    keys: usize,
+    vals: usize,
+    layout: Layout,
+}
+
+impl Arrays {
+    fn of<K, V>(shape: &BpaShape) -> Self {
+        let mut a = ArraysLayout::new();
+        let sorted_bits = a.push::<u64>(shape.num_blocks.div_ceil(64));
+        let block_len = a.push::<u32>(shape.num_blocks);
+        let log_tomb = a.push::<bool>(shape.log_size);
+        let keys = a.push::<K>(shape.slots());
+        let vals = a.push::<V>(shape.slots());
+        Arrays {
+            sorted_bits,
+            block_len,
+            log_tomb,
+            keys,
+            vals,
+            layout: a.layout(),
+        }
+    }
+}
+
 /// A buffered partitioned array.
 ///
-/// `repr(C)` keeps the fields a lookup reads first (arrays, lengths, shape) together at the
-/// front, next to the latch word, so that reaching the leaf costs one cache line pair.
+/// The arrays live in the leaf's storage, inline in its node allocation (see `inline.rs`).
+/// `repr(C)` keeps the fields a lookup reads first (keys, lengths, shape) together at the
+/// front, next to the latch word.
 #[derive(Debug)]
 #[repr(C)]
 pub struct Bpa<K, V> {
     /// `[log | header | blocks]`.
-    keys: Box<[K]>,
+    keys: InlineSlice<K>,
     log_len: usize,
     /// Active blocks, that is, elements in the header.
     heads: usize,
     shape: BpaShape,
     /// Elements in each block (excluding its header element).
-    block_len: Box<[u32]>,
-    vals: Box<[V]>,
+    block_len: InlineSlice<u32>,
+    vals: InlineSlice<V>,
     /// Bit `b`: block `b` is sorted.
-    sorted_bits: Box<[u64]>,
+    sorted_bits: InlineSlice<u64>,
     /// Per log slot: is this entry a tombstone.
-    log_tomb: Box<[bool]>,
+    log_tomb: InlineSlice<bool>,
     log_sorted: bool,
     /// Elements in the header and blocks.
     main_count: usize,
@@ -273,17 +317,43 @@ where
 
     const SHARES_WITH_SIBLING: bool = true;
 
-    fn with_first(shape: BpaShape, key: K, value: V) -> Self {
+    fn storage_layout(shape: &BpaShape) -> Layout {
+        Arrays::of::<K, V>(shape).layout
+    }
+
+    fn hot_bytes(shape: &BpaShape) -> usize {
+        Arrays::of::<K, V>(shape).keys
+            + (shape.log_size + shape.num_blocks) * std::mem::size_of::<K>()
+    }
+
+    unsafe fn with_first_in(shape: BpaShape, storage: NonNull<u8>, key: K, value: V) -> Self {
         // Unused slots hold copies of the first pair (no `Default` bound, no uninitialised
         // memory); only slots inside the lengths are ever read.
+        let a = Arrays::of::<K, V>(&shape);
         let slots = shape.slots();
+        // SAFETY: the caller hands over `storage` with `a.layout`; `Arrays::of` placed the five
+        // arrays at disjoint offsets inside it, each aligned for its type.
+        let (keys, vals, log_tomb, block_len, sorted_bits) = unsafe {
+            (
+                InlineSlice::filled(storage, a.keys, slots, key),
+                InlineSlice::filled(storage, a.vals, slots, value),
+                InlineSlice::filled(storage, a.log_tomb, shape.log_size, false),
+                InlineSlice::filled(storage, a.block_len, shape.num_blocks, 0u32),
+                InlineSlice::filled(
+                    storage,
+                    a.sorted_bits,
+                    shape.num_blocks.div_ceil(64),
+                    u64::MAX,
+                ),
+            )
+        };
         let mut bpa = Bpa {
             shape,
-            keys: vec![key; slots].into_boxed_slice(),
-            vals: vec![value; slots].into_boxed_slice(),
-            log_tomb: vec![false; shape.log_size].into_boxed_slice(),
-            block_len: vec![0; shape.num_blocks].into_boxed_slice(),
-            sorted_bits: vec![u64::MAX; shape.num_blocks.div_ceil(64)].into_boxed_slice(),
+            keys,
+            vals,
+            log_tomb,
+            block_len,
+            sorted_bits,
             log_len: 0,
             log_sorted: true,
             heads: 0,
@@ -305,13 +375,6 @@ where
             return;
         }
         self.append_to_log(key, value, false);
-    }
-
-    #[inline]
-    fn prefetch(&self, _key: &K) {
-        prefetch_slice(&self.keys[..self.log_len]);
-        prefetch_slice(self.header());
-        prefetch_slice(&self.block_len[..self.heads]);
     }
 
     #[inline]
@@ -349,20 +412,16 @@ where
         }
     }
 
-    fn make_room(&mut self) -> Option<(K, Self)> {
-        let all = self.merged();
+    fn make_room(&mut self) -> Option<Vec<(K, V)>> {
+        let mut all = self.merged();
         if all.len() < self.shape.capacity() {
             self.redistribute(&all);
             return None;
         }
         paths::hit(3);
-        let mid = all.len() / 2;
-        let (left, right) = all.split_at(mid);
-        self.redistribute(left);
-        let (k0, v0) = right[0];
-        let mut new = Bpa::with_first(self.shape, k0, v0);
-        new.redistribute(right);
-        Some((k0, new))
+        let right = all.split_off(all.len() / 2);
+        self.redistribute(&all);
+        Some(right)
     }
 
     fn capacity(&self) -> usize {
@@ -555,13 +614,6 @@ where
 
     fn num_elts(&self) -> usize {
         self.main_count + self.log_len
-    }
-
-    fn heap_bytes(shape: &BpaShape) -> usize {
-        shape.slots() * (std::mem::size_of::<K>() + std::mem::size_of::<V>())
-            + shape.log_size
-            + shape.num_blocks * 4
-            + shape.num_blocks.div_ceil(64) * 8
     }
 
     fn stored_keys(&self) -> Vec<K> {

@@ -14,6 +14,10 @@ use proptest::strategy::ValueTree;
 use super::paths::HITS;
 use super::{Bpa, BpaShape};
 use crate::mem::bptree::leaf::{Leaf, Removed, Scan};
+use crate::mem::bptree::Standalone;
+
+/// One BPA with its own storage.
+type Owned = Standalone<u64, u64, Bpa<u64, u64>>;
 
 #[derive(Debug, Clone)]
 enum Op {
@@ -90,7 +94,9 @@ fn iterate(bpa: &mut Bpa<u64, u64>, from: Bound<u64>, want: usize) -> Vec<(u64, 
 
 /// Keeps the model to the keys a leaf kept after a split.
 fn split(bpa: &mut Bpa<u64, u64>, model: &mut BTreeMap<u64, u64>) {
-    if let Some((pivot, right)) = bpa.make_room() {
+    if let Some(upper_half) = bpa.make_room() {
+        let pivot = upper_half[0].0;
+        let right = Owned::from_sorted(bpa.shape, &upper_half).unwrap();
         right.check().unwrap();
         let upper = model.split_off(&pivot);
         let got: Vec<_> = {
@@ -108,12 +114,12 @@ fn split(bpa: &mut Bpa<u64, u64>, model: &mut BTreeMap<u64, u64>) {
 }
 
 fn run(shape: BpaShape, ops: &[Op]) {
-    let mut bpa: Option<Bpa<u64, u64>> = None;
+    let mut bpa: Option<Owned> = None;
     let mut model = BTreeMap::new();
     for op in ops {
         let Some(b) = bpa.as_mut() else {
             if let Op::Insert(k, v) = *op {
-                bpa = Some(Bpa::with_first(shape, k, v));
+                bpa = Some(Owned::with_first(shape, k, v));
                 model.insert(k, v);
             }
             continue;
@@ -221,7 +227,7 @@ fn monotonic_and_reverse_inserts_keep_the_invariants() {
             num_blocks: 8,
             block_size: 8,
         };
-        let mut b = Bpa::with_first(shape, keys[0], 0);
+        let mut b = Owned::with_first(shape, keys[0], 0);
         let mut model = BTreeMap::from([(keys[0], 0)]);
         for &k in &keys[1..] {
             if b.is_full() {

@@ -34,7 +34,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
-use super::leaf::prefetch_slice;
+use super::leaf::{prefetch_bytes, prefetch_slice, PREFETCH_LIMIT};
 use crate::btree::store::Latch;
 
 /// A key type internal nodes can hold: encodable in one 64-bit word.
@@ -201,6 +201,20 @@ impl<K: InnerKey> InnerPtr<K> {
                 self.header().capacity,
             )
         }
+    }
+
+    /// Starts loading the first `bytes` bytes of the node (header and pairs; see
+    /// [`InnerPtr::prefetch_bytes`]) as soon as its address is known, so its header and pivots
+    /// arrive together instead of one after the other.
+    #[inline(always)]
+    pub(crate) fn prefetch(&self, bytes: usize) {
+        prefetch_bytes(self.ptr.as_ptr(), bytes);
+    }
+
+    /// How much of a node of `capacity` pivots a descent prefetches: all of it, up to
+    /// [`PREFETCH_LIMIT`].
+    pub(crate) fn prefetch_bytes(capacity: usize) -> usize {
+        Self::bytes(capacity).min(PREFETCH_LIMIT)
     }
 
     /// The node's versioned latch.

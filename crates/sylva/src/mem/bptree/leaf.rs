@@ -12,7 +12,9 @@
 //! iteration) reports [`Scan::NeedsSort`] so the tree can take the write latch and call
 //! [`Leaf::prepare_iterate`].
 
+use std::alloc::Layout;
 use std::ops::Bound;
+use std::ptr::NonNull;
 
 /// How an ordered or unordered visit of one leaf ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,8 +50,20 @@ pub trait Leaf<K: Ord + Copy, V: Copy>: Sized + Send + Sync {
     /// splitting in two. See the tree's module docs for why the BPA wants it.
     const SHARES_WITH_SIBLING: bool = false;
 
-    /// A leaf holding exactly `(key, value)`.
-    fn with_first(shape: Self::Shape, key: K, value: V) -> Self;
+    /// The layout of the arrays a leaf of `shape` keeps in its storage, which sits inline in
+    /// the leaf's node allocation (see `inline.rs`).
+    fn storage_layout(shape: &Self::Shape) -> Layout;
+
+    /// How many leading bytes of the storage a lookup reads nearly all of before it knows where
+    /// to look next (prefetched with the latch line as soon as a descent knows the leaf).
+    fn hot_bytes(shape: &Self::Shape) -> usize;
+
+    /// A leaf holding exactly `(key, value)`, with its arrays in `storage`.
+    ///
+    /// # Safety
+    /// `storage` is aligned to `storage_layout(&shape)`, valid for reads and writes of its size
+    /// for as long as the leaf lives, and used by nothing else meanwhile.
+    unsafe fn with_first_in(shape: Self::Shape, storage: NonNull<u8>, key: K, value: V) -> Self;
 
     /// Whether an insert of a key not yet in the leaf could overflow it (the paper's
     /// `num_elts == capacity` test of section 5).
@@ -61,17 +75,13 @@ pub trait Leaf<K: Ord + Copy, V: Copy>: Sized + Send + Sync {
     /// The value of `key`, if present.
     fn find(&self, key: &K) -> Option<V>;
 
-    /// Starts loading the cache lines a lookup of `key` reads first, so their misses overlap
-    /// instead of following one another.
-    fn prefetch(&self, _key: &K) {}
-
     /// Removes `key`.
     fn remove(&mut self, key: &K) -> Removed<V>;
 
     /// Makes room in a full leaf: resolves buffered duplicates and tombstones and, if the leaf is
-    /// still full, moves its upper half (in key order) to a new leaf and returns
-    /// `(first key of the new leaf, new leaf)`. `None` means room was made without a split.
-    fn make_room(&mut self) -> Option<(K, Self)>;
+    /// still full, removes its upper half (in key order) and returns it, ascending, for a new
+    /// leaf. `None` means room was made without a split.
+    fn make_room(&mut self) -> Option<Vec<(K, V)>>;
 
     /// Distinct elements the leaf holds at most.
     fn capacity(&self) -> usize;
@@ -100,9 +110,6 @@ pub trait Leaf<K: Ord + Copy, V: Copy>: Sized + Send + Sync {
 
     /// The paper's `num_elts`: elements stored, counting buffered duplicates and tombstones.
     fn num_elts(&self) -> usize;
-
-    /// Heap bytes a leaf of `shape` allocates, besides the node that holds it.
-    fn heap_bytes(shape: &Self::Shape) -> usize;
 
     /// Every key stored, live or not, in no particular order (for checks).
     fn stored_keys(&self) -> Vec<K>;
@@ -140,25 +147,35 @@ pub(crate) fn before<K: Ord>(key: &K, end: &Option<K>) -> bool {
     }
 }
 
+/// Bytes past which prefetching a whole array does not pay: a binary search touches too few of
+/// its lines.
+pub(crate) const PREFETCH_LIMIT: usize = 2048;
+
 /// Asks the CPU to load every cache line of `items` (a hint: no effect on results), when they
-/// span at most 2 KiB; past that a binary search touches too few of the lines to pay for it.
+/// span at most [`PREFETCH_LIMIT`] bytes.
 #[inline(always)]
 pub(crate) fn prefetch_slice<T>(items: &[T]) {
-    if std::mem::size_of_val(items) > 2048 {
-        return;
+    let bytes = std::mem::size_of_val(items);
+    if bytes <= PREFETCH_LIMIT {
+        prefetch_bytes(items.as_ptr().cast(), bytes);
     }
+}
+
+/// Asks the CPU to load the cache lines of `bytes` bytes from `start` (a hint: it never faults,
+/// so `start` need not be dereferenceable, and it has no effect on results).
+#[inline(always)]
+pub(crate) fn prefetch_bytes(start: *const u8, bytes: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let bytes = std::mem::size_of_val(items);
-        let base = items.as_ptr().cast::<i8>();
         let mut off = 0;
         while off < bytes {
-            // SAFETY: prefetch is a hint that never faults, and `base + off` stays inside `items`.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(base.add(off)) };
+            // SAFETY: prefetch is a hint that never faults on any address; `wrapping_add`
+            // computes the address without asserting it is in bounds.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(off).cast::<i8>()) };
             off += 64;
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = items;
+    let _ = (start, bytes);
 }

@@ -13,6 +13,8 @@
 //! - [`bpa`]: the BPA leaf (section 3, `num_elts` of section 5), with its flush
 //!   (cases 2a and 2b, redistribute) in `bpa_flush.rs` and property tests in `bpa_tests.rs`;
 //! - [`sorted_leaf`]: the baseline's sorted-array leaf (section 2);
+//! - `inline`: leaf arrays stored inline in the leaf's node allocation, at offsets fixed by
+//!   the leaf shape, and [`Standalone`] for a leaf outside a tree;
 //! - `inner`: internal nodes, sorted arrays of pivots (section 5) read optimistically;
 //! - [`tree`]: the concurrent tree shared by both leaf kinds (sections 2.1 and 5),
 //!   with the concurrency scheme and why it was chosen;
@@ -45,10 +47,14 @@
 //! BPA leaf shares with its right sibling or splits two-into-three before it would split alone,
 //! which keeps memory at about 22 bytes per u64 pair instead of swinging between 21 and 29; nodes
 //! prefetch the cache lines a lookup needs (measured with `perf`: finds are bound by misses).
+//! For that, a leaf is one allocation (latch, leaf fields, then its arrays at an offset fixed by
+//! the shape), so a descent prefetches a leaf's latch line, log and header, and a child internal
+//! node whole, as soon as it has read their address.
 //!
 //! Measurements: `examples/bptree_tables.rs` and `docs/results/bptree.md`.
 
 pub mod bpa;
+mod inline;
 mod inner;
 pub mod kv;
 pub mod leaf;
@@ -57,6 +63,7 @@ pub mod sorted_leaf;
 pub mod tree;
 
 pub use bpa::{Bpa, BpaShape};
+pub use inline::Standalone;
 pub use inner::InnerKey;
 pub use kv::{BpTreeStore, BPTREE_LIMITS};
 pub use leaf::Leaf;

@@ -1,16 +1,19 @@
 //! The baseline leaf: a plain sorted array, as in the paper's B+tree (section 2, "B-tree structure
 //! and operations"; section 6 "Data structures setup", TLX's B+tree leaves).
 //!
-//! Keys and values live in two parallel arrays allocated once at the leaf's full capacity
-//! (`node_size / (size_of K + size_of V)` slots), so a leaf of `node_size` bytes is what the
-//! paper's node-size sweep varies. An insert shifts the larger elements right by one; a delete
+//! Keys and values live in two parallel arrays at the leaf's full capacity (`node_size / (size_of
+//! K + size_of V)` slots), inline in the leaf's node allocation like the BPA's (see `inline.rs`),
+//! so a leaf of `node_size` bytes is what the paper's node-size sweep varies. An insert shifts the larger elements right by one; a delete
 //! shifts them left; a split moves the upper half to a new leaf.
 //!
 //! Invariants: `keys[..len]` strictly ascending; `len <= capacity`.
 
+use std::alloc::Layout;
 use std::ops::Bound;
+use std::ptr::NonNull;
 
-use super::leaf::{before, lower_bound, prefetch_slice, Leaf, Removed, Scan};
+use super::inline::{ArraysLayout, InlineSlice};
+use super::leaf::{before, lower_bound, Leaf, Removed, Scan, PREFETCH_LIMIT};
 
 /// The baseline leaf's shape: how many `(key, value)` slots it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,9 +25,17 @@ pub struct SortedShape {
 /// A sorted-array leaf.
 #[derive(Debug)]
 pub struct SortedLeaf<K, V> {
-    keys: Box<[K]>,
-    vals: Box<[V]>,
+    keys: InlineSlice<K>,
+    vals: InlineSlice<V>,
     len: usize,
+}
+
+/// The keys' and values' offsets in the storage, and its layout.
+fn arrays<K, V>(shape: &SortedShape) -> (usize, usize, Layout) {
+    let mut a = ArraysLayout::new();
+    let keys = a.push::<K>(shape.slots);
+    let vals = a.push::<V>(shape.slots);
+    (keys, vals, a.layout())
 }
 
 impl<K, V> Leaf<K, V> for SortedLeaf<K, V>
@@ -34,14 +45,34 @@ where
 {
     type Shape = SortedShape;
 
-    fn with_first(shape: SortedShape, key: K, value: V) -> Self {
+    fn storage_layout(shape: &SortedShape) -> Layout {
+        arrays::<K, V>(shape).2
+    }
+
+    fn hot_bytes(shape: &SortedShape) -> usize {
+        // A binary search over more keys than this touches too few of their lines.
+        let (keys, _, _) = arrays::<K, V>(shape);
+        let bytes = keys + shape.slots * std::mem::size_of::<K>();
+        if bytes <= PREFETCH_LIMIT {
+            bytes
+        } else {
+            0
+        }
+    }
+
+    unsafe fn with_first_in(shape: SortedShape, storage: NonNull<u8>, key: K, value: V) -> Self {
         // Filling unused slots with the first pair avoids `Default` bounds and uninitialised
         // memory; slots past `len` are never read.
-        SortedLeaf {
-            keys: vec![key; shape.slots].into_boxed_slice(),
-            vals: vec![value; shape.slots].into_boxed_slice(),
-            len: 1,
-        }
+        let (k, v, _) = arrays::<K, V>(&shape);
+        // SAFETY: the caller hands over `storage` with this layout, whose two arrays are
+        // disjoint and aligned for their types.
+        let (keys, vals) = unsafe {
+            (
+                InlineSlice::filled(storage, k, shape.slots, key),
+                InlineSlice::filled(storage, v, shape.slots, value),
+            )
+        };
+        SortedLeaf { keys, vals, len: 1 }
     }
 
     #[inline]
@@ -63,11 +94,6 @@ where
     }
 
     #[inline]
-    fn prefetch(&self, _key: &K) {
-        prefetch_slice(&self.keys[..self.len]);
-    }
-
-    #[inline]
     fn find(&self, key: &K) -> Option<V> {
         let i = self.keys[..self.len].partition_point(|k| k < key);
         (i < self.len && self.keys[i] == *key).then(|| self.vals[i])
@@ -85,21 +111,13 @@ where
         Removed::Was(v)
     }
 
-    fn make_room(&mut self) -> Option<(K, Self)> {
+    fn make_room(&mut self) -> Option<Vec<(K, V)>> {
         let mid = self.len / 2;
-        let n = self.len - mid;
-        let mut right = SortedLeaf::with_first(
-            SortedShape {
-                slots: self.keys.len(),
-            },
-            self.keys[mid],
-            self.vals[mid],
-        );
-        right.keys[..n].copy_from_slice(&self.keys[mid..self.len]);
-        right.vals[..n].copy_from_slice(&self.vals[mid..self.len]);
-        right.len = n;
+        let right = (mid..self.len)
+            .map(|i| (self.keys[i], self.vals[i]))
+            .collect();
         self.len = mid;
-        Some((right.keys[0], right))
+        Some(right)
     }
 
     fn capacity(&self) -> usize {
@@ -155,10 +173,6 @@ where
 
     fn num_elts(&self) -> usize {
         self.len
-    }
-
-    fn heap_bytes(shape: &SortedShape) -> usize {
-        shape.slots * (std::mem::size_of::<K>() + std::mem::size_of::<V>())
     }
 
     fn stored_keys(&self) -> Vec<K> {
