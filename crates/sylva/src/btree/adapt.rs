@@ -9,6 +9,10 @@
 //! the counter would actually change do they take the leaf's write latch (by upgrading the
 //! version they read; on contention the update is skipped). A read that leaves the counter
 //! unchanged, including every read of a leaf with good heads, writes nothing.
+//!
+//! The dice are a xorshift generator per thread that restarts from a fixed seed whenever the
+//! thread rolls for another tree than last time ([`chance`]), so a single-threaded run converts
+//! the same leaves every time (reproducible benchmark results) and readers share no generator.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -10,7 +10,8 @@
 //!
 //! Before a scan, split or merge the tail is sorted into place ([`sort`]). The paper sorts the
 //! slot array and recomputes the fingerprints; we move each fingerprint with its slot, which
-//! gives the same array without hashing every key again. The sort writes the
+//! gives the same array without hashing every key again, and compares keys by their first
+//! eight bytes as an integer before falling back to the bytes after them. The sort writes the
 //! page, so the tree performs it under the leaf's write latch (a scan upgrades for it).
 //!
 //! Header fields specific to this kind (they reuse the bytes of `upper_child`, which leaves do
