@@ -15,6 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sylva::btree::{BTree, Options};
 use sylva::KvStore;
 
+mod btree_common;
+use btree_common::{counter, scan_check};
+
 const STABLE: usize = 6_000;
 const PER_WRITER: usize = 12_000;
 const WRITERS: usize = 2;
@@ -29,33 +32,6 @@ fn writer_key(w: usize, n: usize) -> Vec<u8> {
     format!("https://h{}.example.org/{:06}/w{w}/{n}", i % 5, i).into_bytes()
 }
 
-fn scan_check(t: &BTree, stable: &[(Vec<u8>, Vec<u8>)], from: usize, len: usize) {
-    let mut seen: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    t.scan(&stable[from].0, len, &mut |k, v| {
-        seen.push((k.to_vec(), v.to_vec()));
-        true
-    })
-    .unwrap();
-    assert!(
-        seen.windows(2).all(|w| w[0].0 < w[1].0),
-        "a scan is not strictly ascending"
-    );
-    assert_eq!(seen.first().map(|r| &r.0), Some(&stable[from].0));
-    let last = &seen.last().unwrap().0;
-    let got: BTreeMap<_, _> = seen.iter().cloned().collect();
-    for (k, v) in stable[from..].iter().take_while(|(k, _)| k <= last) {
-        assert_eq!(got.get(k), Some(v), "a scan missed a stable key");
-    }
-}
-
-fn splits(t: &BTree) -> u64 {
-    t.stats()
-        .counters
-        .iter()
-        .find(|(n, _)| *n == "splits")
-        .map_or(0, |c| c.1)
-}
-
 fn run(layout: &str) {
     let mut o = Options::default();
     o.set("layout", layout).unwrap();
@@ -68,7 +44,7 @@ fn run(layout: &str) {
     }
     let stable: Vec<(Vec<u8>, Vec<u8>)> =
         model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    let splits_before = splits(&t);
+    let splits_before = counter(&t, "splits");
     let writing = AtomicUsize::new(WRITERS);
     std::thread::scope(|s| {
         for w in 0..WRITERS {
@@ -95,7 +71,7 @@ fn run(layout: &str) {
         });
     });
     assert!(
-        splits(&t) > splits_before + 50,
+        counter(&t, "splits") > splits_before + 50,
         "{layout}: too few splits while the scans ran"
     );
     for w in 0..WRITERS {

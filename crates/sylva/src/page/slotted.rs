@@ -301,7 +301,11 @@ impl<'a> Slotted<'a> {
     /// The prefix every key in the node shares and that is not stored with the keys.
     #[inline]
     pub fn prefix(&self) -> Result<&'a [u8]> {
-        Ok(&self.lower_fence()?[..self.prefix_len])
+        // The fence is re-read from the page: under an optimistic read it may have changed
+        // since the header was decoded, so the length is checked, not trusted.
+        self.lower_fence()?
+            .get(..self.prefix_len)
+            .ok_or_else(|| corrupt(self.id, "prefix longer than the lower fence"))
     }
 
     #[inline]
