@@ -88,3 +88,54 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// The lazy sort orders keys that tie on their first eight bytes once zero-padded (short
+    /// keys, keys with zero bytes, long shared prefixes), and keeps each fingerprint with its
+    /// key.
+    #[test]
+    fn sort_orders_keys_that_tie_on_eight_bytes(
+        keys in proptest::collection::btree_set(
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(0xffu8)], 0..14),
+            1..60,
+        ),
+        seed in any::<u64>(),
+    ) {
+        let spec = NodeSpec {
+            kind: KIND_FP_LEAF,
+            flags: 0,
+            prefix_truncation: false,
+            lower: b"",
+            upper: None,
+            upper_child: 0,
+            op_counter: 0,
+        };
+        let mut page = vec![0u8; PAGE];
+        Builder::new(&mut page, &spec).unwrap().finish();
+        // Insert in a scrambled order so the tail is unsorted.
+        let mut order: Vec<&Vec<u8>> = keys.iter().collect();
+        let mut s = seed | 1;
+        for i in (1..order.len()).rev() {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            order.swap(i, (s % (i as u64 + 1)) as usize);
+        }
+        let mut m = SlottedMut::new(1, &mut page).unwrap();
+        for k in &order {
+            prop_assert!(fingerprint::insert(&mut m, k, b"v").unwrap());
+        }
+        fingerprint::sort(&mut m).unwrap();
+        let v = m.view();
+        prop_assert_eq!(v.sorted(), v.count());
+        let got: Vec<Vec<u8>> = (0..v.count()).map(|i| v.key(i).unwrap().to_vec()).collect();
+        let want: Vec<Vec<u8>> = keys.iter().cloned().collect();
+        prop_assert_eq!(got, want);
+        for (i, k) in keys.iter().enumerate() {
+            prop_assert_eq!(v.fingerprints()[i], fingerprint::fingerprint(k));
+            prop_assert_eq!(find(&v, k).unwrap(), Some(i));
+        }
+    }
+}

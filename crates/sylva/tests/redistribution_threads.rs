@@ -18,6 +18,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use sylva::btree::{BTree, Options};
 use sylva::{Db, DbOptions, KvStore, SyncMode};
 
+mod btree_common;
+use btree_common::scan_check;
+
 const STABLE: u64 = 20_000;
 const PER_WRITER: u64 = 25_000;
 const WRITERS: u64 = 2;
@@ -88,7 +91,7 @@ fn hammer(store: &dyn KvStore) -> BTreeMap<Vec<u8>, Vec<u8>> {
                     let (k, v) = &stable[(i % STABLE) as usize];
                     assert_eq!(store.get(k).unwrap().as_ref(), Some(v), "stable key lost");
                     if i % 8 == 0 {
-                        scan_check(store, stable, (i / 8 % STABLE) as usize);
+                        scan_check(store, stable, (i / 8 % STABLE) as usize, 300);
                     }
                 }
             });
@@ -108,29 +111,6 @@ fn hammer(store: &dyn KvStore) -> BTreeMap<Vec<u8>, Vec<u8>> {
         }
     }
     model
-}
-
-/// Scans 300 records from stable key `from`: strictly ascending, and every stable key between
-/// the first and the last record seen is there with its value.
-fn scan_check(store: &dyn KvStore, stable: &[(Vec<u8>, Vec<u8>)], from: usize) {
-    let mut seen: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    store
-        .scan(&stable[from].0, 300, &mut |k, v| {
-            seen.push((k.to_vec(), v.to_vec()));
-            true
-        })
-        .unwrap();
-    assert!(
-        seen.windows(2).all(|w| w[0].0 < w[1].0),
-        "a scan is not strictly ascending"
-    );
-    let Some(last) = seen.last() else {
-        panic!("a scan from a stable key returned nothing");
-    };
-    let got: BTreeMap<_, _> = seen.iter().cloned().collect();
-    for (k, v) in stable[from..].iter().take_while(|(k, _)| k <= &last.0) {
-        assert_eq!(got.get(k), Some(v), "a scan missed a stable key");
-    }
 }
 
 fn assert_equal(store: &dyn KvStore, model: &BTreeMap<Vec<u8>, Vec<u8>>) {

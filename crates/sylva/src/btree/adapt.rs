@@ -9,8 +9,13 @@
 //! the counter would actually change do they take the leaf's write latch (by upgrading the
 //! version they read; on contention the update is skipped). A read that leaves the counter
 //! unchanged, including every read of a leaf with good heads, writes nothing.
+//!
+//! The dice are a xorshift generator per thread that restarts from a fixed seed whenever the
+//! thread rolls for another tree than last time ([`chance`]), so a single-threaded run converts
+//! the same leaves every time (reproducible benchmark results) and readers share no generator.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::leaf::{collect, Records, COUNTER_DISABLED};
 use super::store::{NodeLatch, NodeStore};
@@ -27,21 +32,36 @@ const POINT_PERMILLE: u64 = 50;
 /// Where the counter lives in a slotted page.
 const COUNTER: usize = 22;
 
-thread_local! {
-    static RNG: Cell<u64> = Cell::new({
-        let x = 0u8;
-        (&x as *const u8 as u64) | 1
-    });
+/// Where every tree's dice start (any odd constant; fixed so runs are reproducible).
+const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+
+/// Tags trees for their dice (see [`chance`]).
+static NEXT_TREE: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh tag for a new tree's dice.
+pub(crate) fn dice_tag() -> u64 {
+    NEXT_TREE.fetch_add(1, Ordering::Relaxed)
 }
 
-/// True with probability `permille / 1000` (a per-thread xorshift generator).
-fn chance(permille: u64) -> bool {
-    RNG.with(|r| {
-        let mut x = r.get();
+thread_local! {
+    /// (tag of the tree last rolled for, xorshift state).
+    static DICE: Cell<(u64, u64)> = const { Cell::new((0, SEED)) };
+}
+
+/// True with probability `permille / 1000`, from a xorshift generator per thread and tree:
+/// it restarts from [`SEED`] whenever the thread rolls for another tree than last time, so a
+/// single-threaded run gives every tree the same sequence on every run (reproducible results)
+/// and readers still write no shared memory for it.
+fn chance(tree: u64, permille: u64) -> bool {
+    DICE.with(|d| {
+        let (tag, mut x) = d.get();
+        if tag != tree {
+            x = SEED;
+        }
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        r.set(x);
+        d.set((tree, x));
         x % 1000 < permille
     })
 }
@@ -74,7 +94,7 @@ impl<S: NodeStore> BTree<S> {
             || !(seen.kind == KIND_LEAF || seen.kind == KIND_FP_LEAF)
             || seen.counter == 0
             || seen.counter == COUNTER_DISABLED
-            || !chance(POINT_PERMILLE)
+            || !chance(self.dice, POINT_PERMILLE)
         {
             return Ok(());
         }
@@ -86,7 +106,7 @@ impl<S: NodeStore> BTree<S> {
         if !self.adaptive
             || !(seen.kind == KIND_LEAF || seen.kind == KIND_FP_LEAF)
             || seen.counter >= 3
-            || !chance(SCAN_PERMILLE)
+            || !chance(self.dice, SCAN_PERMILLE)
         {
             return Ok(());
         }
@@ -100,7 +120,7 @@ impl<S: NodeStore> BTree<S> {
             return Ok(false);
         }
         let c = page[COUNTER];
-        if c == 0 || c == COUNTER_DISABLED || !chance(POINT_PERMILLE) {
+        if c == 0 || c == COUNTER_DISABLED || !chance(self.dice, POINT_PERMILLE) {
             return Ok(false);
         }
         self.step_counter(id, page, -1)

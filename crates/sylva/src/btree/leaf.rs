@@ -58,6 +58,12 @@ impl Records {
     pub(crate) fn len(&self) -> usize {
         self.at.len()
     }
+    /// Room for the records of `pages` pages of `page_size` bytes, so collecting them does not
+    /// grow the buffers again (twice the bytes: the truncated prefixes come back).
+    pub(crate) fn reserve_pages(&mut self, pages: usize, page_size: usize) {
+        self.data.reserve(2 * pages * page_size);
+        self.at.reserve(pages * page_size / 16);
+    }
     pub(crate) fn clear(&mut self) {
         self.data.clear();
         self.at.clear();
@@ -211,8 +217,14 @@ impl<S: NodeStore> BTree<S> {
         if self.semidense {
             return self.build_semi_dense_or_default(dst, (lower, upper), recs, range, pending);
         }
+        // Every key of a dense leaf has the same length: records whose first and last keys
+        // differ in length cannot form one, so skip building the shape (it allocates).
+        let same_len = |r: &std::ops::Range<usize>| {
+            recs.key(r.start).len() == recs.key(r.end - 1).len()
+                && recs.value(r.start).len() == recs.value(r.end - 1).len()
+        };
         let shape = match (self.dense, range.is_empty()) {
-            (true, false) => Shape::new(
+            (true, false) if same_len(&range) => Shape::new(
                 dst.len(),
                 lower,
                 upper,
@@ -470,12 +482,17 @@ impl<S: NodeStore> BTree<S> {
         };
         if self.adaptive {
             let p = spec.prefix_len();
-            let head_of = |i: usize| head(recs.key(i).get(p..).unwrap_or(&[]));
-            let collisions = range
+            // One head per record, compared with the previous one.
+            let mut heads = range
                 .clone()
-                .skip(1)
-                .filter(|&i| head_of(i) == head_of(i - 1))
-                .count();
+                .map(|i| head(recs.key(i).get(p..).unwrap_or(&[])));
+            let mut collisions = 0;
+            if let Some(mut prev) = heads.next() {
+                for h in heads {
+                    collisions += usize::from(h == prev);
+                    prev = h;
+                }
+            }
             if collisions * 16 <= range.len() {
                 spec.kind = KIND_LEAF;
                 spec.op_counter = COUNTER_DISABLED;
@@ -510,6 +527,7 @@ impl<S: NodeStore> BTree<S> {
         let (lower, _) = fences(left.0, left.1)?;
         let (_, upper) = fences(right.0, right.1)?;
         let mut recs = Records::default();
+        recs.reserve_pages(2, left.1.len());
         collect(left.0, left.1, &mut recs)?;
         collect(right.0, right.1, &mut recs)?;
         let mut out = vec![0u8; left.1.len()];
@@ -541,6 +559,11 @@ fn may_become_dense(
     let Some(last) = v.count().checked_sub(1) else {
         return Ok(false);
     };
+    // Dense keys all have one length: compare lengths before copying keys.
+    let key_len = v.lens(0).0 + v.prefix_len();
+    if v.lens(last).0 + v.prefix_len() != key_len || key.len() != key_len {
+        return Ok(false);
+    }
     let (mut first_key, mut last_key) = (Vec::new(), Vec::new());
     v.full_key_into(0, &mut first_key)?;
     v.full_key_into(last, &mut last_key)?;

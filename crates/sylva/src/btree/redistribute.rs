@@ -237,6 +237,7 @@ impl<S: NodeStore> BTree<S> {
         let (lower, _) = fences(left.0, left.1)?;
         let (_, upper) = fences(right.0, right.1)?;
         let mut recs = Records::default();
+        recs.reserve_pages(2, ps);
         collect(left.0, left.1, &mut recs)?;
         collect(right.0, right.1, &mut recs)?;
         let n = recs.len();

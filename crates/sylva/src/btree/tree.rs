@@ -57,6 +57,8 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) conversions: AtomicU64,
     pub(crate) redistributions: AtomicU64,
     pub(crate) splits_2to3: AtomicU64,
+    /// Tag of this tree's operation-adaption dice (`super::adapt`).
+    pub(crate) dice: u64,
 }
 
 /// Holds a write latch; releases it when dropped.
@@ -101,6 +103,23 @@ pub(crate) fn checked<T>(l: impl NodeLatch, v: u64, r: Result<T>) -> Olc<T> {
             Err(Abort::Fail(e))
         }
     }
+}
+
+/// Where a page hangs in the tree: child `slot` of inner node `id` (the upper child when `slot`
+/// is the node's count), as read at the node's latch version `version`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChildPos {
+    pub(crate) id: PageId,
+    pub(crate) version: u64,
+    pub(crate) slot: usize,
+}
+
+/// What a descent reached: a page, its latch version, and where it hangs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Descent {
+    pub(crate) id: PageId,
+    pub(crate) version: u64,
+    pub(crate) parent: ChildPos,
 }
 
 enum Put {
@@ -172,6 +191,7 @@ impl<S: NodeStore> BTree<S> {
             conversions: AtomicU64::new(0),
             redistributions: AtomicU64::new(0),
             splits_2to3: AtomicU64::new(0),
+            dice: super::adapt::dice_tag(),
         }
     }
 
@@ -242,6 +262,15 @@ impl<S: NodeStore> BTree<S> {
     /// Descends to the leaf whose range holds `key`. With `target`, stops at the parent of
     /// page `target` instead and returns `(parent, parent version, target version)`.
     fn descend(&self, key: &[u8], target: Option<PageId>) -> Olc<(PageId, u64, u64)> {
+        let d = self.descend_to(key, target)?;
+        Ok(match target {
+            Some(_) => (d.parent.id, d.parent.version, d.version),
+            None => (d.id, d.version, d.version),
+        })
+    }
+
+    /// [`Self::descend`], also returning where the page reached hangs in its parent.
+    fn descend_to(&self, key: &[u8], target: Option<PageId>) -> Olc<Descent> {
         let mut parent = self.meta;
         let mut pl = self.latch(self.meta)?;
         let mut pv = pl.read_lock()?;
@@ -253,6 +282,7 @@ impl<S: NodeStore> BTree<S> {
             return Err(corrupt(self.meta, "metadata page is not an inner node").into());
         }
         let mut id = upper_child(meta);
+        let mut slot = 0;
         loop {
             // The child id was read optimistically: validate the parent before touching the
             // child (a paged store loads a page on read_lock, and a torn id must restart, not
@@ -262,19 +292,32 @@ impl<S: NodeStore> BTree<S> {
             let (l, page) = self.node(id)?;
             let v = l.read_lock()?;
             pl.validate(pv)?;
+            let at = ChildPos {
+                id: parent,
+                version: pv,
+                slot,
+            };
             if Some(id) == target {
-                return Ok((parent, pv, v));
+                return Ok(Descent {
+                    id,
+                    version: v,
+                    parent: at,
+                });
             }
             if page[0] != KIND_INNER {
                 if target.is_some() {
                     return Err(Abort::Restart);
                 }
-                return Ok((id, v, v));
+                return Ok(Descent {
+                    id,
+                    version: v,
+                    parent: at,
+                });
             }
             let node = checked(l, v, Slotted::new(id, page))?;
             let (idx, _) = checked(l, v, node.lower_bound(key))?;
             let child = checked(l, v, node.child(idx))?;
-            (parent, pl, pv, id) = (id, l, v, child);
+            (parent, pl, pv, id, slot) = (id, l, v, child, idx);
         }
     }
 
@@ -282,6 +325,56 @@ impl<S: NodeStore> BTree<S> {
     #[inline]
     pub(crate) fn find_leaf(&self, key: &[u8]) -> Olc<(PageId, u64)> {
         self.descend(key, None).map(|(id, v, _)| (id, v))
+    }
+
+    /// The leaf for `key`, its version and where it hangs in its parent.
+    #[inline]
+    pub(crate) fn find_leaf_at(&self, key: &[u8]) -> Olc<Descent> {
+        self.descend_to(key, None)
+    }
+
+    /// The right neighbour of the child at `at` under the same parent, and its version, if the
+    /// parent is still at the version `at` was read at and the child is not its last one.
+    /// `Ok(None)` means: descend from the root instead. While the parent is unchanged, its
+    /// separator at `at.slot` is the child's upper fence and the next child's lower fence (every
+    /// change of a leaf's fences changes its parent), so the leaf returned is the one holding
+    /// the child's upper fence `++ [0]`, as a descent would find.
+    pub(crate) fn next_child(&self, at: ChildPos) -> Olc<Option<Descent>> {
+        if at.id == self.meta {
+            return Ok(None);
+        }
+        let (pl, page) = self.node(at.id)?;
+        if pl.validate(at.version).is_err() {
+            return Ok(None);
+        }
+        let Ok(node) = Slotted::new(at.id, page) else {
+            return Ok(None);
+        };
+        let slot = at.slot + 1;
+        if node.kind() != KIND_INNER || slot > node.count() {
+            return Ok(None);
+        }
+        let Ok(id) = node.child(slot) else {
+            return Ok(None);
+        };
+        if pl.validate(at.version).is_err() {
+            return Ok(None);
+        }
+        let (l, child) = self.node(id)?;
+        let v = l.read_lock()?;
+        if pl.validate(at.version).is_err() {
+            return Ok(None);
+        }
+        if child[0] == KIND_INNER {
+            // Siblings of a leaf are leaves; this is only a torn read of the child.
+            l.validate(v)?;
+            return Err(corrupt(id, "an inner node next to a leaf").into());
+        }
+        Ok(Some(Descent {
+            id,
+            version: v,
+            parent: ChildPos { slot, ..at },
+        }))
     }
 
     /// Looks `key` up; on a hit copies the value into `out`.

@@ -7,13 +7,16 @@
 //! every leaf whole: about 20% of scan time went to `memmove`). `leaf_records` (the database
 //! cursor's whole-leaf read) still takes a page snapshot and decodes it.
 //!
-//! The next leaf is found by descending again with the smallest key above the current leaf's
-//! upper fence (`upper ++ [0]`): leaves have no sibling pointers, as in the paper.
+//! Leaves have no sibling pointers, as in the paper. The next leaf is the one holding the
+//! smallest key above the current leaf's upper fence (`upper ++ [0]`): while the current leaf's
+//! parent still validates at the version the walk read it at, that is the parent's next child
+//! ([`BTree::next_child`]: one inner page read instead of a descent); otherwise (the parent
+//! changed, or the leaf was its last child) the walk descends from the root with that key.
 
 use super::adapt::Seen;
 use super::leaf::{collect, fences, Records};
 use super::store::{Abort, NodeLatch, NodeStore, Olc};
-use super::tree::{checked, retry, BTree, WriteGuard};
+use super::tree::{checked, retry, BTree, ChildPos, WriteGuard};
 use crate::error::Result;
 use crate::page::dense::{Dense, SlotKeys, KIND_DENSE_LEAF};
 use crate::page::semidense::{SemiDense, KIND_SEMI_DENSE_LEAF};
@@ -57,6 +60,9 @@ impl<S: NodeStore> BTree<S> {
         b.from.extend_from_slice(start);
         let mut n = 0;
         let mut first = true;
+        // Where the previous leaf hangs: the next one is its parent's next child while the
+        // parent is unchanged.
+        let mut prev = None;
         while n < limit {
             let want = Want {
                 from: &b.from,
@@ -64,7 +70,8 @@ impl<S: NodeStore> BTree<S> {
                 end,
                 max: limit - n,
             };
-            let leaf = retry(|| self.copy_leaf(want, &mut b.records, &mut b.next))?;
+            let leaf = retry(|| self.copy_leaf(want, prev, &mut b.records, &mut b.next))?;
+            prev = Some(leaf.at);
             if first {
                 first = false;
                 self.adapt_after_scan(leaf.seen)?;
@@ -85,12 +92,26 @@ impl<S: NodeStore> BTree<S> {
         Ok(n)
     }
 
-    /// The leaf holding `from` for an optimistic read: its latch, bytes and what was seen
-    /// (validate before trusting). A fingerprinting leaf's unsorted tail is sorted first
-    /// (section 3.4, "sorted lazily before each scan"), and the read restarted.
+    /// The leaf holding `from` for an optimistic read: its latch, bytes, what was seen and
+    /// where it hangs (validate before trusting). With `after`, the position of the leaf just
+    /// before it, the leaf is that one's right neighbour when their parent is unchanged
+    /// ([`BTree::next_child`]); else it is found by a descent. A fingerprinting leaf's unsorted
+    /// tail is sorted first (section 3.4, "sorted lazily before each scan"), and the read
+    /// restarted.
     #[inline]
-    fn sorted_leaf(&self, from: &[u8]) -> Olc<(S::Latch<'_>, &[u8], Seen)> {
-        let (id, v) = self.find_leaf(from)?;
+    fn sorted_leaf(
+        &self,
+        from: &[u8],
+        after: Option<ChildPos>,
+    ) -> Olc<(S::Latch<'_>, &[u8], Seen, ChildPos)> {
+        let d = match after {
+            Some(at) => match self.next_child(at)? {
+                Some(d) => d,
+                None => self.find_leaf_at(from)?,
+            },
+            None => self.find_leaf_at(from)?,
+        };
+        let (id, v) = (d.id, d.version);
         let (l, page) = self.node(id)?;
         let seen = Seen::of(id, v, page);
         if page[0] == KIND_FP_LEAF {
@@ -105,24 +126,36 @@ impl<S: NodeStore> BTree<S> {
                 return Err(Abort::Restart);
             }
         }
-        Ok((l, page, seen))
+        Ok((l, page, seen, d.parent))
     }
 
-    /// Copies the records `want` asks for from the leaf holding `want.from` into `out`, and
-    /// its upper fence into `next`, validated.
-    fn copy_leaf(&self, want: Want<'_>, out: &mut Records, next: &mut Vec<u8>) -> Olc<LeafCopy> {
-        let (l, page, seen) = self.sorted_leaf(want.from)?;
+    /// Copies the records `want` asks for from the leaf holding `want.from` (the right
+    /// neighbour of the leaf at `after`, when given) into `out`, and its upper fence into
+    /// `next`, validated.
+    fn copy_leaf(
+        &self,
+        want: Want<'_>,
+        after: Option<ChildPos>,
+        out: &mut Records,
+        next: &mut Vec<u8>,
+    ) -> Olc<LeafCopy> {
+        let (l, page, seen, at) = self.sorted_leaf(want.from, after)?;
         let (id, v) = (seen.id, seen.version);
         out.clear();
         next.clear();
         let (ended, more) = checked(l, v, copy_records(id, page, want, out, next))?;
         l.validate(v)?;
-        Ok(LeafCopy { seen, ended, more })
+        Ok(LeafCopy {
+            seen,
+            at,
+            ended,
+            more,
+        })
     }
 
     /// Copies the leaf holding `from` into `out` (validated).
     fn snapshot_leaf(&self, from: &[u8], out: &mut [u8]) -> Olc<Seen> {
-        let (l, page, seen) = self.sorted_leaf(from)?;
+        let (l, page, seen, _) = self.sorted_leaf(from, None)?;
         let (id, v) = (seen.id, seen.version);
         // Header and slots, then the heap: the free gap between them is never read. Pages
         // without a gap (dense leaves, or a torn read that does not decode) are copied whole.
@@ -196,6 +229,8 @@ struct Want<'a> {
 /// What [`BTree::copy_leaf`] found.
 struct LeafCopy {
     seen: Seen,
+    /// Where the leaf hangs in its parent.
+    at: ChildPos,
     /// A record `>= end` was reached: the walk is over.
     ended: bool,
     /// The leaf has an upper fence (a next leaf exists).
@@ -321,6 +356,8 @@ fn copy_slots(
 #[cfg(test)]
 mod tests {
     use super::{first_at_least, less_than};
+    use crate::btree::leaf::fences;
+    use crate::btree::{BTree, Options};
     use crate::page::build::{Builder, NodeSpec};
     use crate::page::slotted::{Slotted, FLAG_HEADS, FLAG_HINTS};
     use crate::page::{KIND_FP_LEAF, KIND_LEAF};
@@ -371,6 +408,68 @@ mod tests {
                     assert_eq!(first_at_least(&node, from, true).unwrap(), want, "{from:?}");
                 }
             }
+        }
+    }
+
+    /// `next_child` reaches, from each leaf, the leaf a descent with the leaf's upper fence
+    /// `++ [0]` finds, as long as the parent is unchanged; it declines (`None`) for the last
+    /// child of a parent and once the parent changed.
+    #[test]
+    fn next_child_is_the_leaf_after_the_upper_fence() {
+        for layout in ["baseline", "fingerprint", "adaptive"] {
+            let mut o = Options::default();
+            o.set("layout", layout).unwrap();
+            let t = BTree::new(o).unwrap();
+            for i in 0..20_000u32 {
+                let k = format!("https://host{}.example/{i:08}", i % 7);
+                t.put(k.as_bytes(), &i.to_le_bytes()).unwrap();
+            }
+            let (mut stepped, mut declined) = (0, 0);
+            let mut from = Vec::new();
+            let mut d = ok(t.find_leaf_at(&from));
+            loop {
+                let page = ok(t.page(d.id));
+                let (_, upper) = fences(d.id, page).unwrap();
+                let Some(upper) = upper else { break };
+                from.clear();
+                from.extend_from_slice(&upper);
+                from.push(0);
+                let by_descent = ok(t.find_leaf_at(&from));
+                match ok(t.next_child(d.parent)) {
+                    Some(n) => {
+                        assert_eq!(n.id, by_descent.id, "{layout}");
+                        assert_eq!(n.version, by_descent.version, "{layout}");
+                        assert_eq!(n.parent.id, by_descent.parent.id, "{layout}");
+                        assert_eq!(n.parent.slot, by_descent.parent.slot, "{layout}");
+                        stepped += 1;
+                    }
+                    None => {
+                        // Only where the leaf was its parent's last child.
+                        assert_ne!(d.parent.id, by_descent.parent.id, "{layout}");
+                        declined += 1;
+                    }
+                }
+                d = by_descent;
+            }
+            assert!(
+                stepped > 100 && declined > 0,
+                "{layout}: {stepped} {declined}"
+            );
+            // After the parent changes (a split under it), the old position is not trusted.
+            let d = ok(t.find_leaf_at(b"https://host3.example/"));
+            for i in 0..2_000u32 {
+                let k = format!("https://host3.example/{i:08}x");
+                t.put(k.as_bytes(), &i.to_le_bytes()).unwrap();
+            }
+            assert!(ok(t.next_child(d.parent)).is_none(), "{layout}");
+            t.check().unwrap();
+        }
+    }
+
+    fn ok<T>(r: crate::btree::store::Olc<T>) -> T {
+        match r {
+            Ok(t) => t,
+            Err(_) => panic!("restart or error in a single-threaded test"),
         }
     }
 

@@ -141,9 +141,20 @@ impl<'b> Builder<'b> {
             return false;
         }
         let at = self.heap_start - rec;
+        // Splits and merges push every record of two or three pages: skip the empty part of
+        // the key and copy 8-byte values without a call to `memcpy`.
         self.b[at..at + a.len()].copy_from_slice(a);
-        self.b[at + a.len()..at + klen].copy_from_slice(b);
-        self.b[at + klen..at + rec].copy_from_slice(value);
+        if !b.is_empty() {
+            self.b[at + a.len()..at + klen].copy_from_slice(b);
+        }
+        let dst = &mut self.b[at + klen..at + rec];
+        match (
+            <&mut [u8; 8]>::try_from(&mut *dst),
+            <&[u8; 8]>::try_from(value),
+        ) {
+            (Ok(d), Ok(v)) => *d = *v,
+            _ => dst.copy_from_slice(value),
+        }
         let s = self.slot_base + self.count * self.slot_len;
         wr16(self.b, s, at);
         wr16(self.b, s + 2, klen);

@@ -10,7 +10,8 @@
 //!
 //! Before a scan, split or merge the tail is sorted into place ([`sort`]). The paper sorts the
 //! slot array and recomputes the fingerprints; we move each fingerprint with its slot, which
-//! gives the same array without hashing every key again. The sort writes the
+//! gives the same array without hashing every key again, and compares keys by their first
+//! eight bytes as an integer before falling back to the bytes after them. The sort writes the
 //! page, so the tree performs it under the leaf's write latch (a scan upgrades for it).
 //!
 //! Header fields specific to this kind (they reuse the bytes of `upper_child`, which leaves do
@@ -187,29 +188,44 @@ pub fn remove(m: &mut SlottedMut<'_>, idx: usize) {
     }
 }
 
-/// Sorts the unsorted tail into place and recomputes the fingerprints.
+/// Sorts the unsorted tail into place; each fingerprint moves with its slot.
 pub fn sort(m: &mut SlottedMut<'_>) -> Result<()> {
     let v = m.view();
     if v.kind() != KIND_FP_LEAF || v.sorted() == v.count() {
         return Ok(());
     }
     let (count, base) = (v.count(), v.slot_base());
-    let fps = v.fingerprints();
-    // Each slot travels with its fingerprint (the paper recomputes them; moving the byte gives
-    // the same array without hashing every key again: a third of the sort's time on URLs).
-    let mut slots: Vec<(&[u8], [u8; SLOT_LEN], u8)> = Vec::with_capacity(count);
+    // Sort slot numbers by (first eight key bytes as an integer, then the rest of the key):
+    // most comparisons are one integer comparison instead of a `memcmp` call. The integer
+    // orders keys whenever it differs, like a head (section 3.2); when it ties, both keys agree
+    // on their first eight bytes (or are equal up to zero padding, which the whole-key
+    // comparison settles).
+    let mut order: Vec<(u64, &[u8], u16)> = Vec::with_capacity(count);
     for i in 0..count {
-        let s = base + i * SLOT_LEN;
-        let mut raw = [0u8; SLOT_LEN];
-        raw.copy_from_slice(&v.bytes()[s..s + SLOT_LEN]);
-        let key = v.key(i)?;
-        let fp = fps.get(i).copied().unwrap_or_else(|| fingerprint(key));
-        slots.push((key, raw, fp));
+        let k = v.key(i)?;
+        order.push((order_key(k), k, i as u16));
     }
     // The sorted prefix and the tail are runs; the stable sort merges them cheaply.
-    slots.sort_by(|a, b| a.0.cmp(b.0));
-    let moved: Vec<([u8; SLOT_LEN], u8)> = slots.into_iter().map(|(_, r, f)| (r, f)).collect();
-    let fp_off = rd16(m.view().bytes(), off::FP_OFF);
+    order.sort_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| match (a.1.get(8..), b.1.get(8..)) {
+                (Some(x), Some(y)) => x.cmp(y),
+                _ => a.1.cmp(b.1),
+            })
+    });
+    let fps = v.fingerprints();
+    let mut moved: Vec<([u8; SLOT_LEN], u8)> = Vec::with_capacity(count);
+    for &(_, _, i) in &order {
+        let (i, s) = (usize::from(i), base + usize::from(i) * SLOT_LEN);
+        let mut raw = [0u8; SLOT_LEN];
+        raw.copy_from_slice(&v.bytes()[s..s + SLOT_LEN]);
+        let fp = match fps.get(i) {
+            Some(&f) => f,
+            None => fingerprint(v.key(i)?),
+        };
+        moved.push((raw, fp));
+    }
+    let fp_off = rd16(v.bytes(), off::FP_OFF);
     let b = m.bytes_mut();
     for (i, (raw, fp)) in moved.iter().enumerate() {
         let s = base + i * SLOT_LEN;
@@ -218,4 +234,16 @@ pub fn sort(m: &mut SlottedMut<'_>) -> Result<()> {
     }
     wr16(b, off::FP_SORTED, count);
     Ok(())
+}
+
+/// A key's first eight bytes as a big-endian integer, zero-padded: `order_key(a) <
+/// order_key(b)` implies `a < b`, and equal values leave the order to the whole keys.
+#[inline]
+pub(crate) fn order_key(key: &[u8]) -> u64 {
+    if let Some(b) = key.first_chunk::<8>() {
+        return u64::from_be_bytes(*b);
+    }
+    key.iter()
+        .enumerate()
+        .fold(0, |h, (i, &b)| h | u64::from(b) << (56 - 8 * i))
 }

@@ -71,3 +71,31 @@ pub fn assert_same(t: &BTree, model: &Model) -> CheckReport {
     }
     report
 }
+
+/// Scans `len` records from stable key `stable[from]` (stable keys are sorted and never change
+/// while the scan runs): the scan starts at that key, is strictly ascending, and holds every
+/// stable key between its first and last record with its value (a record moving between
+/// leaves while the scan passes must be seen exactly once).
+pub fn scan_check(store: &dyn KvStore, stable: &[(Vec<u8>, Vec<u8>)], from: usize, len: usize) {
+    let mut seen: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    store
+        .scan(&stable[from].0, len, &mut |k, v| {
+            seen.push((k.to_vec(), v.to_vec()));
+            true
+        })
+        .unwrap();
+    assert!(
+        seen.windows(2).all(|w| w[0].0 < w[1].0),
+        "a scan is not strictly ascending"
+    );
+    assert_eq!(
+        seen.first().map(|r| &r.0),
+        Some(&stable[from].0),
+        "a scan from a stable key did not start there"
+    );
+    let last = &seen.last().unwrap().0;
+    let got: BTreeMap<_, _> = seen.iter().cloned().collect();
+    for (k, v) in stable[from..].iter().take_while(|(k, _)| k <= last) {
+        assert_eq!(got.get(k), Some(v), "a scan missed a stable key");
+    }
+}
