@@ -196,6 +196,11 @@ pub struct DbStats {
     pub budget_pages: u64,
     /// Bytes in the log file.
     pub wal_bytes: u64,
+    /// Bytes appended to the log since open.
+    pub wal_written: u64,
+    /// Of `wal_written`, the records holding a leaf's full image because a put or delete was its
+    /// first change since a checkpoint (full-page writes).
+    pub wal_fpw_written: u64,
     /// Checkpoints since open.
     pub checkpoints: u64,
 }
@@ -900,6 +905,8 @@ impl Db {
             resident_pages: pool.resident,
             budget_pages: pool.budget_pages,
             wal_bytes: store.wal.bytes(),
+            wal_written: store.log_written.load(Ordering::Relaxed),
+            wal_fpw_written: store.log_fpw.load(Ordering::Relaxed),
             checkpoints: self.core.checkpoints.load(Ordering::Relaxed),
         }
     }
@@ -1019,6 +1026,8 @@ impl KvStore for Db {
             ("cache_misses", s.cache_misses),
             ("page_writes", s.page_writes),
             ("wal_bytes", s.wal_bytes),
+            ("wal_written", s.wal_written),
+            ("wal_fpw_written", s.wal_fpw_written),
             ("checkpoints", s.checkpoints),
         ];
         // The tree's structure changes since open (splits, merges, redistributions, ...).

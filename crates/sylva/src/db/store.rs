@@ -48,6 +48,11 @@ pub(crate) struct PoolStore {
     pub(crate) checkpoint_lsn: AtomicU64,
     /// Bytes appended since the last checkpoint.
     pub(crate) log_bytes: AtomicU64,
+    /// Bytes appended since open (record headers included).
+    pub(crate) log_written: AtomicU64,
+    /// Of those, the records that carry a page's full image because it was the page's first
+    /// change after a checkpoint ("full-page writes").
+    pub(crate) log_fpw: AtomicU64,
     gate: RwLock<()>,
 }
 
@@ -131,6 +136,8 @@ impl PoolStore {
             logging: AtomicBool::new(false),
             checkpoint_lsn: AtomicU64::new(checkpoint_lsn),
             log_bytes: AtomicU64::new(0),
+            log_written: AtomicU64::new(0),
+            log_fpw: AtomicU64::new(0),
             gate: RwLock::new(()),
         }
     }
@@ -172,8 +179,9 @@ impl PoolStore {
         for &id in pages {
             self.pool.set_lsn(id, lsn);
         }
-        self.log_bytes
-            .fetch_add(payload.len() as u64 + 16, Ordering::Relaxed);
+        let bytes = payload.len() as u64 + 16;
+        self.log_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.log_written.fetch_add(bytes, Ordering::Relaxed);
         LAST_LSN.with(|l| l.set(lsn));
         Ok(())
     }
@@ -189,6 +197,17 @@ impl PoolStore {
             let mut b = b.borrow_mut();
             log::pages(&mut b, changed, freed, delta, |id| self.image(id));
             self.append(&b, changed)
+        })
+    }
+
+    /// A put or delete logged as the leaf's full image (its first change since a checkpoint).
+    fn log_first_change(&self, leaf: PageId, delta: i64) -> Result<()> {
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            log::pages(&mut b, &[leaf], &[], delta, |id| self.image(id));
+            self.log_fpw
+                .fetch_add(b.len() as u64 + 16, Ordering::Relaxed);
+            self.append(&b, &[leaf])
         })
     }
 }
@@ -241,7 +260,7 @@ impl NodeStore for PoolStore {
             return Ok(());
         }
         if self.needs_image(leaf) {
-            return self.log_images(&[leaf], &[], i64::from(inserted));
+            return self.log_first_change(leaf, i64::from(inserted));
         }
         BUF.with(|b| {
             let mut b = b.borrow_mut();
@@ -255,7 +274,7 @@ impl NodeStore for PoolStore {
             return Ok(());
         }
         if self.needs_image(leaf) {
-            return self.log_images(&[leaf], &[], -1);
+            return self.log_first_change(leaf, -1);
         }
         BUF.with(|b| {
             let mut b = b.borrow_mut();
