@@ -578,7 +578,8 @@ impl PageFile {
     /// `page_size - 80` bytes), and makes everything written so far durable. Without
     /// [`PageFile::begin_fuzzy`] before, the caller keeps allocations and frees out while this
     /// runs and the free list is the current one; after it, they may go on, and the free list
-    /// is the one `begin_fuzzy` saw.
+    /// is the one `begin_fuzzy` saw. The two fsyncs run without the free-list lock, so that
+    /// allocations (a writer's split) are not held back for them.
     pub fn checkpoint(&self, user: &[u8]) -> Result<()> {
         let max_user = self.page_size - META_USER;
         if user.len() > max_user {
@@ -635,8 +636,14 @@ impl PageFile {
             self.io.write_at(&buf, page * self.page_size as u64)?;
             next = page;
         }
-        // Everything the meta page refers to must be durable before the meta page itself.
+        // Everything the meta page refers to must be durable before the meta page itself. The
+        // chain pages have left the free set and the old chain stays out of it until the meta
+        // page is durable, so allocations and frees may go on meanwhile; only checkpoints
+        // change `sequence` and `chain`, and the caller runs one at a time.
+        drop(guard);
         self.io.sync()?;
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         let sequence = st.sequence + 1;
         buf.fill(0);
         buf[META_BODY..META_BODY + 4].copy_from_slice(&(self.page_size as u32).to_le_bytes());
@@ -649,7 +656,10 @@ impl PageFile {
         let slot = sequence % 2;
         seal(&mut buf, PageKind::Meta, slot, 0);
         self.io.write_at(&buf, slot * self.page_size as u64)?;
+        drop(guard);
         self.io.sync()?;
+        let mut guard = self.state.lock();
+        let st = &mut *guard;
         let old_chain = std::mem::replace(&mut st.chain, chain_pages);
         st.free.extend(old_chain);
         st.sequence = sequence;
