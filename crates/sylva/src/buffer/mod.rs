@@ -535,8 +535,8 @@ impl BufferPool {
     pub fn flush_all(&self) -> Result<()> {
         // Make the log durable first, with no page locked: otherwise the first run's
         // `sync_to` fsyncs the log while that run's pages (the root among them, often) are
-        // locked, and writers wait on them for the whole fsync. Pages changed after this still
-        // get their `sync_to`, which is then short.
+        // locked, and writers wait on them for the whole fsync. A page changed after this is
+        // released and the log synced again before it is locked for good (below).
         if let Some(wal) = &self.wal {
             wal.sync()?;
         }
@@ -546,6 +546,7 @@ impl BufferPool {
         for id in pages {
             let st = self.state(id)?;
             let mut spins = 0;
+            let mut synced = false;
             loop {
                 let s = st.load();
                 if s & (EVICTED | FREED) != 0 || s & DIRTY == 0 {
@@ -556,6 +557,23 @@ impl BufferPool {
                     run.clear();
                 }
                 if st.try_lock(s) {
+                    let lsn = self.page_lsn(id);
+                    if let Some(wal) = self
+                        .wal
+                        .as_ref()
+                        .filter(|w| !synced && lsn >= w.durable_below())
+                    {
+                        // Changed since the log was synced above: syncing it in
+                        // `write_locked_run` would hold the run's locks (and a writer needing
+                        // one of those pages) for an fsync. Release the page unchanged, write
+                        // the run so far, sync with nothing locked, and lock it again (once).
+                        st.unlock(0, true);
+                        self.write_locked_run(&run)?;
+                        run.clear();
+                        wal.sync_to(lsn)?;
+                        synced = true;
+                        continue;
+                    }
                     run.push(id);
                     break;
                 }
