@@ -82,5 +82,5 @@ mod walk;
 
 pub use check::CheckReport;
 pub use options::{Layout, Options};
-pub use store::{Abort, Latch, MemNodeStore, NodeLatch, NodeStore, Olc};
+pub use store::{Abort, Latch, MemNodeStore, NodeLatch, NodeStore, Olc, ParentEdit};
 pub use tree::{max_key_len, max_value_len, BTree};

@@ -43,13 +43,13 @@
 //! `Options::redistribute = false` turns deferred splits off.
 
 use super::leaf::{collect, fences, op_counter, Records};
-use super::store::{Abort, NodeLatch, NodeStore, Olc};
+use super::store::{Abort, NodeLatch, NodeStore, Olc, ParentEdit};
 use super::tree::{BTree, WriteGuard};
 use crate::error::Result;
 use crate::page::build::leaf_separator_near;
 use crate::page::dense::{Dense, KIND_DENSE_LEAF};
 use crate::page::semidense::{self, SemiDense, KIND_SEMI_DENSE_LEAF};
-use crate::page::slotted::{slot_len, Slotted, SlottedMut};
+use crate::page::slotted::{slot_len, Slotted};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_LEAF};
 use std::sync::atomic::Ordering;
 
@@ -177,14 +177,12 @@ impl<S: NodeStore> BTree<S> {
             return Err(corrupt(pid, "separator does not point at the left neighbour").into());
         }
         let prefix_len = p.prefix_len();
-        let mut stored = Vec::with_capacity(plan.separators.len());
         let mut need = 0;
         for sep in &plan.separators {
             let k = sep
                 .get(prefix_len..)
                 .ok_or_else(|| corrupt(pid, "separator shorter than the parent's prefix"))?;
             need += p.record_space(k.len(), 8);
-            stored.push(k);
         }
         if p.free_space_after_compaction() + p.record_space(p.lens(sep_idx).0, 8) < need {
             return Ok(false);
@@ -202,16 +200,17 @@ impl<S: NodeStore> BTree<S> {
         for (&id, image) in ids.iter().zip(&plan.pages) {
             self.page_mut(id)?.copy_from_slice(image);
         }
-        let mut pm = SlottedMut::new(pid, self.page_mut(pid)?)?;
-        pm.remove(sep_idx);
-        for (i, (sep, k)) in plan.separators.iter().zip(&stored).enumerate() {
-            let (at, found) = pm.view().lower_bound(sep)?;
-            if at != sep_idx + i || found || !pm.insert(at, k, &ids[i].to_le_bytes())? {
-                return Err(corrupt(pid, "new separators did not take the old one's place").into());
-            }
-        }
-        ids.push(pid);
-        self.store.log_pages(&ids, &[])?;
+        let edit = ParentEdit {
+            remove: Some(sep_idx),
+            insert: plan
+                .separators
+                .iter()
+                .zip(&ids)
+                .map(|(sep, &id)| (&sep[..], id))
+                .collect(),
+        };
+        self.apply_parent_edit(pid, &edit)?;
+        self.store.log_pages_edit(&ids, pid, &edit)?;
         if parts == 2 {
             self.redistributions.fetch_add(1, Ordering::Relaxed);
         } else {

@@ -219,6 +219,32 @@ pub trait NodeStore: Send + Sync {
         let _ = (changed, freed);
         Ok(())
     }
+    /// The pages `changed` were rewritten (a split or a redistribution), and inner page
+    /// `parent` changed only by `edit`: a durable store may log the edit instead of the
+    /// parent's image (redo applies it with [`crate::btree::BTree`]'s own code).
+    #[inline]
+    fn log_pages_edit(
+        &self,
+        changed: &[PageId],
+        parent: PageId,
+        edit: &ParentEdit<'_>,
+    ) -> Result<()> {
+        let _ = (changed, parent, edit);
+        Ok(())
+    }
+}
+
+/// How a split or a redistribution changes its parent: the separator at slot `remove` (if any)
+/// is removed, then each `(separator, child)` of `insert` is inserted at its place, the
+/// separator untruncated. With `remove`, the insertions land at `remove`, `remove + 1`, ...
+/// (they replace the removed separator); anything else means the parent is not the page the
+/// edit was made for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParentEdit<'a> {
+    /// Slot of the separator removed first.
+    pub remove: Option<usize>,
+    /// Separators inserted, each with the child to its left.
+    pub insert: Vec<(&'a [u8], PageId)>,
 }
 
 const DIRECTORY_LEN: usize = 1 << 16;

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::adapt::Seen;
 use super::leaf::{semi_dense_underfull, LeafPlan};
 use super::options::Options;
-use super::store::{backoff, Abort, MemNodeStore, NodeLatch, NodeStore, Olc};
+use super::store::{backoff, Abort, MemNodeStore, NodeLatch, NodeStore, Olc, ParentEdit};
 use crate::error::{Error, Result};
 use crate::kv::{Limits, Stats};
 use crate::page::build::{self, Builder, NodeSpec};
@@ -478,6 +478,48 @@ impl<S: NodeStore> BTree<S> {
         }
     }
 
+    /// Applies `edit` to inner page `pid` (write-latched by the caller): the live split and
+    /// redistribution, and redo of their logged edits, run this same code, so the same page
+    /// and edit give the same page.
+    pub(crate) fn apply_parent_edit(&self, pid: PageId, edit: &ParentEdit<'_>) -> Result<()> {
+        let page = self
+            .page_mut(pid)
+            .map_err(|_| corrupt(pid, "parent vanished"))?;
+        let mut p = SlottedMut::new(pid, page)?;
+        if p.view().kind() != KIND_INNER {
+            return Err(corrupt(
+                pid,
+                "a parent edit names a page that is not an inner node",
+            ));
+        }
+        if let Some(r) = edit.remove {
+            if r >= p.view().count() {
+                return Err(corrupt(
+                    pid,
+                    "a parent edit removes a separator that is not there",
+                ));
+            }
+            p.remove(r);
+        }
+        for (i, &(sep, child)) in edit.insert.iter().enumerate() {
+            let view = p.view();
+            let (at, found) = view.lower_bound(sep)?;
+            let k = sep
+                .get(view.prefix_len()..)
+                .ok_or_else(|| corrupt(pid, "separator shorter than the parent's prefix"))?;
+            if found
+                || edit.remove.is_some_and(|r| at != r + i)
+                || !p.insert(at, k, &child.to_le_bytes())?
+            {
+                return Err(corrupt(
+                    pid,
+                    "a separator did not take its place in the parent",
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Removes `key` from leaf `id` (write-latched by the caller) for redo; returns whether it
     /// was there.
     pub(crate) fn redo_delete(&self, id: PageId, key: &[u8]) -> Result<bool> {
@@ -637,14 +679,12 @@ impl<S: NodeStore> BTree<S> {
             self.store
                 .log_pages(&[left, target, root, self.meta], &[])?;
         } else {
-            let mut p = SlottedMut::new(pid, self.page_mut(pid)?)?;
-            let view = p.view();
-            let (idx, _) = view.lower_bound(&at.separator)?;
-            let k = at.separator.get(view.prefix_len()..).unwrap_or(&[]);
-            if !p.insert(idx, k, &left.to_le_bytes())? {
-                return Err(corrupt(pid, "separator did not fit after the space check").into());
-            }
-            self.store.log_pages(&[left, target, pid], &[])?;
+            let edit = ParentEdit {
+                remove: None,
+                insert: vec![(&at.separator, left)],
+            };
+            self.apply_parent_edit(pid, &edit)?;
+            self.store.log_pages_edit(&[left, target], pid, &edit)?;
         }
         self.splits.fetch_add(1, Ordering::Relaxed);
         Ok(())

@@ -8,13 +8,23 @@
 //!           | changed × (head_len u32 | tail_len u32 | head | tail)
 //! BATCH   4 | ops u32 | ops × (op u8 (1 put, 2 delete) | key_len u16 | value_len u32 | key | value)
 //! BATCH_END 5
+//! PAGES_EDIT 6 | changed u16 | changed × page u64 | changed × (head_len u32 | tail_len u32 | head | tail)
+//!           | parent u64 | remove u16 (0xFFFF: none) | inserts u16
+//!           | inserts × (child u64 | separator_len u16 | separator)
 //! ```
 //! Integers are little-endian. `delta` is the change in the record count the images carry (a
 //! full-page image logged in place of a put or delete after a checkpoint). An image is a page's
 //! engine bytes (page size − 32) without the free gap between a slotted node's slots and its
 //! heap: `head` is the start, `tail` the end, and the gap between reads as zeros. A page after a
 //! split is about half empty, so this roughly halves the log's image bytes.
+//!
+//! PAGES_EDIT is a split's or a redistribution's record: the images of the leaves (or inner
+//! nodes) it rewrote, and the parent's change as a [`ParentEdit`] (the separator removed, the
+//! separators inserted, untruncated) instead of the parent's image. A parent holds hundreds of
+//! separators, so its image was about a third of such a record; the edit is some 30 bytes.
+//! The parent's first change after a checkpoint still logs its image (full-page writes).
 
+use crate::btree::ParentEdit;
 use crate::error::{Error, Result};
 use crate::page::PageId;
 
@@ -23,6 +33,9 @@ const DELETE: u8 = 2;
 const PAGES: u8 = 3;
 const BATCH: u8 = 4;
 const BATCH_END: u8 = 5;
+const PAGES_EDIT: u8 = 6;
+/// `remove` of a PAGES_EDIT that removes nothing.
+const NO_REMOVE: u16 = u16::MAX;
 
 /// One decoded record, borrowing the payload.
 #[derive(Debug, PartialEq, Eq)]
@@ -43,6 +56,11 @@ pub(crate) enum Record<'a> {
     },
     Batch(Vec<BatchEntry<'a>>),
     BatchEnd,
+    PagesEdit {
+        changed: Vec<(PageId, Image<'a>)>,
+        parent: PageId,
+        edit: ParentEdit<'a>,
+    },
 }
 
 /// A logged page image: its first and last bytes; the gap between them is zero.
@@ -107,6 +125,38 @@ pub(crate) fn pages<'a>(
     }
 }
 
+/// A PAGES_EDIT record; `image(id)` gives each changed page's image.
+pub(crate) fn pages_edit<'a>(
+    out: &mut Vec<u8>,
+    changed: &[PageId],
+    image: impl Fn(PageId) -> Image<'a>,
+    parent: PageId,
+    edit: &ParentEdit<'_>,
+) {
+    out.clear();
+    out.push(PAGES_EDIT);
+    out.extend_from_slice(&(changed.len() as u16).to_le_bytes());
+    for id in changed {
+        out.extend_from_slice(&id.to_le_bytes());
+    }
+    for &id in changed {
+        let img = image(id);
+        out.extend_from_slice(&(img.head.len() as u32).to_le_bytes());
+        out.extend_from_slice(&(img.tail.len() as u32).to_le_bytes());
+        out.extend_from_slice(img.head);
+        out.extend_from_slice(img.tail);
+    }
+    out.extend_from_slice(&parent.to_le_bytes());
+    let remove = edit.remove.map_or(NO_REMOVE, |r| r as u16);
+    out.extend_from_slice(&remove.to_le_bytes());
+    out.extend_from_slice(&(edit.insert.len() as u16).to_le_bytes());
+    for &(sep, child) in &edit.insert {
+        out.extend_from_slice(&child.to_le_bytes());
+        out.extend_from_slice(&(sep.len() as u16).to_le_bytes());
+        out.extend_from_slice(sep);
+    }
+}
+
 pub(crate) fn batch<'a>(out: &mut Vec<u8>, ops: impl ExactSizeIterator<Item = BatchEntry<'a>>) {
     out.clear();
     out.push(BATCH);
@@ -152,20 +202,32 @@ pub(crate) fn decode(lsn: u64, payload: &[u8], image_len: usize) -> Result<Recor
             let (n, m) = (r.u16()? as usize, r.u16()? as usize);
             let delta = r.u64()? as i64;
             let ids = (0..n + m).map(|_| r.u64()).collect::<Result<Vec<_>>>()?;
-            let mut changed = Vec::with_capacity(n);
-            for &id in &ids[..n] {
-                let (h, t) = (r.u32()? as usize, r.u32()? as usize);
-                if h.checked_add(t).is_none_or(|len| len > image_len) {
-                    return Err(r.bad("page image longer than a page"));
-                }
-                let head = r.take(h)?;
-                let tail = r.take(t)?;
-                changed.push((id, Image { head, tail }));
-            }
             Record::Pages {
-                changed,
+                changed: r.images(&ids[..n], image_len)?,
                 freed: ids[n..].to_vec(),
                 delta,
+            }
+        }
+        PAGES_EDIT => {
+            let n = r.u16()? as usize;
+            let ids = (0..n).map(|_| r.u64()).collect::<Result<Vec<_>>>()?;
+            let changed = r.images(&ids, image_len)?;
+            let parent = r.u64()?;
+            let remove = match r.u16()? {
+                NO_REMOVE => None,
+                slot => Some(slot as usize),
+            };
+            let inserts = r.u16()? as usize;
+            let mut insert = Vec::with_capacity(inserts);
+            for _ in 0..inserts {
+                let child = r.u64()?;
+                let len = r.u16()? as usize;
+                insert.push((r.take(len)?, child));
+            }
+            Record::PagesEdit {
+                changed,
+                parent,
+                edit: ParentEdit { remove, insert },
             }
         }
         BATCH => {
@@ -210,6 +272,21 @@ impl<'a> Reader<'a> {
             .ok_or_else(|| self.bad("too short"))?;
         self.at += n;
         Ok(s)
+    }
+
+    /// The images of pages `ids`, each at most `image_len` bytes.
+    fn images(&mut self, ids: &[PageId], image_len: usize) -> Result<Vec<(PageId, Image<'a>)>> {
+        let mut changed = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let (h, t) = (self.u32()? as usize, self.u32()? as usize);
+            if h.checked_add(t).is_none_or(|len| len > image_len) {
+                return Err(self.bad("page image longer than a page"));
+            }
+            let head = self.take(h)?;
+            let tail = self.take(t)?;
+            changed.push((id, Image { head, tail }));
+        }
+        Ok(changed)
     }
 
     fn rest(&mut self) -> &'a [u8] {
@@ -274,6 +351,33 @@ mod tests {
                 delta: -1
             }
         );
+        let edit = ParentEdit {
+            remove: Some(2),
+            insert: vec![(&b"m"[..], 11), (&b"mz"[..], 12)],
+        };
+        pages_edit(&mut b, &[3, 4], |_| img, 10, &edit);
+        assert_eq!(
+            decode(1, &b, 4).unwrap(),
+            Record::PagesEdit {
+                changed: vec![(3, img), (4, img)],
+                parent: 10,
+                edit: edit.clone()
+            }
+        );
+        assert!(decode(1, &b, 2).is_err(), "an image longer than a page");
+        for cut in 1..b.len() {
+            assert!(decode(1, &b[..cut], 4).is_err(), "cut at {cut}");
+        }
+        let split = ParentEdit {
+            remove: None,
+            insert: vec![(&b"k"[..], 5)],
+        };
+        pages_edit(&mut b, &[6], |_| img, 1, &split);
+        assert!(matches!(
+            decode(1, &b, 4).unwrap(),
+            Record::PagesEdit { edit, .. } if edit == split
+        ));
+        pages(&mut b, &[3, 4], &[5], -1, |_| img);
         let mut page = [9u8; 4];
         img.restore(&mut page);
         assert_eq!(page, [1, 2, 0, 4]);

@@ -609,10 +609,18 @@ impl Db {
             }
             match log::decode(lsn, payload, image_len)? {
                 Record::Put { page, key, value } => {
-                    self.redo_leaf(page, lsn, |t| t.redo_put(page, key, value).map(drop))?
+                    self.redo_page(page, lsn, |t| t.redo_put(page, key, value).map(drop))?
                 }
                 Record::Delete { page, key } => {
-                    self.redo_leaf(page, lsn, |t| t.redo_delete(page, key).map(drop))?
+                    self.redo_page(page, lsn, |t| t.redo_delete(page, key).map(drop))?
+                }
+                Record::PagesEdit {
+                    changed,
+                    parent,
+                    edit,
+                } => {
+                    self.install_images(lsn, &changed)?;
+                    self.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))?;
                 }
                 Record::Pages {
                     changed,
@@ -620,24 +628,7 @@ impl Db {
                     delta,
                 } => {
                     let pool = &store.pool;
-                    let mut installed = false;
-                    for (id, image) in changed {
-                        pool.lock_for_overwrite(id)?;
-                        if pool.page_lsn(id) >= lsn {
-                            pool.unlock(id, false);
-                            continue;
-                        }
-                        // SAFETY: we hold page `id` exclusively; its engine bytes are
-                        // `image_len` long inside the pool's mapping.
-                        let page = unsafe {
-                            std::slice::from_raw_parts_mut(pool.data(id).as_ptr(), image_len)
-                        };
-                        image.restore(page);
-                        pool.set_lsn(id, lsn);
-                        stamp_kind(pool, id);
-                        pool.unlock(id, true);
-                        installed = true;
-                    }
+                    let installed = self.install_images(lsn, &changed)?;
                     if installed && delta != 0 {
                         let records = &self.core.tree.records;
                         if delta > 0 {
@@ -675,8 +666,33 @@ impl Db {
         Ok(())
     }
 
-    /// Applies a logged leaf change to `page` unless the page already has it.
-    fn redo_leaf(
+    /// Installs the logged `images` (record `lsn`) over pages that do not have them yet;
+    /// returns whether it installed any.
+    fn install_images(&self, lsn: u64, images: &[(PageId, log::Image<'_>)]) -> Result<bool> {
+        let pool = &self.core.tree.store.pool;
+        let image_len = self.core.tree.store.page_size_bytes();
+        let mut installed = false;
+        for &(id, image) in images {
+            pool.lock_for_overwrite(id)?;
+            if pool.page_lsn(id) >= lsn {
+                pool.unlock(id, false);
+                continue;
+            }
+            // SAFETY: we hold page `id` exclusively; its engine bytes are `image_len` long
+            // inside the pool's mapping.
+            let page = unsafe { std::slice::from_raw_parts_mut(pool.data(id).as_ptr(), image_len) };
+            image.restore(page);
+            pool.set_lsn(id, lsn);
+            stamp_kind(pool, id);
+            pool.unlock(id, true);
+            installed = true;
+        }
+        Ok(installed)
+    }
+
+    /// Applies a logged change (a leaf's put or delete, a parent's edit) to `page` unless the
+    /// page already has it.
+    fn redo_page(
         &self,
         page: PageId,
         lsn: u64,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use super::log::{self, Image};
-use crate::btree::{Abort, NodeLatch, NodeStore, Olc};
+use crate::btree::{Abort, NodeLatch, NodeStore, Olc, ParentEdit};
 use crate::buffer::BufferPool;
 use crate::error::Result;
 use crate::io::page_header::PageKind;
@@ -288,5 +288,28 @@ impl NodeStore for PoolStore {
             return Ok(());
         }
         self.log_images(changed, freed, 0)
+    }
+
+    fn log_pages_edit(
+        &self,
+        changed: &[PageId],
+        parent: PageId,
+        edit: &ParentEdit<'_>,
+    ) -> Result<()> {
+        if !self.logging.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        let mut all = Vec::with_capacity(changed.len() + 1);
+        all.extend_from_slice(changed);
+        all.push(parent);
+        if self.needs_image(parent) {
+            // The parent's first change since the checkpoint: its image, as for any page.
+            return self.log_images(&all, &[], 0);
+        }
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            log::pages_edit(&mut b, changed, |id| self.image(id), parent, edit);
+            self.append(&b, &all)
+        })
     }
 }
