@@ -36,7 +36,9 @@
 //! - everything else that changes pages (split, merge, root growth, the deferred splits of
 //!   [`crate::btree`] — records moved between neighbouring leaves, two leaves split into three —,
 //!   layout conversion, the lazy sort of a fingerprinting leaf) logs after-images of every page
-//!   it changed, and the ids of pages it freed;
+//!   it changed, and the ids of pages it freed; except that a split's or a deferred split's
+//!   parent is logged as its edit (separators removed and inserted, [`crate::btree::ParentEdit`],
+//!   replayed by the tree's own code): a parent's image was a third of such a record;
 //! - the first change to a page after a checkpoint logs its full image instead of the small
 //!   record ("full-page writes"), so recovery never depends on a page's on-disk bytes written
 //!   after the checkpoint: a torn page write is harmless.
