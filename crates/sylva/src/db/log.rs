@@ -116,7 +116,12 @@ pub(crate) fn pages<'a>(
     for id in changed.iter().chain(freed) {
         out.extend_from_slice(&id.to_le_bytes());
     }
-    for &id in changed {
+    write_images(out, changed, image);
+}
+
+/// Each page's image: `head_len u32 | tail_len u32 | head | tail`.
+fn write_images<'a>(out: &mut Vec<u8>, pages: &[PageId], image: impl Fn(PageId) -> Image<'a>) {
+    for &id in pages {
         let img = image(id);
         out.extend_from_slice(&(img.head.len() as u32).to_le_bytes());
         out.extend_from_slice(&(img.tail.len() as u32).to_le_bytes());
@@ -139,13 +144,7 @@ pub(crate) fn pages_edit<'a>(
     for id in changed {
         out.extend_from_slice(&id.to_le_bytes());
     }
-    for &id in changed {
-        let img = image(id);
-        out.extend_from_slice(&(img.head.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(img.tail.len() as u32).to_le_bytes());
-        out.extend_from_slice(img.head);
-        out.extend_from_slice(img.tail);
-    }
+    write_images(out, changed, image);
     out.extend_from_slice(&parent.to_le_bytes());
     let remove = edit.remove.map_or(NO_REMOVE, |r| r as u16);
     out.extend_from_slice(&remove.to_le_bytes());
