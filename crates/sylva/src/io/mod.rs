@@ -35,6 +35,14 @@ pub trait Io: Send + Sync {
     fn set_file_len(&self, len: u64) -> Result<()>;
     /// The file's path, for error messages.
     fn path(&self) -> &Path;
+    /// Asks the OS to start writing `len` bytes from `offset` to the device without waiting
+    /// (a hint: nothing becomes durable by it, and a later [`Io::sync`] reports any failure).
+    /// The log calls it for what it writes without an fsync, so that an fsync later (a
+    /// checkpoint's, or `sync()`) finds little left to write, and writers are not throttled
+    /// meanwhile by a large backlog of dirty log pages. The default does nothing.
+    fn start_writeback(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
 }
 
 /// A plain file, read and written with `pread`/`pwrite`.
@@ -86,6 +94,23 @@ impl Io for FileIo {
         self.file
             .sync_data()
             .map_err(|e| Error::io_at(&self.path, e))
+    }
+    fn start_writeback(&self, offset: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
+        // Its result is ignored on purpose: it is only a hint, and an I/O error it would see
+        // is reported again by the next fsync.
+        unsafe {
+            libc::sync_file_range(
+                self.file.as_raw_fd(),
+                offset,
+                len,
+                libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
     }
     fn file_len(&self) -> Result<u64> {
         Ok(self

@@ -14,7 +14,9 @@
 //! `Batch { ops, interval }` makes it durable at the next batch boundary — after `ops` records or
 //! once `interval` has passed since the last sync, checked at each append — or at an explicit
 //! [`Wal::sync`] (weak; the paper syncs every 1,000 updates); `Never` writes to the OS when the
-//! buffer fills and fsyncs only on `sync`.
+//! buffer fills and fsyncs only on `sync`. What is written without an fsync is handed to the
+//! device at once ([`crate::io::Io::start_writeback`], RocksDB's `wal_bytes_per_sync` idea), so
+//! that a later fsync does not find a gigabyte of dirty log to write while writers wait.
 //!
 //! **Group commit.** Appends only encode into a shared buffer under a short lock. A thread that
 //! needs durability becomes the *leader* if no flush is in flight: it takes the whole buffer (its
@@ -479,9 +481,16 @@ impl Wal {
             let covers_below = st.next_lsn;
             let io = &self.segments[st.active];
             drop(st);
-            let result =
-                io.write_at(&buf, offset)
-                    .and_then(|()| if durable { io.sync() } else { Ok(()) });
+            let result = io.write_at(&buf, offset).and_then(|()| {
+                if durable {
+                    io.sync()
+                } else {
+                    // Written behind (`Never`, or `Batch` between its syncs): start the
+                    // device write now, so the next fsync is short (`Io::start_writeback`).
+                    io.start_writeback(offset, buf.len() as u64);
+                    Ok(())
+                }
+            });
             st = self.state.lock();
             st.flushing = false;
             if st.buf.is_empty() {
