@@ -17,6 +17,9 @@
 //! divided by the records (a counting global allocator, so the same rule applies to every
 //! engine; it excludes malloc's own overhead).
 //!
+//! `--engines` takes layout names and `btreemap`; a layout may carry other tree options after
+//! `+` (`adaptive+redistribute=false`), as in `sylva bench`'s `btree:` spec.
+//!
 //! Key sets (deterministic, seed fixed):
 //! - `dense`: 32-bit big-endian integers `0..N`;
 //! - `sparse`: N distinct random 32-bit big-endian integers;
@@ -427,7 +430,14 @@ fn main() {
                     page_size,
                     ..Options::default()
                 };
-                o.set("layout", e).expect("layout");
+                // `layout+key=value+...`: a layout with other tree options (`Options::set`).
+                let mut parts = e.split('+');
+                o.set("layout", parts.next().unwrap_or_default())
+                    .expect("layout");
+                for kv in parts {
+                    let (k, v) = kv.split_once('=').expect("engine option key=value");
+                    o.set(k, v).expect("engine option");
+                }
                 Box::new(BTree::new(o).expect("tree"))
             };
             let r = run(e, engine, &keys, ops, before);
