@@ -540,6 +540,9 @@ impl BufferPool {
         if let Some(wal) = &self.wal {
             wal.sync()?;
         }
+        // How far the log is known durable; re-read from the log (a lock) only for a page
+        // whose LSN is past it.
+        let mut durable = self.wal.as_ref().map_or(0, |w| w.durable_below());
         let mut pages: Vec<u64> = self.clock.lock().pages.clone();
         pages.sort_unstable();
         let mut run: Vec<u64> = Vec::new();
@@ -558,21 +561,23 @@ impl BufferPool {
                 }
                 if st.try_lock(s) {
                     let lsn = self.page_lsn(id);
-                    if let Some(wal) = self
-                        .wal
-                        .as_ref()
-                        .filter(|w| !synced && lsn >= w.durable_below())
-                    {
-                        // Changed since the log was synced above: syncing it in
-                        // `write_locked_run` would hold the run's locks (and a writer needing
-                        // one of those pages) for an fsync. Release the page unchanged, write
-                        // the run so far, sync with nothing locked, and lock it again (once).
-                        st.unlock(0, true);
-                        self.write_locked_run(&run)?;
-                        run.clear();
-                        wal.sync_to(lsn)?;
-                        synced = true;
-                        continue;
+                    if let Some(wal) = self.wal.as_ref().filter(|_| !synced) {
+                        if lsn >= durable {
+                            durable = wal.durable_below();
+                        }
+                        if lsn >= durable {
+                            // Changed since the log was synced above: syncing it in
+                            // `write_locked_run` would hold the run's locks (and a writer
+                            // needing one of those pages) for an fsync. Release the page
+                            // unchanged, write the run so far, sync with nothing locked, and
+                            // lock it again (once).
+                            st.unlock(0, true);
+                            self.write_locked_run(&run)?;
+                            run.clear();
+                            wal.sync_to(lsn)?;
+                            synced = true;
+                            continue;
+                        }
                     }
                     run.push(id);
                     break;

@@ -156,7 +156,7 @@ impl PoolStore {
 
     /// Appends a record that names no page (a write batch's start or end).
     pub(crate) fn append_record(&self, payload: &[u8]) -> Result<()> {
-        self.append(payload, &[])
+        self.append(payload, &[]).map(drop)
     }
 
     /// The image of page `id` (the caller holds its lock): its engine bytes, without the free
@@ -174,7 +174,8 @@ impl PoolStore {
         }
     }
 
-    fn append(&self, payload: &[u8], pages: &[PageId]) -> Result<()> {
+    /// Appends `payload` as a record changing `pages`; returns the bytes it added to the log.
+    fn append(&self, payload: &[u8], pages: &[PageId]) -> Result<u64> {
         let lsn = self.wal.append(payload)?;
         for &id in pages {
             self.pool.set_lsn(id, lsn);
@@ -183,7 +184,7 @@ impl PoolStore {
         self.log_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.log_written.fetch_add(bytes, Ordering::Relaxed);
         LAST_LSN.with(|l| l.set(lsn));
-        Ok(())
+        Ok(bytes)
     }
 
     /// Whether page `id` needs a full image (its last logged change is older than the last
@@ -192,7 +193,7 @@ impl PoolStore {
         self.pool.page_lsn(id) < self.checkpoint_lsn.load(Ordering::Relaxed)
     }
 
-    fn log_images(&self, changed: &[PageId], freed: &[PageId], delta: i64) -> Result<()> {
+    fn log_images(&self, changed: &[PageId], freed: &[PageId], delta: i64) -> Result<u64> {
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::pages(&mut b, changed, freed, delta, |id| self.image(id));
@@ -202,13 +203,9 @@ impl PoolStore {
 
     /// A put or delete logged as the leaf's full image (its first change since a checkpoint).
     fn log_first_change(&self, leaf: PageId, delta: i64) -> Result<()> {
-        BUF.with(|b| {
-            let mut b = b.borrow_mut();
-            log::pages(&mut b, &[leaf], &[], delta, |id| self.image(id));
-            self.log_fpw
-                .fetch_add(b.len() as u64 + 16, Ordering::Relaxed);
-            self.append(&b, &[leaf])
-        })
+        let bytes = self.log_images(&[leaf], &[], delta)?;
+        self.log_fpw.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
     }
 }
 
@@ -265,7 +262,7 @@ impl NodeStore for PoolStore {
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::put(&mut b, leaf, key, value);
-            self.append(&b, &[leaf])
+            self.append(&b, &[leaf]).map(drop)
         })
     }
 
@@ -279,7 +276,7 @@ impl NodeStore for PoolStore {
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::delete(&mut b, leaf, key);
-            self.append(&b, &[leaf])
+            self.append(&b, &[leaf]).map(drop)
         })
     }
 
@@ -287,7 +284,7 @@ impl NodeStore for PoolStore {
         if !self.logging.load(Ordering::Relaxed) {
             return Ok(());
         }
-        self.log_images(changed, freed, 0)
+        self.log_images(changed, freed, 0).map(drop)
     }
 
     fn log_pages_edit(
@@ -304,12 +301,12 @@ impl NodeStore for PoolStore {
         all.push(parent);
         if self.needs_image(parent) {
             // The parent's first change since the checkpoint: its image, as for any page.
-            return self.log_images(&all, &[], 0);
+            return self.log_images(&all, &[], 0).map(drop);
         }
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::pages_edit(&mut b, changed, |id| self.image(id), parent, edit);
-            self.append(&b, &all)
+            self.append(&b, &all).map(drop)
         })
     }
 }
