@@ -11,7 +11,8 @@
 //! returns a version, the reader reads the frame, [`BufferPool::validate`] says whether it may
 //! trust what it read. Readers never write shared memory, except to clear a clock mark (a page
 //! the clock hand passed but that is still in use), which is rare. Writers take the exclusive
-//! lock.
+//! lock. Writing a page back (a checkpoint's flush) holds it in a third mode, *writing*: writers
+//! wait, readers go on and their versions stay valid, since the bytes do not change.
 //!
 //! **Miss path, submit then complete.** A reader that finds its page evicted takes the lock in
 //! *loading* state (`LOCKED | EVICTED`), reads the page and verifies its checksum, then releases
@@ -48,7 +49,7 @@ use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::PageFile;
 use crate::wal::Wal;
 use region::Region;
-use state::{is_evicted, PageState, DIRTY, EVICTED, FREED, LOCKED, MARKED};
+use state::{is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, LOCKED, MARKED};
 
 /// Buffer-pool settings.
 #[derive(Debug, Clone, Copy)]
@@ -250,7 +251,7 @@ impl BufferPool {
             }
             st.touch(s);
             self.hits.add_one();
-            return Ok(Some(s & !MARKED));
+            return Ok(Some(stable(s)));
         }
     }
 
@@ -258,8 +259,7 @@ impl BufferPool {
     #[inline]
     pub fn validate(&self, id: u64, version: u64) -> bool {
         std::sync::atomic::fence(Ordering::Acquire);
-        self.state(id)
-            .is_ok_and(|st| st.load() & !MARKED == version)
+        self.state(id).is_ok_and(|st| stable(st.load()) == version)
     }
 
     /// Takes page `id` exclusively, loading it first if needed.
@@ -274,7 +274,7 @@ impl BufferPool {
                     limit: 0,
                 });
             }
-            if s & LOCKED != 0 {
+            if s & BUSY != 0 {
                 backoff(&mut spins);
                 continue;
             }
@@ -292,8 +292,19 @@ impl BufferPool {
     /// [`BufferPool::read_lock`]).
     #[inline]
     pub fn try_upgrade(&self, id: u64, version: u64) -> bool {
-        self.state(id)
-            .is_ok_and(|st| st.try_lock(version) || st.try_lock(version | MARKED))
+        let Ok(st) = self.state(id) else {
+            return false;
+        };
+        loop {
+            let s = st.load();
+            if stable(s) != version || s & BUSY != 0 {
+                return false;
+            }
+            if st.try_lock(s) {
+                return true;
+            }
+            // Only the clock mark changed under us (anything else fails the test above).
+        }
     }
 
     /// Pages the pool can address (its reserved address space over the page size).
@@ -310,7 +321,7 @@ impl BufferPool {
         let mut spins = 0;
         loop {
             let s = st.load();
-            if s & LOCKED != 0 {
+            if s & BUSY != 0 {
                 backoff(&mut spins);
                 continue;
             }
@@ -471,7 +482,7 @@ impl BufferPool {
             let id = clock.pages[clock.hand];
             let st = self.state(id)?;
             let s = st.load();
-            if s & (LOCKED | EVICTED | FREED) != 0 {
+            if s & (BUSY | EVICTED | FREED) != 0 {
                 clock.hand += 1;
                 continue;
             }
@@ -502,7 +513,8 @@ impl BufferPool {
         Ok(())
     }
 
-    /// The kind and LSN in the header of page `id` (locked by the caller), for writing it back.
+    /// The kind and LSN in the header of page `id` (locked or held for writing by the caller),
+    /// for writing it back.
     fn frame_header(&self, id: u64) -> Result<(PageKind, u64)> {
         // SAFETY: byte 6 of the frame is the header's kind; the caller holds the page's lock.
         let kind_byte = unsafe { *self.frame(id).add(6).as_ptr() };
@@ -556,10 +568,10 @@ impl BufferPool {
                     break;
                 }
                 if run.last().is_some_and(|&last| last + 1 != id) || run.len() >= MAX_RUN {
-                    self.write_locked_run(&run)?;
+                    self.write_back_run(&run)?;
                     run.clear();
                 }
-                if st.try_lock(s) {
+                if st.try_lock_writing(s) {
                     let lsn = self.page_lsn(id);
                     if let Some(wal) = self.wal.as_ref().filter(|_| !synced) {
                         if lsn >= durable {
@@ -567,12 +579,12 @@ impl BufferPool {
                         }
                         if lsn >= durable {
                             // Changed since the log was synced above: syncing it in
-                            // `write_locked_run` would hold the run's locks (and a writer
+                            // `write_back_run` would hold the run's locks (and a writer
                             // needing one of those pages) for an fsync. Release the page
                             // unchanged, write the run so far, sync with nothing locked, and
                             // lock it again (once).
-                            st.unlock(0, true);
-                            self.write_locked_run(&run)?;
+                            st.unlock_writing(false);
+                            self.write_back_run(&run)?;
                             run.clear();
                             wal.sync_to(lsn)?;
                             synced = true;
@@ -582,21 +594,21 @@ impl BufferPool {
                     run.push(id);
                     break;
                 }
-                if s & LOCKED != 0 {
+                if s & BUSY != 0 {
                     // Someone holds it: write what we hold before waiting, so we never wait
                     // while holding locks.
-                    self.write_locked_run(&run)?;
+                    self.write_back_run(&run)?;
                     run.clear();
                     backoff(&mut spins);
                 }
             }
         }
-        self.write_locked_run(&run)
+        self.write_back_run(&run)
     }
 
-    /// Writes back the consecutive pages `run` (locked by the caller, dirty) with one write,
-    /// after the log covering them, and unlocks them: clean if the write succeeded.
-    fn write_locked_run(&self, run: &[u64]) -> Result<()> {
+    /// Writes back the consecutive pages `run` (held for writing by the caller, dirty) with one
+    /// write, after the log covering them, and releases them: clean if the write succeeded.
+    fn write_back_run(&self, run: &[u64]) -> Result<()> {
         let Some(&first) = run.first() else {
             return Ok(());
         };
@@ -614,7 +626,9 @@ impl BufferPool {
                 }
             }
             // SAFETY: the frames of pages `first..first + run.len()` are consecutive in the
-            // mapping, and the caller holds every one of them locked.
+            // mapping, and the caller holds every one of them for writing, so no writer changes
+            // them. Sealing writes only their 32-byte headers, which optimistic readers never
+            // read (they read `data`, past the header).
             let bytes = unsafe {
                 std::slice::from_raw_parts_mut(
                     self.frame(first).as_ptr(),
@@ -625,7 +639,7 @@ impl BufferPool {
         })();
         for &id in run {
             if let Ok(st) = self.state(id) {
-                st.unlock(0, result.is_err());
+                st.unlock_writing(result.is_ok());
             }
         }
         if result.is_ok() {

@@ -7,8 +7,17 @@
 //! bit 2  MARKED   the clock hand passed and found it unused; an access clears it (second chance)
 //! bit 3  DIRTY    the frame differs from the page on disk
 //! bit 4  FREED    the page was freed; readers restart
-//! 5..    version  advanced by every exclusive unlock
+//! bit 5  WRITING  a write-back holds the page: its bytes do not change, so optimistic
+//!                 readers go on and validate as usual; writers, the clock and other
+//!                 flushers wait as for LOCKED
+//! 6..    version  advanced by every exclusive unlock
 //! ```
+//!
+//! Writing a page back is not a change of its content, so it neither takes the exclusive lock
+//! nor advances the version: a checkpoint writing a run of pages (a megabyte, milliseconds of
+//! I/O) would otherwise stall every reader descending through one of them, and restart every
+//! reader that had started on one. A reader's version is the state without the bits a
+//! write-back or the clock changes ([`stable`]).
 //!
 //! A page nobody has touched has state 0 … except that 0 would read as resident; pages become
 //! known to the pool only through `allocate` or `fix`, which set EVICTED before first use, and
@@ -21,7 +30,18 @@ pub(crate) const EVICTED: u64 = 2;
 pub(crate) const MARKED: u64 = 4;
 pub(crate) const DIRTY: u64 = 8;
 pub(crate) const FREED: u64 = 16;
-pub(crate) const VERSION: u64 = 32;
+pub(crate) const WRITING: u64 = 32;
+pub(crate) const VERSION: u64 = 64;
+
+/// Held by a writer or a write-back: another writer or write-back must wait.
+pub(crate) const BUSY: u64 = LOCKED | WRITING;
+
+/// The part of a state an optimistic reader validates: everything but the clock mark and the
+/// bits a write-back sets and clears (it does not change the bytes).
+#[inline]
+pub(crate) fn stable(s: u64) -> u64 {
+    s & !(MARKED | WRITING | DIRTY)
+}
 
 /// Zero means "never seen", which is the same as evicted.
 #[inline]
@@ -38,14 +58,34 @@ impl PageState {
         self.0.load(Ordering::Acquire)
     }
 
-    /// Takes the exclusive lock if the state is still `s` (and not locked).
+    /// Takes the exclusive lock if the state is still `s` (and neither locked nor being
+    /// written back).
     #[inline]
     pub(crate) fn try_lock(&self, s: u64) -> bool {
-        s & LOCKED == 0
+        s & BUSY == 0
             && self
                 .0
                 .compare_exchange(s, s | LOCKED, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok()
+    }
+
+    /// Takes the page for writing it back if the state is still `s` (and neither locked nor
+    /// being written back): writers wait, readers do not.
+    #[inline]
+    pub(crate) fn try_lock_writing(&self, s: u64) -> bool {
+        s & BUSY == 0
+            && self
+                .0
+                .compare_exchange(s, s | WRITING, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Ends a write-back; `written` clears the dirty bit. The version stays: the bytes did not
+    /// change. (Read-modify-write, as readers and the clock may flip the mark meanwhile.)
+    #[inline]
+    pub(crate) fn unlock_writing(&self, written: bool) {
+        let clear = WRITING | if written { DIRTY } else { 0 };
+        self.0.fetch_and(!clear, Ordering::Release);
     }
 
     /// Releases the exclusive lock: advances the version and sets the given flag bits
