@@ -485,15 +485,20 @@ where
                             if !self.is_sorted(b) {
                                 return Scan::NeedsSort;
                             }
-                            let mut j = s + i;
-                            while j < s + n && self.keys[j] < lk {
-                                if !f(self.keys[j], self.vals[j]) {
+                            // Find the run below `lk` first, then emit it as a plain slice
+                            // walk: no comparison with the log key and no bounds check per
+                            // element (this is the path most elements take while the log
+                            // still has entries further on).
+                            let rest = &self.keys[s + i..s + n];
+                            let run = rest.partition_point(|k| *k < lk);
+                            let vals = &self.vals[s + i..s + i + run];
+                            for (k, v) in rest[..run].iter().zip(vals) {
+                                if !f(*k, *v) {
                                     return Scan::Stopped;
                                 }
-                                j += 1;
                             }
-                            p = Some(j - s);
-                            if j < s + n {
+                            p = Some(i + run);
+                            if i + run < n {
                                 break;
                             }
                         }
