@@ -12,6 +12,7 @@
 //!   separator (sections 3.5, 4.6) and key-adaption (section 5.1);
 //! - `redistribute`: deferred splits, B*-tree style (not in the paper; see below);
 //! - `adapt`: operation-adaption (section 5.1);
+//! - `records`: records with full keys in one buffer, as splits, merges and walks carry them;
 //! - `store`: the node-store interface (pages by id, each with a versioned latch handle, a
 //!   write gate and logging hooks the tree calls with the changed pages still latched) and its
 //!   in-memory implementation; the durable one is `crate::db`'s, over the buffer pool;
@@ -77,8 +78,9 @@ mod adapt;
 mod check;
 mod kv;
 mod leaf;
-pub(crate) use leaf::Records;
 pub mod options;
+mod records;
+pub(crate) use records::Records;
 mod redistribute;
 pub(crate) mod store;
 mod tree;

@@ -337,6 +337,21 @@ impl<'a> Slotted<'a> {
     pub fn record_offset(&self, i: usize) -> usize {
         rd16(self.b, self.slot(i))
     }
+    /// Heap offset, key length and value length of the records of slots `range`, read from
+    /// one bounds-checked slice of the slot array (a walk reads many slots in a row).
+    #[inline]
+    pub fn record_fields(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> Result<impl Iterator<Item = (usize, usize, usize)> + 'a> {
+        let slots = self
+            .b
+            .get(self.slot(range.start)..self.slot(range.end))
+            .ok_or_else(|| corrupt(self.id, format!("slots {range:?} outside the page")))?;
+        Ok(slots
+            .chunks_exact(self.slot_len)
+            .map(|s| (rd16(s, 0), rd16(s, 2), rd16(s, 4))))
+    }
     /// Stored head of slot `i` (pages with heads only).
     #[inline]
     pub fn stored_head(&self, i: usize) -> u32 {
