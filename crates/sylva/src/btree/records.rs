@@ -90,7 +90,9 @@ impl Records {
         &self.data[m as usize..e as usize]
     }
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        (0..self.len()).map(|i| (self.key(i), self.value(i)))
+        self.at
+            .iter()
+            .map(|&(s, m, e)| self.data[s as usize..e as usize].split_at((m - s) as usize))
     }
 }
 
