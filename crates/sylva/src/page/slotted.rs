@@ -375,11 +375,22 @@ impl<'a> Slotted<'a> {
         if i >= self.count {
             return Ok(self.upper_child());
         }
-        let v = self.value(i)?;
-        let bytes: [u8; 8] = v
-            .try_into()
-            .map_err(|_| corrupt(self.id, "child pointer is not 8 bytes"))?;
-        Ok(u64::from_le_bytes(bytes))
+        // Every descent reads one child per inner node: the slot as one 6-byte read and the
+        // 8 bytes after the key as one, instead of the general `value` path.
+        let s = self.slot(i);
+        let slot = self.b.get(s..).and_then(|b| b.first_chunk::<6>());
+        let child = slot.and_then(|&[o0, o1, k0, k1, v0, v1]| {
+            let at = usize::from(u16::from_le_bytes([o0, o1]))
+                + usize::from(u16::from_le_bytes([k0, k1]));
+            let value_len = u16::from_le_bytes([v0, v1]);
+            self.b
+                .get(at..)
+                .and_then(|v| v.first_chunk::<8>())
+                .filter(|_| value_len == 8)
+        });
+        child
+            .map(|&bytes| u64::from_le_bytes(bytes))
+            .ok_or_else(|| corrupt(self.id, "child pointer is not 8 bytes"))
     }
 
     /// Full key of slot `i` (prefix ++ stored key) appended to `out`.
