@@ -18,7 +18,8 @@
 //! engine; it excludes malloc's own overhead).
 //!
 //! `--engines` takes layout names and `btreemap`; a layout may carry other tree options after
-//! `+` (`adaptive+redistribute=false`), as in `sylva bench`'s `btree:` spec.
+//! `+` (`adaptive+redistribute=true` for deferred splits, off by default), as in `sylva bench`'s
+//! `btree:` spec.
 //!
 //! Key sets (deterministic, seed fixed):
 //! - `dense`: 32-bit big-endian integers `0..N`;

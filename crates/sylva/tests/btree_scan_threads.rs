@@ -2,8 +2,9 @@
 //!
 //! A walk reaches the next leaf through the current leaf's parent when that parent is
 //! unchanged (`BTree::next_child`), else by a descent. Stable string keys are loaded first;
-//! writers then insert keys between them (every leaf of the key space splits, redistributes or,
-//! in the adaptive layout, changes layout), while readers scan hundreds of records from stable
+//! writers then insert keys between them (every leaf of the key space splits, redistributes when
+//! deferred splits are on, or, in the adaptive layout, changes layout), while readers scan
+//! hundreds of records from stable
 //! keys. Every scan must be strictly ascending and hold every stable key of the range it
 //! covered, exactly once, with its value. The test ends with `check()` and a full comparison.
 
@@ -32,8 +33,11 @@ fn writer_key(w: usize, n: usize) -> Vec<u8> {
     format!("https://h{}.example.org/{:06}/w{w}/{n}", i % 5, i).into_bytes()
 }
 
-fn run(layout: &str) {
-    let mut o = Options::default();
+fn run(layout: &str, redistribute: bool) {
+    let mut o = Options {
+        redistribute,
+        ..Options::default()
+    };
     o.set("layout", layout).unwrap();
     let t = BTree::new(o).unwrap();
     let mut model = BTreeMap::new();
@@ -92,10 +96,15 @@ fn run(layout: &str) {
 
 #[test]
 fn adaptive_scans_cross_leaves_during_splits() {
-    run("adaptive");
+    run("adaptive", false);
+}
+
+#[test]
+fn adaptive_scans_cross_leaves_during_deferred_splits() {
+    run("adaptive", true);
 }
 
 #[test]
 fn baseline_scans_cross_leaves_during_splits() {
-    run("baseline");
+    run("baseline", false);
 }

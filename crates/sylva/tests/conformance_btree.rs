@@ -1,6 +1,6 @@
 //! Every B-tree layout passes the conformance suite, with `check()` after every model sequence
-//! and after the stress test; with deferred splits (the default) and, for a few layouts, with
-//! plain 1-to-2 splits.
+//! and after the stress test; with deferred splits (`redistribute=true`, the database's default)
+//! and, for a few layouts, with the in-memory default of plain 1-to-2 splits.
 
 #![allow(clippy::unwrap_used)]
 

@@ -136,7 +136,12 @@ fn assert_equal(store: &dyn KvStore, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
 
 #[test]
 fn in_memory_tree_redistributes_under_concurrent_readers_and_writers() {
-    let t = BTree::new(Options::default()).unwrap();
+    // Deferred splits are off by default in memory (the paper's policy): turn them on.
+    let t = BTree::new(Options {
+        redistribute: true,
+        ..Options::default()
+    })
+    .unwrap();
     let model = hammer(&t);
     t.check().unwrap();
     assert_equal(&t, &model);
@@ -151,6 +156,8 @@ fn database_redistributes_under_concurrent_readers_and_writers() {
         // leaves move records between them.
         cache_bytes: 128 * 4096,
         direct_io: false,
+        // The database's default, stated because the test is about it.
+        redistribute: true,
         ..DbOptions::default()
     };
     let db = Db::open(dir.path(), options).unwrap();

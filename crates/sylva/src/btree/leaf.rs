@@ -37,6 +37,7 @@
 //! - it counts as underfull (a merge candidate) when 3/4 of its page is free, like a slotted
 //!   node, or when fewer than one slot in eight holds a record ([`semi_dense_underfull`]).
 
+pub(crate) use super::records::Records;
 use super::store::NodeStore;
 use super::tree::BTree;
 use crate::error::Result;
@@ -45,86 +46,6 @@ use crate::page::dense::{self, Dense, Shape, KIND_DENSE_LEAF};
 use crate::page::semidense::{self, SemiDense, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::{self, Slotted};
 use crate::page::{corrupt, head, PageId, KIND_FP_LEAF, KIND_LEAF};
-
-/// Records with full keys, in one buffer.
-#[derive(Default)]
-pub(crate) struct Records {
-    data: Vec<u8>,
-    /// (key start, key end = value start, value end) per record.
-    at: Vec<(u32, u32, u32)>,
-}
-
-impl Records {
-    pub(crate) fn len(&self) -> usize {
-        self.at.len()
-    }
-    /// Room for the records of `pages` pages of `page_size` bytes, so collecting them does not
-    /// grow the buffers again (twice the bytes: the truncated prefixes come back).
-    pub(crate) fn reserve_pages(&mut self, pages: usize, page_size: usize) {
-        self.data.reserve(2 * pages * page_size);
-        self.at.reserve(pages * page_size / 16);
-    }
-    pub(crate) fn clear(&mut self) {
-        self.data.clear();
-        self.at.clear();
-    }
-    /// Appends a record whose key is `prefix ++ record[..key_len]` and whose value is the rest
-    /// of `record` (a slotted page stores key and value back to back): one copy of the record,
-    /// and the prefix (a few bytes) without a call to `memcpy`.
-    #[inline]
-    pub(crate) fn push_stored(&mut self, prefix: &[u8], record: &[u8], key_len: usize) {
-        let start = self.data.len() as u32;
-        if prefix.len() <= 8 {
-            self.data.extend(prefix.iter().copied());
-        } else {
-            self.data.extend_from_slice(prefix);
-        }
-        let mid = self.data.len() + key_len;
-        self.data.extend_from_slice(record);
-        self.at.push((start, mid as u32, self.data.len() as u32));
-    }
-    /// Removes the last record.
-    pub(crate) fn pop(&mut self) {
-        if let Some((start, _, _)) = self.at.pop() {
-            self.data.truncate(start as usize);
-        }
-    }
-    /// Appends a record whose key was already appended to the buffer by `write_key`.
-    #[inline]
-    pub(crate) fn push_with(&mut self, write_key: impl FnOnce(&mut Vec<u8>), value: &[u8]) {
-        let start = self.data.len() as u32;
-        write_key(&mut self.data);
-        let mid = self.data.len() as u32;
-        extend_short(&mut self.data, value);
-        self.at.push((start, mid, self.data.len() as u32));
-    }
-    #[inline]
-    pub(crate) fn key(&self, i: usize) -> &[u8] {
-        let (s, m, _) = self.at[i];
-        &self.data[s as usize..m as usize]
-    }
-    #[inline]
-    pub(crate) fn value(&self, i: usize) -> &[u8] {
-        let (_, m, e) = self.at[i];
-        &self.data[m as usize..e as usize]
-    }
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
-        (0..self.len()).map(|i| (self.key(i), self.value(i)))
-    }
-}
-
-/// `out.extend_from_slice(bytes)`, without a call to `memcpy` for 8-byte and other short
-/// slices (scans copy values one by one).
-#[inline]
-fn extend_short(out: &mut Vec<u8>, bytes: &[u8]) {
-    if let Ok(b) = <&[u8; 8]>::try_from(bytes) {
-        out.extend_from_slice(b);
-    } else if bytes.len() <= 16 {
-        out.extend(bytes.iter().copied());
-    } else {
-        out.extend_from_slice(bytes);
-    }
-}
 
 /// Appends every record of a leaf (slotted kinds must be sorted) to `out`, in key order.
 pub(crate) fn collect(id: PageId, page: &[u8], out: &mut Records) -> Result<()> {
@@ -149,9 +70,7 @@ pub(crate) fn collect(id: PageId, page: &[u8], out: &mut Records) -> Result<()> 
         return Err(corrupt(id, "collecting an unsorted leaf"));
     }
     let prefix = v.prefix()?;
-    // The records and one prefix per record: grow once, not record by record.
-    out.data.reserve(page.len() + v.count() * prefix.len());
-    out.at.reserve(v.count());
+    out.reserve_stored(v.count(), prefix.len(), page.len());
     for i in 0..v.count() {
         let (kl, vl) = v.lens(i);
         let at = v.record_offset(i);

@@ -12,6 +12,7 @@
 //!   separator (sections 3.5, 4.6) and key-adaption (section 5.1);
 //! - `redistribute`: deferred splits, B*-tree style (not in the paper; see below);
 //! - `adapt`: operation-adaption (section 5.1);
+//! - `records`: records with full keys in one buffer, as splits, merges and walks carry them;
 //! - `store`: the node-store interface (pages by id, each with a versioned latch handle, a
 //!   write gate and logging hooks the tree calls with the changed pages still latched) and its
 //!   in-memory implementation; the durable one is `crate::db`'s, over the buffer pool;
@@ -24,7 +25,8 @@
 //! hints, fingerprinting leaves, semi-dense leaves, fully-dense leaves and the adaptive policy
 //! (layouts `baseline`, `prefix`, `heads`, `hints`, `fingerprint`, `semidense`, `dense`,
 //! `adaptive`; default `adaptive`), optimistic lock coupling, split with the shortest separator,
-//! deferred splits (on by default, [`Options::redistribute`]), merge at ≥ 3/4 empty, and
+//! deferred splits (off by default in memory, on by default in the durable `Db`;
+//! [`Options::redistribute`]), merge at ≥ 3/4 empty, and
 //! `check()`. Not implemented: contention split (section 7.3).
 //!
 //! Reads and writes to shared memory: point reads never write unless the adaptive layout's
@@ -34,7 +36,8 @@
 //! the leaf's write latch like any writer.
 //!
 //! Differences from the paper:
-//! - Deferred splits (B*-tree style; `redistribute`, on by default): a leaf that would get an
+//! - Deferred splits (B*-tree style; `redistribute`, off by default here and on by default in
+//!   `crate::db`, whose space target relies on it): a leaf that would get an
 //!   ordinary median split first moves records into its neighbour under the same parent when
 //!   that has at least 1/8 of a page free, and otherwise splits together with the neighbour
 //!   two-into-three; only a leaf without a comparison-leaf neighbour under its parent, or whose
@@ -43,10 +46,12 @@
 //!   page per record of an 8-byte key and a 56-byte value); deferred splits reach about 84%
 //!   (about 91 bytes), at the price of 2.7 times as many structure changes during random
 //!   inserts (1M-record loads ran at 0.69× in memory and 0.57× in the database;
-//!   `docs/results/db.md`). Conversions to dense leaves, dense
-//!   splits and the partition-aware split point keep their precedence; dense leaves and inner
-//!   nodes never redistribute (inner nodes are about 1% of the pages). Ascending inserts into
-//!   comparison leaves now fill about 65% of each leaf instead of 50%.
+//!   `docs/results/db.md`; on string keys in memory about half an insert's time,
+//!   `docs/results/btree.md`, which is why the in-memory default is the paper's policy).
+//!   Conversions to dense leaves, dense splits and the partition-aware split point keep their
+//!   precedence; dense leaves and inner nodes never redistribute (inner nodes are about 1% of
+//!   the pages). With deferred splits, ascending inserts into comparison leaves fill about 65%
+//!   of each leaf instead of 50%.
 //! - Dense leaves: a fully-dense leaf that is asked to take a record it cannot hold (another key
 //!   length or value length, or a key past its last slot while under a quarter full) is
 //!   rewritten as the default leaf kind when that fits, else split.
@@ -73,8 +78,9 @@ mod adapt;
 mod check;
 mod kv;
 mod leaf;
-pub(crate) use leaf::Records;
 pub mod options;
+mod records;
+pub(crate) use records::Records;
 mod redistribute;
 pub(crate) mod store;
 mod tree;

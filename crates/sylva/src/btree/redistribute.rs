@@ -40,7 +40,8 @@
 //! Cost: a load of random keys makes about 2.7 times as many structure changes as with plain
 //! splits, each rewriting two or three leaves and the parent (and, in a database, logging their
 //! images: about 3 times the log), so loads get slower (`docs/results/db.md`).
-//! `Options::redistribute = false` turns deferred splits off.
+//! `Options::redistribute` turns deferred splits on: off by default for the in-memory tree
+//! (the paper's policy), on by default in the database (`DbOptions::redistribute`).
 
 use super::leaf::{collect, fences, op_counter, Records};
 use super::store::{Abort, NodeLatch, NodeStore, Olc, ParentEdit};

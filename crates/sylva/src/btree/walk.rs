@@ -285,13 +285,14 @@ fn copy_records(
     let node = Slotted::new(id, page)?;
     let first = first_at_least(&node, from, after)?;
     let prefix = node.prefix()?;
+    let stop = node.count().min(first.saturating_add(max));
+    // One reservation and one read of the slot array for the leaf, not per record.
+    out.reserve_stored(stop.saturating_sub(first), prefix.len(), page.len());
     let mut ended = false;
-    for i in first..node.count().min(first.saturating_add(max)) {
-        let (kl, vl) = node.lens(i);
-        let at = node.record_offset(i);
+    for (at, kl, vl) in node.record_fields(first..stop)? {
         let record = page
             .get(at..at + kl + vl)
-            .ok_or_else(|| corrupt(id, format!("record {i} outside the page")))?;
+            .ok_or_else(|| corrupt(id, format!("record at {at} outside the page")))?;
         if end.is_some_and(|end| !less_than(prefix, &record[..kl], end)) {
             ended = true;
             break;

@@ -34,7 +34,8 @@ pub struct DbOptions {
     /// Open the page file with `O_DIRECT` where the filesystem allows. Default true.
     pub direct_io: bool,
     /// Deferred splits: a full leaf first moves records into a neighbour with room
-    /// ([`crate::btree::Options::redistribute`]). Default true.
+    /// ([`crate::btree::Options::redistribute`]). Default true, unlike the in-memory tree's
+    /// default: the database's space target (`tests/space_random_inserts.rs`) relies on it.
     pub redistribute: bool,
 }
 

@@ -337,6 +337,21 @@ impl<'a> Slotted<'a> {
     pub fn record_offset(&self, i: usize) -> usize {
         rd16(self.b, self.slot(i))
     }
+    /// Heap offset, key length and value length of the records of slots `range`, read from
+    /// one bounds-checked slice of the slot array (a walk reads many slots in a row).
+    #[inline]
+    pub fn record_fields(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> Result<impl Iterator<Item = (usize, usize, usize)> + 'a> {
+        let slots = self
+            .b
+            .get(self.slot(range.start)..self.slot(range.end))
+            .ok_or_else(|| corrupt(self.id, format!("slots {range:?} outside the page")))?;
+        Ok(slots
+            .chunks_exact(self.slot_len)
+            .map(|s| (rd16(s, 0), rd16(s, 2), rd16(s, 4))))
+    }
     /// Stored head of slot `i` (pages with heads only).
     #[inline]
     pub fn stored_head(&self, i: usize) -> u32 {
@@ -360,11 +375,22 @@ impl<'a> Slotted<'a> {
         if i >= self.count {
             return Ok(self.upper_child());
         }
-        let v = self.value(i)?;
-        let bytes: [u8; 8] = v
-            .try_into()
-            .map_err(|_| corrupt(self.id, "child pointer is not 8 bytes"))?;
-        Ok(u64::from_le_bytes(bytes))
+        // Every descent reads one child per inner node: the slot as one 6-byte read and the
+        // 8 bytes after the key as one, instead of the general `value` path.
+        let s = self.slot(i);
+        let slot = self.b.get(s..).and_then(|b| b.first_chunk::<6>());
+        let child = slot.and_then(|&[o0, o1, k0, k1, v0, v1]| {
+            let at = usize::from(u16::from_le_bytes([o0, o1]))
+                + usize::from(u16::from_le_bytes([k0, k1]));
+            let value_len = u16::from_le_bytes([v0, v1]);
+            self.b
+                .get(at..)
+                .and_then(|v| v.first_chunk::<8>())
+                .filter(|_| value_len == 8)
+        });
+        child
+            .map(|&bytes| u64::from_le_bytes(bytes))
+            .ok_or_else(|| corrupt(self.id, "child pointer is not 8 bytes"))
     }
 
     /// Full key of slot `i` (prefix ++ stored key) appended to `out`.
