@@ -43,6 +43,12 @@ pub trait Io: Send + Sync {
     fn start_writeback(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }
+    /// Tells the OS that `len` bytes from `offset`, already durable, will not be read again
+    /// soon, so it may drop them from its page cache (a hint). The log calls it for what it
+    /// has synced: only recovery reads the log. The default does nothing.
+    fn drop_cache(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
 }
 
 /// A plain file, read and written with `pread`/`pwrite`.
@@ -109,6 +115,22 @@ impl Io for FileIo {
                 offset,
                 len,
                 libc::SYNC_FILE_RANGE_WRITE,
+            );
+        }
+    }
+    fn drop_cache(&self, offset: u64, len: u64) {
+        use std::os::fd::AsRawFd;
+        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+            return;
+        };
+        // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
+        // Its result is ignored on purpose: it is only a hint.
+        unsafe {
+            libc::posix_fadvise(
+                self.file.as_raw_fd(),
+                offset,
+                len,
+                libc::POSIX_FADV_DONTNEED,
             );
         }
     }

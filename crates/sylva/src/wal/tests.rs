@@ -590,3 +590,70 @@ fn an_empty_segment_with_an_old_header_starts_over_at_the_next_lsn() {
         "records appended after the restart survive"
     );
 }
+
+/// Records every page-cache drop the log asks for, with how far the file was synced then.
+struct Drops {
+    inner: FileIo,
+    synced_len: Arc<AtomicU64>,
+    drops: Arc<parking_lot::Mutex<Vec<(u64, u64, u64)>>>,
+}
+
+impl Io for Drops {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        self.inner.write_at(buf, offset)
+    }
+    fn sync(&self) -> Result<()> {
+        self.inner.sync()?;
+        let len = self.inner.file_len()?;
+        self.synced_len.store(len, Ordering::SeqCst);
+        Ok(())
+    }
+    fn file_len(&self) -> Result<u64> {
+        self.inner.file_len()
+    }
+    fn set_file_len(&self, len: u64) -> Result<()> {
+        self.inner.set_file_len(len)
+    }
+    fn path(&self) -> &Path {
+        self.inner.path()
+    }
+    fn drop_cache(&self, offset: u64, len: u64) {
+        let synced = self.synced_len.load(Ordering::SeqCst);
+        self.drops.lock().push((offset, len, synced));
+    }
+}
+
+#[test]
+fn synced_log_pages_leave_the_page_cache_and_the_page_being_appended_to_stays() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let synced_len = Arc::new(AtomicU64::new(0));
+    let drops = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let io = Drops {
+        inner: FileIo::open(&dir.path().join("wal"), true).expect("open file"),
+        synced_len: synced_len.clone(),
+        drops: drops.clone(),
+    };
+    let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("open wal");
+    for n in 0..2_000 {
+        wal.append(&payload(n)).expect("append");
+    }
+    let drops = drops.lock();
+    let mut next = 0;
+    for &(offset, len, synced) in drops.iter() {
+        assert_eq!(offset % OS_PAGE, 0, "whole pages only");
+        assert_eq!((offset + len) % OS_PAGE, 0, "whole pages only");
+        assert!(offset + len <= synced, "only durable bytes are dropped");
+        assert_eq!(offset, next, "each range continues the last one");
+        next = offset + len;
+    }
+    let written = wal.bytes();
+    assert!(written > 16 * OS_PAGE, "the test spans many pages");
+    assert_eq!(
+        next,
+        written & !(OS_PAGE - 1),
+        "every whole page is dropped, the one still being appended to is not"
+    );
+}
