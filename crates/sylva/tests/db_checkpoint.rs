@@ -119,3 +119,49 @@ fn the_log_stays_bounded_across_checkpoints() {
     db.close().expect("close");
     assert_eq!(log_bytes(), 64, "a clean close empties both segments");
 }
+
+/// The checkpoint thread yields the CPU to the application's threads (nice 10): on a machine
+/// with as many busy threads as cores its work would otherwise come out of theirs.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_checkpoint_thread_runs_at_a_lower_priority() {
+    /// The nice values of this process's checkpoint threads (other tests run their own).
+    fn checkpoint_nices() -> Vec<i32> {
+        let mut nices = Vec::new();
+        for task in std::fs::read_dir("/proc/self/task")
+            .expect("tasks")
+            .flatten()
+        {
+            let path = task.path();
+            let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
+            let Ok(stat) = std::fs::read_to_string(path.join("stat")) else {
+                continue; // the thread ended meanwhile
+            };
+            if comm.trim_end() == "sylva-checkpoin" {
+                // Fields after the parenthesised name; nice is field 19 of the whole line.
+                let rest = &stat[stat.rfind(')').expect("comm ends") + 2..];
+                nices.push(
+                    rest.split(' ')
+                        .nth(16)
+                        .expect("nice")
+                        .parse()
+                        .expect("number"),
+                );
+            }
+        }
+        nices
+    }
+    let dir = tmp();
+    let db = Db::open(dir.path(), db_options()).expect("open");
+    // A new thread names itself and lowers its priority as it starts: wait for that.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !checkpoint_nices().iter().any(|&n| n >= 10) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no checkpoint thread at nice 10 or more: {:?}",
+            checkpoint_nices()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    db.close().expect("close");
+}
