@@ -25,13 +25,34 @@ fn lsns(r: &Recovered) -> Vec<u64> {
     r.records.iter().map(|(l, _)| *l).collect()
 }
 
-/// Counts fsyncs and makes each take a while, so concurrent committers pile up behind it.
-struct SlowSync {
-    inner: FileIo,
+/// What a [`Watched`] file saw: fsyncs, how long the file was at the last one, and every
+/// page-cache drop the log asked for (offset, length, synced length then).
+#[derive(Default, Clone)]
+struct Watch {
     syncs: Arc<AtomicU64>,
+    synced_len: Arc<AtomicU64>,
+    drops: Arc<parking_lot::Mutex<Vec<(u64, u64, u64)>>>,
 }
 
-impl Io for SlowSync {
+/// A file that reports to a [`Watch`] and makes each fsync take `sync_delay`, so that
+/// concurrent committers pile up behind it.
+struct Watched {
+    inner: FileIo,
+    sync_delay: Duration,
+    watch: Watch,
+}
+
+impl Watched {
+    fn new(path: &Path, sync_delay: Duration, watch: &Watch) -> Self {
+        Watched {
+            inner: FileIo::open(path, true).expect("open"),
+            sync_delay,
+            watch: watch.clone(),
+        }
+    }
+}
+
+impl Io for Watched {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.inner.read_at(buf, offset)
     }
@@ -39,9 +60,12 @@ impl Io for SlowSync {
         self.inner.write_at(buf, offset)
     }
     fn sync(&self) -> Result<()> {
-        self.syncs.fetch_add(1, Ordering::Relaxed);
-        std::thread::sleep(Duration::from_millis(2));
-        self.inner.sync()
+        self.watch.syncs.fetch_add(1, Ordering::Relaxed);
+        std::thread::sleep(self.sync_delay);
+        self.inner.sync()?;
+        let len = self.inner.file_len()?;
+        self.watch.synced_len.store(len, Ordering::SeqCst);
+        Ok(())
     }
     fn file_len(&self) -> Result<u64> {
         self.inner.file_len()
@@ -51,6 +75,10 @@ impl Io for SlowSync {
     }
     fn path(&self) -> &Path {
         self.inner.path()
+    }
+    fn drop_cache(&self, offset: u64, len: u64) {
+        let synced = self.watch.synced_len.load(Ordering::SeqCst);
+        self.watch.drops.lock().push((offset, len, synced));
     }
 }
 
@@ -265,11 +293,9 @@ fn a_version_1_log_is_read_appended_to_and_becomes_version_2_at_truncation() {
 fn concurrent_committers_share_fsyncs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wal");
-    let syncs = Arc::new(AtomicU64::new(0));
-    let io = SlowSync {
-        inner: FileIo::open(&path, true).expect("open"),
-        syncs: syncs.clone(),
-    };
+    let watch = Watch::default();
+    let syncs = watch.syncs.clone();
+    let io = Watched::new(&path, Duration::from_millis(2), &watch);
     let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("open wal");
     let before = syncs.load(Ordering::Relaxed);
     std::thread::scope(|s| {
@@ -295,11 +321,9 @@ fn concurrent_committers_share_fsyncs() {
 #[test]
 fn batch_mode_syncs_at_batch_boundaries() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let syncs = Arc::new(AtomicU64::new(0));
-    let io = SlowSync {
-        inner: FileIo::open(&dir.path().join("wal"), true).expect("open"),
-        syncs: syncs.clone(),
-    };
+    let watch = Watch::default();
+    let syncs = watch.syncs.clone();
+    let io = Watched::new(&dir.path().join("wal"), Duration::from_millis(2), &watch);
     let (wal, _) = Wal::open(
         Box::new(io),
         SyncMode::Batch {
@@ -591,56 +615,16 @@ fn an_empty_segment_with_an_old_header_starts_over_at_the_next_lsn() {
     );
 }
 
-/// Records every page-cache drop the log asks for, with how far the file was synced then.
-struct Drops {
-    inner: FileIo,
-    synced_len: Arc<AtomicU64>,
-    drops: Arc<parking_lot::Mutex<Vec<(u64, u64, u64)>>>,
-}
-
-impl Io for Drops {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
-        self.inner.read_at(buf, offset)
-    }
-    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
-        self.inner.write_at(buf, offset)
-    }
-    fn sync(&self) -> Result<()> {
-        self.inner.sync()?;
-        let len = self.inner.file_len()?;
-        self.synced_len.store(len, Ordering::SeqCst);
-        Ok(())
-    }
-    fn file_len(&self) -> Result<u64> {
-        self.inner.file_len()
-    }
-    fn set_file_len(&self, len: u64) -> Result<()> {
-        self.inner.set_file_len(len)
-    }
-    fn path(&self) -> &Path {
-        self.inner.path()
-    }
-    fn drop_cache(&self, offset: u64, len: u64) {
-        let synced = self.synced_len.load(Ordering::SeqCst);
-        self.drops.lock().push((offset, len, synced));
-    }
-}
-
 #[test]
 fn synced_log_pages_leave_the_page_cache_and_the_page_being_appended_to_stays() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let synced_len = Arc::new(AtomicU64::new(0));
-    let drops = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let io = Drops {
-        inner: FileIo::open(&dir.path().join("wal"), true).expect("open file"),
-        synced_len: synced_len.clone(),
-        drops: drops.clone(),
-    };
+    let watch = Watch::default();
+    let io = Watched::new(&dir.path().join("wal"), Duration::ZERO, &watch);
     let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("open wal");
     for n in 0..2_000 {
         wal.append(&payload(n)).expect("append");
     }
-    let drops = drops.lock();
+    let drops = watch.drops.lock();
     let mut next = 0;
     for &(offset, len, synced) in drops.iter() {
         assert_eq!(offset % OS_PAGE, 0, "whole pages only");
