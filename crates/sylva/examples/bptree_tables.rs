@@ -375,11 +375,7 @@ fn main() {
     let keys: usize = arg(&args, "--keys", 2_000_000);
     let ops: usize = arg(&args, "--ops", 1_000_000);
     let scan_elements: usize = arg(&args, "--scan-elements", 20_000_000);
-    let scan_count: Option<usize> = args
-        .iter()
-        .position(|a| a == "--scans")
-        .and_then(|i| args.get(i + 1))
-        .map(|n| n.parse().expect("--scans takes a count"));
+    let scan_count = Some(arg(&args, "--scans", 0usize)).filter(|&n| n > 0);
     let seed: u64 = arg(&args, "--seed", 42);
     let set: String = arg(&args, "--set", "all".to_string());
     let threads: Vec<usize> = arg(&args, "--threads", "1,2".to_string())

@@ -76,6 +76,15 @@ impl FileIo {
 }
 
 impl FileIo {
+    /// Calls `hint` with the descriptor and the byte range as the `off_t` values the range
+    /// syscalls take; a range beyond them is skipped (hints may be dropped).
+    fn range_hint(&self, offset: u64, len: u64, hint: impl FnOnce(i32, i64, i64)) {
+        use std::os::fd::AsRawFd;
+        if let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) {
+            hint(self.file.as_raw_fd(), offset, len);
+        }
+    }
+
     /// Wraps an already opened file.
     pub fn from_file(file: File, path: &Path) -> Self {
         FileIo {
@@ -102,37 +111,19 @@ impl Io for FileIo {
             .map_err(|e| Error::io_at(&self.path, e))
     }
     fn start_writeback(&self, offset: u64, len: u64) {
-        use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-            return;
-        };
-        // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
         // Its result is ignored on purpose: it is only a hint, and an I/O error it would see
         // is reported again by the next fsync.
-        unsafe {
-            libc::sync_file_range(
-                self.file.as_raw_fd(),
-                offset,
-                len,
-                libc::SYNC_FILE_RANGE_WRITE,
-            );
-        }
+        self.range_hint(offset, len, |fd, offset, len| {
+            // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
+            unsafe { libc::sync_file_range(fd, offset, len, libc::SYNC_FILE_RANGE_WRITE) };
+        });
     }
     fn drop_cache(&self, offset: u64, len: u64) {
-        use std::os::fd::AsRawFd;
-        let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
-            return;
-        };
-        // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
         // Its result is ignored on purpose: it is only a hint.
-        unsafe {
-            libc::posix_fadvise(
-                self.file.as_raw_fd(),
-                offset,
-                len,
-                libc::POSIX_FADV_DONTNEED,
-            );
-        }
+        self.range_hint(offset, len, |fd, offset, len| {
+            // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
+            unsafe { libc::posix_fadvise(fd, offset, len, libc::POSIX_FADV_DONTNEED) };
+        });
     }
     fn file_len(&self) -> Result<u64> {
         Ok(self

@@ -455,9 +455,9 @@ impl Wal {
             return Err(e);
         }
         st.other_len = st.write_offset + buf.len() as u64;
-        // The old segment is durable whole now (its records are read only by recovery).
-        let from = st.uncached_below;
-        self.segments[active].drop_cache(from, st.other_len.saturating_sub(from));
+        // The old segment is durable whole now (its records are read only by recovery); its
+        // cache is dropped below, after the lock.
+        let uncached = (st.uncached_below, st.other_len);
         st.uncached_below = 0;
         let mut buf = buf;
         buf.clear();
@@ -469,6 +469,9 @@ impl Wal {
         st.starts[other] = next_lsn;
         st.write_offset = HEADER_LEN;
         st.version = VERSION;
+        drop(st);
+        let (from, end) = uncached;
+        self.segments[active].drop_cache(from, end.saturating_sub(from));
         Ok(true)
     }
 
@@ -508,7 +511,7 @@ impl Wal {
                 } else {
                     // Written behind (`Never`, or `Batch` between its syncs): start the
                     // device write now, so the next fsync is short (`Io::start_writeback`).
-                    io.start_writeback(offset, buf.len() as u64);
+                    io.start_writeback(offset, buf_len);
                     Ok(())
                 }
             });
