@@ -7,7 +7,8 @@
 //!
 //! ```text
 //! cargo run --release --example bptree_tables -- [--keys N] [--ops N] [--scan-elements N]
-//!     [--scans N] [--threads 1,2] [--set all|default] [--repeat R] [--clock cpu|wall] [--seed N]
+//!     [--scans N] [--lengths 100,10000,100000] [--threads 1,2] [--set all|default] [--repeat R]
+//!     [--clock cpu|wall] [--seed N]
 //! cargo run --release --example bptree_tables -- --memory N
 //! ```
 //!
@@ -24,7 +25,8 @@
 //! `--scans 55000` at 10M preloaded keys and 1M inserts). The two measure different things for
 //! the BP-tree, which sorts a leaf's log and blocks on the first range that needs them: with
 //! few elements visited per key most ranges pay that sort; at the paper's volume (25 times the
-//! data for max length 10,000) almost none do.
+//! data for max length 10,000) almost none do. `--lengths` picks the maximum lengths (default
+//! 100, 10,000 and 100,000), for instance only the short ones when profiling them.
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
@@ -311,16 +313,26 @@ fn medians(runs: Vec<Row>) -> Vec<Row> {
 }
 
 /// `a`'s throughput over `b`'s, per measure.
-fn ratios(a: &Row, b: &Row) -> String {
+/// A maximum range length as the tables print it: ≤100, ≤10k, ≤100k.
+fn length_label(max_len: usize) -> String {
+    match max_len {
+        n if n >= 1000 && n % 1000 == 0 => format!("≤{}k", n / 1000),
+        n => format!("≤{n}"),
+    }
+}
+
+fn ratios(a: &Row, b: &Row, lengths: &[usize]) -> String {
     let mut out = format!(
         "insert {:.2}x, find {:.2}x",
         a.insert / b.insert,
         a.find / b.find
     );
-    for (i, len) in ["≤100", "≤10k", "≤100k"].iter().enumerate() {
+    for (i, &len) in lengths.iter().enumerate() {
+        let len = length_label(len);
         out += &format!(", iterate {len} {:.2}x", a.iterate[i] / b.iterate[i]);
     }
-    for (i, len) in ["≤100", "≤10k", "≤100k"].iter().enumerate() {
+    for (i, &len) in lengths.iter().enumerate() {
+        let len = length_label(len);
         out += &format!(", map {len} {:.2}x", a.map[i] / b.map[i]);
     }
     out
@@ -389,7 +401,11 @@ fn main() {
     let finds: Vec<u64> = (0..ops)
         .map(|_| preload[(rng.next() % keys as u64) as usize])
         .collect();
-    let scans = [100usize, 10_000, 100_000]
+    let lengths: Vec<usize> = arg(&args, "--lengths", "100,10000,100000".to_string())
+        .split(',')
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let scans = lengths
         .iter()
         .map(|&max_len| {
             let count = scan_count.unwrap_or((scan_elements / (max_len / 2).max(1)).max(16));
@@ -485,10 +501,18 @@ fn main() {
     }
     let rows = medians(runs);
 
+    let columns = |what: &str| {
+        lengths
+            .iter()
+            .map(|&l| format!(" {what} {} |", length_label(l)))
+            .collect::<String>()
+    };
     println!(
-        "\n| structure | leaf bytes | threads | insert Mops/s | find Mops/s | iterate ≤100 | iterate ≤10k | iterate ≤100k | map ≤100 | map ≤10k | map ≤100k | bytes/record | checksum |"
+        "\n| structure | leaf bytes | threads | insert Mops/s | find Mops/s |{}{} bytes/record | checksum |",
+        columns("iterate"),
+        columns("map")
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|{}---|---|", "---|".repeat(2 * lengths.len()));
     for r in &rows {
         let f = |v: &[f64]| {
             v.iter()
@@ -527,10 +551,13 @@ fn main() {
         };
         println!(
             "\nbptree / baseline 1 KiB, {t} thread(s): {}",
-            ratios(bp, base)
+            ratios(bp, base, &lengths)
         );
         if let Some(std) = find_row("BTreeMap", 1).filter(|_| t == 1) {
-            println!("bptree / BTreeMap, 1 thread: {}", ratios(bp, std));
+            println!(
+                "bptree / BTreeMap, 1 thread: {}",
+                ratios(bp, std, &lengths)
+            );
         }
     }
 }
