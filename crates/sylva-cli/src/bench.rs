@@ -22,7 +22,10 @@ pub struct BenchArgs {
     /// Engine to run, with options: NAME[:KEY=VALUE,...]. Repeat to compare engines side by side.
     #[arg(long = "engine", value_name = "SPEC")]
     pub(crate) engines: Vec<String>,
-    /// Workload: a, b, c, d, e, f (YCSB core), x (long ordered scans), y (long range maps).
+    /// Workload: a, b, c, d, e, f (YCSB core), x (long ordered scans), y (long range maps). A
+    /// comma-separated list (`c,b,a,e`) loads each store once and runs the workloads one after
+    /// another on it, each reported as its own run phase: for runs whose load is long (a
+    /// database larger than its cache). Put a workload that inserts (d, e) last.
     #[arg(long, default_value = "c")]
     pub(crate) workload: String,
     /// Records loaded before the run phase.
@@ -102,10 +105,18 @@ struct Prepared {
     label: String,
     /// The aging phase of `--aged` (empty without it); its key ids index `workload.arena`.
     age: OpStream,
+    /// The further workloads of a `--workload` sequence, run in order after the first on the
+    /// same store: each with its label and its own arena and run phase (its load is the first
+    /// one's: the same records, from the same key generator).
+    then: Vec<(String, Workload)>,
 }
 
 fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
-    let mut spec = WorkloadSpec::named(&args.workload).map_err(|e| e.to_string())?;
+    let names: Vec<&str> = args.workload.split(',').map(str::trim).collect();
+    if names.len() > 1 {
+        return prepare_sequence(args, &names);
+    }
+    let spec = WorkloadSpec::named(&args.workload).map_err(|e| e.to_string())?;
     if !args.trace.is_empty() {
         if args.aged {
             return Err("--aged needs a generated workload, not --trace files".into());
@@ -136,8 +147,62 @@ fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
             },
             label: "trace".into(),
             age: OpStream::new(),
+            then: Vec::new(),
         });
     }
+    let (params, keys) = generate_params(args, spec)?;
+    let workload = generate(&params, &keys).map_err(|e| e.to_string())?;
+    let (age, label) = if args.aged {
+        (
+            aging_ops(&params, &keys, &workload)?,
+            format!("{} aged", args.workload),
+        )
+    } else {
+        (OpStream::new(), args.workload.clone())
+    };
+    Ok(Prepared {
+        workload,
+        label,
+        age,
+        then: Vec::new(),
+    })
+}
+
+/// A `--workload` sequence (`c,b,a,e`): the first workload's load and run, then each further
+/// one's run phase, generated with its own seed (the first keeps `--seed`, so its run is the one
+/// it has alone). Each run is labelled with its place, `b (2/4 of c,b,a,e)`.
+fn prepare_sequence(args: &BenchArgs, names: &[&str]) -> Result<Prepared, String> {
+    if !args.trace.is_empty() || args.aged {
+        return Err(
+            "a --workload sequence needs generated workloads, without --trace or --aged".into(),
+        );
+    }
+    let mut generated = Vec::with_capacity(names.len());
+    for (i, name) in names.iter().enumerate() {
+        let spec = WorkloadSpec::named(name).map_err(|e| e.to_string())?;
+        let (mut params, keys) = generate_params(args, spec)?;
+        params.seed ^= (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let w = generate(&params, &keys).map_err(|e| e.to_string())?;
+        let label = format!("{name} ({}/{} of {})", i + 1, names.len(), args.workload);
+        generated.push((label, w));
+    }
+    let mut rest = generated.into_iter();
+    let Some((label, workload)) = rest.next() else {
+        return Err("--workload names no workload".into());
+    };
+    Ok(Prepared {
+        workload,
+        label,
+        age: OpStream::new(),
+        then: rest.collect(),
+    })
+}
+
+/// The generator's parameters and key generator for `spec` under `args`.
+fn generate_params(
+    args: &BenchArgs,
+    mut spec: WorkloadSpec,
+) -> Result<(GenerateParams, KeyGen), String> {
     if args.records == 0 {
         return Err("--records must be at least 1".into());
     }
@@ -164,20 +229,7 @@ fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
         ops: args.ops,
         seed: args.seed,
     };
-    let workload = generate(&params, &keys).map_err(|e| e.to_string())?;
-    let (age, label) = if args.aged {
-        (
-            aging_ops(&params, &keys, &workload)?,
-            format!("{} aged", args.workload),
-        )
-    } else {
-        (OpStream::new(), args.workload.clone())
-    };
-    Ok(Prepared {
-        workload,
-        label,
-        age,
-    })
+    Ok((params, keys))
 }
 
 /// The aging phase of `--aged`: the run phase of YCSB A (zipfian) over the same records, with its
@@ -303,7 +355,14 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
         workload,
         label,
         age,
+        then,
     } = prepare(args)?;
+    // The load is labelled with the whole sequence; each run with its own workload.
+    let load_label = if then.is_empty() {
+        label.clone()
+    } else {
+        args.workload.clone()
+    };
     let (_temp_dir, base) = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)
@@ -334,19 +393,24 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                     .map(|(now, before)| now.saturating_sub(before))
             };
 
-            let phases = [
-                ("load", &workload.load, 0u64),
-                ("age", &age, 1u64 << 47),
-                ("run", &workload.run, 1u64 << 48),
+            // (phase, label, arena, operations, first value sequence number)
+            let mut phases = vec![
+                ("load", &load_label, &workload.arena, &workload.load, 0u64),
+                ("age", &label, &workload.arena, &age, 1u64 << 47),
+                ("run", &label, &workload.arena, &workload.run, 1u64 << 48),
             ];
-            for (phase, ops, seq_base) in phases {
+            for (i, (then_label, w)) in then.iter().enumerate() {
+                let seq_base = (1u64 << 48) + ((i as u64 + 1) << 40);
+                phases.push(("run", then_label, &w.arena, &w.run, seq_base));
+            }
+            for (phase, phase_label, arena, ops, seq_base) in phases {
                 if ops.is_empty() {
                     continue;
                 }
                 let pb = progress_bar(ops.len(), format!("{} {phase} #{}", spec.text, rep + 1));
                 let result = run_phase(
                     &mut *target,
-                    &workload.arena,
+                    arena,
                     ops,
                     args.threads,
                     args.value_size,
@@ -363,7 +427,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                 let stats = target.stats();
                 let mut record = RunRecord::new(
                     &spec.text,
-                    &label,
+                    phase_label,
                     phase,
                     args.threads,
                     rep,

@@ -123,6 +123,77 @@ fn aged_runs_age_each_store_with_ycsb_a_first_and_are_labelled() {
 }
 
 #[test]
+fn a_workload_sequence_loads_once_and_runs_each_workload_on_the_same_store() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = |workload: &str, name: &str| {
+        let out = dir.path().join(name);
+        let o = sylva(&[
+            "bench",
+            "--engine",
+            "memmap",
+            "--engine",
+            "db",
+            "--workload",
+            workload,
+            "--records",
+            "5000",
+            "--ops",
+            "3000",
+            "--json",
+            out.to_str().expect("utf8"),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        (String::from_utf8_lossy(&o.stdout).into_owned(), json(&out))
+    };
+    let (table, v) = run("c,a,e", "seq.json");
+    assert!(table.contains("workload a (2/3 of c,a,e)"), "{table}");
+    let runs = v["runs"].as_array().expect("runs");
+    let rows: Vec<(&str, &str)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["phase"].as_str().expect("phase"),
+                r["workload"].as_str().expect("workload"),
+            )
+        })
+        .collect();
+    let one_engine = [
+        ("load", "c,a,e"),
+        ("run", "c (1/3 of c,a,e)"),
+        ("run", "a (2/3 of c,a,e)"),
+        ("run", "e (3/3 of c,a,e)"),
+    ];
+    assert_eq!(rows[..4], one_engine);
+    assert_eq!(rows[4..], one_engine);
+    for i in 1..4 {
+        assert_eq!(
+            runs[i]["checksum"],
+            runs[i + 4]["checksum"],
+            "{:?}: the engines disagree",
+            rows[i]
+        );
+    }
+    // The first run of a sequence is the run its workload has alone.
+    let (_, alone) = run("c", "alone.json");
+    let alone_run = alone["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .find(|r| r["phase"] == "run")
+        .map(|r| r["checksum"].clone());
+    assert_eq!(alone_run, Some(runs[1]["checksum"].clone()));
+    for bad in [
+        vec!["bench", "--workload", "c,q"],
+        vec!["bench", "--workload", "c,a", "--aged"],
+        vec!["bench", "--workload", "c,a", "--trace", "no-such-file"],
+    ] {
+        let o = sylva(&bad);
+        assert_eq!(o.status.code(), Some(2), "{bad:?}");
+        assert!(!String::from_utf8_lossy(&o.stderr).is_empty());
+    }
+}
+
+#[test]
 fn traces_replay_with_the_same_answers_as_generated_operations() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (load, run) = (dir.path().join("load.txt"), dir.path().join("run.txt"));

@@ -512,7 +512,10 @@ fn main() {
         columns("iterate"),
         columns("map")
     );
-    println!("|---|---|---|---|---|{}---|---|", "---|".repeat(2 * lengths.len()));
+    println!(
+        "|---|---|---|---|---|{}---|---|",
+        "---|".repeat(2 * lengths.len())
+    );
     for r in &rows {
         let f = |v: &[f64]| {
             v.iter()
@@ -554,10 +557,7 @@ fn main() {
             ratios(bp, base, &lengths)
         );
         if let Some(std) = find_row("BTreeMap", 1).filter(|_| t == 1) {
-            println!(
-                "bptree / BTreeMap, 1 thread: {}",
-                ratios(bp, std, &lengths)
-            );
+            println!("bptree / BTreeMap, 1 thread: {}", ratios(bp, std, &lengths));
         }
     }
 }

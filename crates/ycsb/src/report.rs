@@ -197,17 +197,19 @@ fn fmt_ns(ns: f64) -> String {
     }
 }
 
-/// The summary table: per phase, per engine (in the order given), median throughput with min–max
+/// The summary table: per phase and workload (a `--workload` sequence has several run phases,
+/// one per workload), per engine (in the order given), median throughput with min–max
 /// over repetitions, the ratio of the median to the first engine's, median latency percentiles,
 /// memory per record and the checksum (marked `*` when it differs from the first engine's:
 /// identical operations should give identical answers).
 pub fn summary_table(runs: &[RunRecord]) -> String {
     let mut out = String::new();
-    let mut phases: Vec<&str> = Vec::new();
+    let mut phases: Vec<(&str, &str)> = Vec::new();
     let mut engines: Vec<&str> = Vec::new();
     for r in runs {
-        if !phases.contains(&r.phase.as_str()) {
-            phases.push(&r.phase);
+        let key = (r.phase.as_str(), r.workload.as_str());
+        if !phases.contains(&key) {
+            phases.push(key);
         }
         if !engines.contains(&r.engine.as_str()) {
             engines.push(&r.engine);
@@ -226,14 +228,14 @@ pub fn summary_table(runs: &[RunRecord]) -> String {
         "B/rec engine",
         "checksum",
     ];
-    for phase in phases {
+    for (phase, workload) in phases {
         let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
         let mut first: Option<(f64, u64)> = None;
         let mut title = String::new();
         for engine in &engines {
             let rs: Vec<&RunRecord> = runs
                 .iter()
-                .filter(|r| r.phase == phase && r.engine == *engine)
+                .filter(|r| r.phase == phase && r.workload == workload && r.engine == *engine)
                 .collect();
             let Some(r0) = rs.first() else { continue };
             if title.is_empty() {
