@@ -79,8 +79,10 @@
 //!
 //! **Durability.** `SyncMode::Always`: a write is durable before it returns (group commit: the
 //! fsync is shared by concurrent writers and happens after the leaf latch is released);
-//! `Batch { ops, interval }`: durable at the next batch boundary or `sync()`; `Never`: at
-//! `sync()`, `checkpoint()` or `close()`.
+//! `Batch { ops, interval }`: durable at the next batch boundary (after `ops` writes or once
+//! `interval` has passed) or `sync()`; the boundary's fsync runs on a log sync thread, so the
+//! writer that reaches it does not wait for it ([`LogSyncer`]); `Never`: at `sync()`,
+//! `checkpoint()` or `close()`.
 //!
 //! **Failure.** Any error inside a write other than bad input (a failed write or fsync, a
 //! corrupt page) poisons the database: every later call returns [`Error::Poisoned`] until it is
@@ -307,6 +309,9 @@ pub struct Db {
     last_sync: Mutex<Instant>,
     checkpointer: Arc<Checkpointer>,
     checkpoint_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// `SyncMode::Batch`'s log sync thread (`None` in the other modes).
+    syncer: Option<Arc<LogSyncer>>,
+    sync_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 /// What a `Db` shares with its checkpoint thread.
@@ -330,6 +335,68 @@ struct Core {
 struct Checkpointer {
     wake: Mutex<Wake>,
     cv: parking_lot::Condvar,
+}
+
+/// `SyncMode::Batch`'s log sync thread and how writers ask it for a sync: a writer that reaches
+/// a batch boundary hands the fsync to this thread and goes on, instead of waiting for it. The
+/// batch is durable once that fsync completes, a few milliseconds after the boundary, as when
+/// the writer synced itself; what changes is who waits. A writer that reaches the next boundary
+/// while that sync is still running syncs itself (sharing the running fsync, group commit), so
+/// at most the batch being synced and the current one are ever not durable, and a slow disk
+/// holds writers back instead of letting unsynced writes pile up.
+#[derive(Default)]
+struct LogSyncer {
+    state: Mutex<SyncerState>,
+    cv: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct SyncerState {
+    requested: bool,
+    running: bool,
+    shutdown: bool,
+}
+
+impl LogSyncer {
+    /// Asks the thread for a sync; `false` if one is already asked for or running (the caller
+    /// then syncs itself).
+    fn request(&self) -> bool {
+        let mut st = self.state.lock();
+        if st.requested || st.running {
+            return false;
+        }
+        st.requested = true;
+        self.cv.notify_one();
+        true
+    }
+
+    /// Stops the thread after the sync it may be running.
+    fn stop(&self) {
+        self.state.lock().shutdown = true;
+        self.cv.notify_one();
+    }
+}
+
+/// The log sync thread: one `Wal::sync` per request. A failure poisons the database (the log
+/// poisons itself too, so the next write fails).
+fn log_sync_loop(core: Arc<Core>, syncer: Arc<LogSyncer>) {
+    loop {
+        {
+            let mut st = syncer.state.lock();
+            while !st.requested && !st.shutdown {
+                syncer.cv.wait(&mut st);
+            }
+            if st.shutdown {
+                return;
+            }
+            st.requested = false;
+            st.running = true;
+        }
+        if core.tree.store.wal.sync().is_err() {
+            core.poisoned.store(true, Ordering::Release);
+        }
+        syncer.state.lock().running = false;
+    }
 }
 
 #[derive(Default)]
@@ -599,6 +666,8 @@ impl Db {
             last_sync: Mutex::new(Instant::now()),
             checkpointer: Arc::default(),
             checkpoint_thread: Mutex::new(None),
+            syncer: matches!(options.sync, SyncMode::Batch { .. }).then(Arc::default),
+            sync_thread: Mutex::new(None),
         };
         if state.is_some() {
             db.redo(checkpoint_lsn, &recovered.records)?;
@@ -613,6 +682,14 @@ impl Db {
             .spawn(move || checkpoint_loop(core, checkpointer))
             .map_err(|e| Error::io_at(&db.path, e))?;
         *db.checkpoint_thread.lock() = Some(thread);
+        if let Some(syncer) = &db.syncer {
+            let (core, syncer) = (db.core.clone(), syncer.clone());
+            let thread = std::thread::Builder::new()
+                .name("sylva-log-sync".into())
+                .spawn(move || log_sync_loop(core, syncer))
+                .map_err(|e| Error::io_at(&db.path, e))?;
+            *db.sync_thread.lock() = Some(thread);
+        }
         Ok(db)
     }
 
@@ -866,7 +943,10 @@ impl Db {
                 if n >= batch_ops || self.last_sync.lock().elapsed() >= interval {
                     self.unsynced.store(0, Ordering::Relaxed);
                     *self.last_sync.lock() = Instant::now();
-                    wal.sync()
+                    match &self.syncer {
+                        Some(syncer) if syncer.request() => Ok(()),
+                        _ => wal.sync(),
+                    }
                 } else {
                     Ok(())
                 }
@@ -990,11 +1070,18 @@ impl Db {
         self.core.checkpoint_quiet()
     }
 
-    /// Stops the checkpoint thread (after the checkpoint it may be running).
+    /// Stops the checkpoint thread and the log sync thread (after the checkpoint or sync each
+    /// may be running).
     fn stop_checkpointer(&self) {
         self.checkpointer.wake.lock().shutdown = true;
         self.checkpointer.cv.notify_one();
         if let Some(t) = self.checkpoint_thread.lock().take() {
+            let _ = t.join();
+        }
+        if let Some(syncer) = &self.syncer {
+            syncer.stop();
+        }
+        if let Some(t) = self.sync_thread.lock().take() {
             let _ = t.join();
         }
     }

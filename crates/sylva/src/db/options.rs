@@ -11,7 +11,8 @@ use crate::wal::SyncMode;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DbOptions {
     /// When writes become durable. Default: `Batch { ops: 1000, interval: 10 ms }` (the PA-Tree
-    /// paper's weak persistence with its batch of 1,000 updates).
+    /// paper's weak persistence with its batch of 1,000 updates). Under `Batch` a background
+    /// thread runs each boundary's fsync; the batch is durable when it completes.
     pub sync: SyncMode,
     /// Buffer-pool budget in bytes. Default: min(1 GiB, 25% of RAM).
     pub cache_bytes: u64,
