@@ -37,9 +37,6 @@ impl Gate {
         self.state.lock().closed = false;
         self.cv.notify_all();
     }
-    fn waiting(&self) -> usize {
-        self.state.lock().waiting
-    }
     fn done(&self) -> usize {
         self.state.lock().done
     }
