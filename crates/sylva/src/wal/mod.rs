@@ -483,8 +483,9 @@ impl Wal {
         }
     }
 
-    /// Returns once the record `lsn` is written (and durable, if `durable`), leading a flush if
-    /// no other thread is.
+    /// Returns once the record `lsn` is durable, leading a flush if no other thread is; with
+    /// `durable` false (a write-behind), once the buffer is written, or at once if another
+    /// thread's flush is in flight.
     fn commit(&self, lsn: u64, durable: bool) -> Result<()> {
         let mut st = self.state.lock();
         loop {
@@ -493,6 +494,13 @@ impl Wal {
                 return Ok(());
             }
             if st.flushing {
+                if !durable {
+                    // A write-behind need not wait for the flush in flight, which is usually a
+                    // sync's fsync: the record stays buffered, and the next append past the
+                    // threshold, or the next sync, writes it. The buffer so grows by what is
+                    // appended during one flush.
+                    return Ok(());
+                }
                 self.flushed.wait(&mut st);
                 continue;
             }

@@ -319,6 +319,41 @@ fn concurrent_committers_share_fsyncs() {
 }
 
 #[test]
+fn a_write_behind_does_not_wait_for_a_sync_in_flight() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let watch = Watch::default();
+    let io = Watched::new(&path, Duration::from_millis(800), &watch);
+    let (wal, _) = Wal::open(Box::new(io), SyncMode::Never, 1).expect("open wal");
+    let big = vec![7u8; 60 << 10];
+    wal.append(&big).expect("append");
+    let syncs_before = watch.syncs.load(Ordering::Relaxed);
+    std::thread::scope(|s| {
+        // A sync (a checkpoint's, or an eviction's WAL rule) holds the flush for 800 ms.
+        let syncer = s.spawn(|| wal.sync().expect("sync"));
+        while watch.syncs.load(Ordering::Relaxed) == syncs_before {
+            std::thread::yield_now();
+        }
+        // Appends that pass the write-behind threshold meanwhile do not wait for it.
+        let started = std::time::Instant::now();
+        for _ in 0..(2 * WRITE_BEHIND / big.len()) {
+            wal.append(&big).expect("append");
+        }
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_millis(400),
+            "appends waited {took:?} for a sync in flight"
+        );
+        syncer.join().expect("syncer");
+    });
+    wal.sync().expect("sync");
+    let appended = 1 + 2 * WRITE_BEHIND / big.len();
+    drop(wal);
+    let (_, rec) = open(&path, SyncMode::Never);
+    assert_eq!(rec.records.len(), appended, "every record reaches the file");
+}
+
+#[test]
 fn batch_mode_syncs_at_batch_boundaries() {
     let dir = tempfile::tempdir().expect("tempdir");
     let watch = Watch::default();
