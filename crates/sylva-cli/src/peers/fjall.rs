@@ -33,7 +33,7 @@ use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
     copy_value, create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, visit_entries,
-    DeleteStripes, PeerSettings, SyncCadence, ADAPTER_MAX_VALUE,
+    BoundarySync, DeleteStripes, PeerSettings, PeerSync, SyncCadence, ADAPTER_MAX_VALUE,
 };
 
 const PEER: &str = "fjall";
@@ -45,6 +45,8 @@ const LIMITS: Limits = Limits::variable(FJALL_MAX_KEY, ADAPTER_MAX_VALUE);
 
 /// fjall opened on a directory, with the fair settings.
 pub struct FjallPeer {
+    /// `Batch`'s boundary sync thread (first, so it stops before the database closes).
+    boundary: Option<BoundarySync>,
     db: Database,
     keyspace: Keyspace,
     dir: PathBuf,
@@ -75,7 +77,18 @@ impl FjallPeer {
                     .index_block_compression_policy(CompressionPolicy::disabled())
             })
             .map_err(|e| error(dir, e))?;
+        let boundary = match settings.sync {
+            PeerSync::Batch { .. } => {
+                let (db, dir) = (db.clone(), dir.to_path_buf());
+                Some(BoundarySync::start(PEER, &dir.clone(), move || {
+                    db.persist(PersistMode::SyncData)
+                        .map_err(|e| error(&dir, e))
+                })?)
+            }
+            _ => None,
+        };
         Ok(FjallPeer {
+            boundary,
             db,
             keyspace,
             dir: dir.to_path_buf(),
@@ -91,7 +104,10 @@ impl FjallPeer {
     /// Counts a completed write towards the sync policy, persisting the journal when due.
     fn written(&self) -> sylva::Result<()> {
         if self.cadence.note(1) {
-            self.sync()?;
+            match &self.boundary {
+                Some(b) if b.hand_over()? => self.cadence.synced(),
+                _ => self.sync()?,
+            }
         }
         Ok(())
     }

@@ -44,8 +44,8 @@ use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::group::{GroupCommit, WriteOp};
 use super::{
-    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, PeerSettings,
-    PeerSync, SyncCadence, ADAPTER_MAX_VALUE,
+    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, BoundarySync,
+    PeerSettings, PeerSync, SyncCadence, ADAPTER_MAX_VALUE,
 };
 
 const PEER: &str = "lmdb";
@@ -55,6 +55,8 @@ const MAX_READERS: u32 = 512;
 
 /// LMDB opened on a directory, with the fair settings.
 pub struct LmdbPeer {
+    /// `Batch`'s boundary sync thread (first, so it stops before the environment closes).
+    boundary: Option<BoundarySync>,
     env: Env,
     db: Database<'static, Bytes, Bytes>,
     dir: PathBuf,
@@ -114,7 +116,19 @@ impl LmdbPeer {
                 )
             })?;
         let limits = Limits::variable(env.max_key_size(), ADAPTER_MAX_VALUE);
+        // `mdb_env_sync` may run on another thread while writers commit (with MDB_NOSYNC the
+        // commits only skip their own sync).
+        let boundary = match settings.sync {
+            PeerSync::Batch { .. } => {
+                let (env, dir) = (env.clone(), dir.to_path_buf());
+                Some(BoundarySync::start(PEER, &dir.clone(), move || {
+                    env.force_sync().map_err(|e| error(&dir, map_size, e))
+                })?)
+            }
+            _ => None,
+        };
         Ok(LmdbPeer {
+            boundary,
             env,
             db,
             dir: dir.to_path_buf(),
@@ -182,7 +196,13 @@ impl LmdbPeer {
             wtxn.commit().map_err(|e| self.err(e))?;
             // Under Always the commit itself synced.
             if self.cadence.note(ops.len() as u64) && self.cadence.policy() != PeerSync::Always {
-                self.env.force_sync().map_err(|e| self.err(e))?;
+                if !self
+                    .boundary
+                    .as_ref()
+                    .map_or(Ok(false), BoundarySync::hand_over)?
+                {
+                    self.env.force_sync().map_err(|e| self.err(e))?;
+                }
                 self.cadence.synced();
             }
             Ok(answers)

@@ -15,7 +15,9 @@
 //! - Durability follows [`PeerSync`]: no fsync per operation unless [`PeerSync::Always`]; under
 //!   [`PeerSync::Batch`] the writer that crosses a batch boundary (so many writes, or so much time
 //!   since the last durable point, checked when a write completes) makes everything before it
-//!   durable; `sync()` always makes every acknowledged write durable.
+//!   durable: it hands the peer's sync to a [`BoundarySync`] thread, as sylva's `db` does, except
+//!   for redb, whose durability is its commit's; `sync()` always makes every acknowledged write
+//!   durable.
 //! - `limits()` are the peer's real limits, capped at [`ADAPTER_MAX_KEY`] / [`ADAPTER_MAX_VALUE`]
 //!   (the limits of sylva's `MemMap`) where the peer allows more; input outside them is
 //!   `InvalidArgument` from the adapter before it reaches the peer, so no peer ever panics on it.
@@ -296,6 +298,108 @@ impl SyncCadence {
     }
 }
 
+/// The boundary sync of [`PeerSync::Batch`] on a thread of its own, the way sylva's `db` runs
+/// it (its log sync thread, `sylva::db`): the writer that crosses a boundary hands the peer's
+/// sync over and goes on; a writer that crosses the next boundary while that sync still runs
+/// syncs itself (the caller does, when [`BoundarySync::hand_over`] says the thread is busy), so
+/// at most two batches are ever not durable. The batch is durable once the thread's sync returns.
+/// A failed sync is kept and returned by the next hand-over.
+pub(crate) struct BoundarySync {
+    shared: std::sync::Arc<BoundaryShared>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct BoundaryShared {
+    state: Mutex<BoundaryState>,
+    cv: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct BoundaryState {
+    requested: bool,
+    running: bool,
+    shutdown: bool,
+    failed: Option<Error>,
+}
+
+impl BoundarySync {
+    /// Starts the thread of `peer`, which runs `sync` once per hand-over.
+    pub(crate) fn start(
+        peer: &str,
+        dir: &Path,
+        sync: impl Fn() -> sylva::Result<()> + Send + 'static,
+    ) -> sylva::Result<Self> {
+        let shared = std::sync::Arc::new(BoundaryShared::default());
+        let theirs = shared.clone();
+        let thread = std::thread::Builder::new()
+            .name(format!("{peer}-boundary-sync"))
+            .spawn(move || loop {
+                {
+                    let mut st = lock(&theirs.state);
+                    while !st.requested && !st.shutdown {
+                        st = theirs.cv.wait(st).unwrap_or_else(|e| e.into_inner());
+                    }
+                    if st.shutdown {
+                        return;
+                    }
+                    st.requested = false;
+                    st.running = true;
+                }
+                let r = sync();
+                let mut st = lock(&theirs.state);
+                st.running = false;
+                if let Err(e) = r {
+                    st.failed.get_or_insert(e);
+                }
+            })
+            .map_err(|e| {
+                peer_error(
+                    peer,
+                    dir,
+                    e.kind(),
+                    format_args!("cannot start the boundary sync thread: {e}"),
+                )
+            })?;
+        Ok(BoundarySync {
+            shared,
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands a boundary's sync to the thread: `Ok(true)` if it took it, `Ok(false)` if it is
+    /// still busy with the previous one (the caller then syncs itself), or the error of an
+    /// earlier sync of the thread's.
+    pub(crate) fn hand_over(&self) -> sylva::Result<bool> {
+        let mut st = lock(&self.shared.state);
+        if let Some(e) = st.failed.take() {
+            return Err(e);
+        }
+        if st.requested || st.running {
+            return Ok(false);
+        }
+        st.requested = true;
+        self.shared.cv.notify_one();
+        Ok(true)
+    }
+}
+
+/// Locks `m`; a poisoned lock is still used (the state it guards stays consistent: every change
+/// is a few field stores).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Drop for BoundarySync {
+    fn drop(&mut self) {
+        lock(&self.shared.state).shutdown = true;
+        self.shared.cv.notify_one();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 /// Striped locks that make an LSM peer's read-then-delete atomic per key.
 ///
 /// RocksDB and fjall delete blindly (a tombstone), but `KvStore::delete` answers whether the key
@@ -332,6 +436,57 @@ impl DeleteStripes {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_boundary_sync_thread_takes_one_sync_at_a_time_and_reports_a_failure() {
+        use std::sync::mpsc;
+        let (release, held) = mpsc::channel::<sylva::Result<()>>();
+        let (started_tx, started) = mpsc::channel::<()>();
+        let held = Mutex::new(held);
+        let b = BoundarySync::start("test", Path::new("<test>"), move || {
+            started_tx.send(()).unwrap();
+            lock(&held).recv().unwrap()
+        })
+        .unwrap();
+        assert!(b.hand_over().unwrap(), "an idle thread takes the sync");
+        started.recv().unwrap();
+        // While it runs, the next boundary's writer must sync itself.
+        assert!(!b.hand_over().unwrap());
+        release.send(Ok(())).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let took = loop {
+            match b.hand_over().unwrap() {
+                true => break true,
+                false if Instant::now() < deadline => std::thread::yield_now(),
+                false => break false,
+            }
+        };
+        assert!(
+            took,
+            "the thread takes the next sync once the first returned"
+        );
+        started.recv().unwrap();
+        release
+            .send(Err(Error::io_at(
+                Path::new("<test>"),
+                io::Error::other("injected"),
+            )))
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let err = loop {
+            match b.hand_over() {
+                Err(e) => break Some(e),
+                Ok(_) if Instant::now() < deadline => std::thread::yield_now(),
+                Ok(_) => break None,
+            }
+        };
+        assert!(
+            err.is_some_and(|e| e.to_string().contains("injected")),
+            "a failed sync surfaces at the next hand-over"
+        );
+        release.send(Ok(())).unwrap();
+        drop(b);
+    }
 
     #[test]
     fn batch_cadence_fires_once_per_boundary() {

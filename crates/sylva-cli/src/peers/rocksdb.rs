@@ -27,6 +27,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rocksdb::{
     BlockBasedOptions, Cache, DBCompressionType, ErrorKind, Options, ReadOptions,
@@ -35,15 +36,17 @@ use rocksdb::{
 use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
-    create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, DeleteStripes,
-    PeerSettings, PeerSync, SyncCadence, CAPPED_LIMITS,
+    create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, BoundarySync,
+    DeleteStripes, PeerSettings, PeerSync, SyncCadence, CAPPED_LIMITS,
 };
 
 const PEER: &str = "rocksdb";
 
 /// RocksDB opened on a directory, with the fair settings.
 pub struct RocksDbPeer {
-    db: DB,
+    /// `Batch`'s boundary sync thread (first, so it stops before the database closes).
+    boundary: Option<BoundarySync>,
+    db: Arc<DB>,
     cache: Cache,
     dir: PathBuf,
     write_options: WriteOptions,
@@ -82,10 +85,21 @@ impl RocksDbPeer {
         );
         options.set_write_buffer_manager(&memtables);
 
-        let db = DB::open(&options, dir).map_err(|e| error(dir, e))?;
+        let db = Arc::new(DB::open(&options, dir).map_err(|e| error(dir, e))?);
+        // `FlushWAL(sync)` may run on another thread while writers append.
+        let boundary = match settings.sync {
+            PeerSync::Batch { .. } => {
+                let (db, dir) = (db.clone(), dir.to_path_buf());
+                Some(BoundarySync::start(PEER, &dir.clone(), move || {
+                    db.flush_wal(true).map_err(|e| error(&dir, e))
+                })?)
+            }
+            _ => None,
+        };
         let mut write_options = WriteOptions::default();
         write_options.set_sync(settings.sync == PeerSync::Always);
         Ok(RocksDbPeer {
+            boundary,
             db,
             cache,
             dir: dir.to_path_buf(),
@@ -103,7 +117,10 @@ impl RocksDbPeer {
     fn written(&self) -> sylva::Result<()> {
         // Under Always the write itself was synced.
         if self.cadence.note(1) && self.cadence.policy() != PeerSync::Always {
-            self.sync()?;
+            match &self.boundary {
+                Some(b) if b.hand_over()? => self.cadence.synced(),
+                _ => self.sync()?,
+            }
         }
         Ok(())
     }

@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
-    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, PeerSettings,
-    SyncCadence, CAPPED_LIMITS,
+    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, BoundarySync,
+    PeerSettings, PeerSync, SyncCadence, CAPPED_LIMITS,
 };
 
 const PEER: &str = "sled";
@@ -43,6 +43,8 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// sled opened on a directory, with the fair settings.
 pub struct SledPeer {
+    /// `Batch`'s boundary sync thread (first, so it stops before the database closes).
+    boundary: Option<BoundarySync>,
     db: sled::Db,
     dir: PathBuf,
     records: AtomicU64,
@@ -75,7 +77,17 @@ impl SledPeer {
             }
         };
         let records = AtomicU64::new(db.len() as u64);
+        let boundary = match settings.sync {
+            PeerSync::Batch { .. } => {
+                let (db, dir) = (db.clone(), dir.to_path_buf());
+                Some(BoundarySync::start(PEER, &dir.clone(), move || {
+                    db.flush().map(drop).map_err(|e| error(&dir, e))
+                })?)
+            }
+            _ => None,
+        };
         Ok(SledPeer {
+            boundary,
             db,
             dir: dir.to_path_buf(),
             records,
@@ -90,7 +102,10 @@ impl SledPeer {
     /// Counts a completed write towards the sync policy, flushing when due.
     fn written(&self) -> sylva::Result<()> {
         if self.cadence.note(1) {
-            self.sync()?;
+            match &self.boundary {
+                Some(b) if b.hand_over()? => self.cadence.synced(),
+                _ => self.sync()?,
+            }
         }
         Ok(())
     }
