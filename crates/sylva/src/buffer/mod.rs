@@ -11,8 +11,9 @@
 //! returns a version, the reader reads the frame, [`BufferPool::validate`] says whether it may
 //! trust what it read. Readers never write shared memory, except to clear a clock mark (a page
 //! the clock hand passed but that is still in use), which is rare. Writers take the exclusive
-//! lock. Writing a page back (a checkpoint's flush) holds it in a third mode, *writing*: writers
-//! wait, readers go on and their versions stay valid, since the bytes do not change.
+//! lock. A checkpoint's flush copies a page out holding it in a third mode, *writing*: writers
+//! wait (for one page copy), readers go on and their versions stay valid, since the bytes do not
+//! change.
 //!
 //! **Miss path, submit then complete.** A reader that finds its page evicted takes the lock in
 //! *loading* state (`LOCKED | EVICTED`), reads the page and verifies its checksum, then releases
@@ -24,11 +25,44 @@
 //!
 //! **Eviction.** When a load or an allocation would exceed the budget, the loading thread runs
 //! the clock (second chance): an unmarked resident page gets marked; a marked page that is not
-//! locked is locked, written back if dirty, discarded and left evicted. The budget is counted in
-//! pages, so the resident set (the RSS this pool causes) stays within it.
+//! locked is locked, written back if dirty, discarded and left evicted. A page whose copy is
+//! being written by a checkpoint (*in flight*, below) is passed over. The budget is counted in
+//! pages, so the resident set (the RSS this pool causes) stays within it. Eviction writes its
+//! single page straight from the frame, holding the exclusive lock: nobody uses a page that is
+//! being evicted, so there is no one to hold up.
 //!
-//! **WAL rule.** Before a dirty page is written back, the log is made durable up to the page's
-//! LSN (its header's LSN field, which the engine sets under the page's lock).
+//! **Checkpoint write-back from a copy.** [`BufferPool::flush_all`] walks the resident pages in
+//! page order and writes each run of consecutive dirty pages with one write (up to 1 MiB), but
+//! never holds a writer for the I/O: for each page it takes the *writing* mode, copies the frame
+//! into the run's slot of an aligned buffer and, in one atomic step, releases the page, clears
+//! its dirty bit and marks it *in flight* (`IN_FLIGHT`, [`state`]). Then the log is made durable
+//! up to the copies' highest LSN (the WAL rule, for the copy), the copies' headers are sealed
+//! (checksum, id, LSN) in the buffer and the run is written from the buffer. Writers held the
+//! page only for its 4 KiB copy; one that changes it after the copy sets the dirty bit again, and
+//! a later flush or eviction writes it again: nothing is lost. When the write ends the pages
+//! leave flight; a failed write marks them dirty again (their bytes stay in memory and the error
+//! is returned, as before). Before, the run's pages stayed in writing mode for the whole
+//! `O_DIRECT` write of up to 1 MiB, and any writer needing one of them (an insert's leaf, an
+//! inner node on a split) waited for it: tens of thousands of waits per 5M-record load, up to
+//! 86 ms each (`docs/results/db.md`, session 9).
+//!
+//! *In flight* is respected by eviction and by other flushers, not by readers or writers: the
+//! clock must not drop a page whose older copy is still being written (a reader could reload
+//! the older bytes from disk before the write lands), nor write a newer version that could land
+//! before the older one. Flushes run one at a time (the copy buffer's lock), so a flush never
+//! meets another's page in flight, and a page that is neither dirty nor in flight when a flush
+//! reaches it is in the file. A page freed while in flight keeps the bit through its reuse, so
+//! its new incarnation is not written or evicted before the old write ends.
+//!
+//! The copy buffer is one per pool, allocated at the first flush and reused: 1 MiB, or a
+//! sixteenth of the budget if that is less (a run is then shorter), and it comes out of the
+//! budget, so frames plus buffer stay within it. Copying costs the checkpoint thread a memcpy of
+//! each page it writes, which is small next to sealing (a CRC32C of the page) and the write.
+//!
+//! **WAL rule.** Before a dirty page (or a copy of it) is written back, the log is made durable
+//! up to the page's LSN (its header's LSN field, which the engine sets under the page's lock).
+//! A flush syncs the log before it starts, and again before a run only if one of its copies is
+//! newer than that; it never fsyncs while holding a page.
 //!
 //! Differences from vmcache: no shared-lock mode (sylva's trees use optimistic reads and
 //! exclusive writes only); the clock keeps an explicit list of resident page ids instead of
@@ -46,15 +80,18 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
-use crate::io::PageFile;
+use crate::io::{AlignedBuf, PageFile};
 use crate::wal::Wal;
 use region::Region;
-use state::{is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, LOCKED, MARKED};
+use state::{
+    is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, LOCKED, MARKED,
+};
 
 /// Buffer-pool settings.
 #[derive(Debug, Clone, Copy)]
 pub struct PoolOptions {
-    /// Memory the pool may use for page frames, in bytes (at least 16 pages are always allowed).
+    /// Memory the pool may use for page frames and its write-back copy buffer (1 MiB, or a
+    /// sixteenth of this if less), in bytes (at least 16 frames are always allowed).
     pub budget_bytes: u64,
     /// Address space reserved, in bytes: the largest database this pool can open. The default,
     /// 1 TiB, costs nothing until used.
@@ -100,7 +137,7 @@ pub struct PoolStats {
     pub writebacks: u64,
     /// Pages resident now.
     pub resident: u64,
-    /// The budget, in pages.
+    /// The budget for frames, in pages (the budget less the copy buffer).
     pub budget_pages: u64,
 }
 
@@ -132,8 +169,23 @@ impl Striped {
     }
 }
 
-/// Pages written back with one write at most (1 MiB of 4 KiB pages).
-const MAX_RUN: usize = 256;
+/// Bytes a checkpoint writes back with one write at most (256 pages of 4 KiB): the size of its
+/// copy buffer.
+const MAX_RUN_BYTES: usize = 1 << 20;
+
+/// A run of consecutive pages copied into the flush buffer and in flight, waiting for its write.
+struct Run {
+    first: u64,
+    /// Each copied page's kind and LSN, in page order.
+    pages: Vec<(PageKind, u64)>,
+    max_lsn: u64,
+}
+
+impl Run {
+    fn ids(&self) -> std::ops::Range<u64> {
+        self.first..self.first + self.pages.len() as u64
+    }
+}
 
 struct Clock {
     pages: Vec<u64>,
@@ -149,6 +201,12 @@ pub struct BufferPool {
     capacity: u64,
     page_size: usize,
     budget_pages: u64,
+    /// Pages a checkpoint's write-back copies and writes at once: the length of `flush_buf`,
+    /// taken out of the budget.
+    run_pages: usize,
+    /// The copy buffer of write-backs, allocated at the first; its lock also makes flushes
+    /// run one at a time.
+    flush_buf: Mutex<Option<AlignedBuf>>,
     resident: AtomicU64,
     clock: Mutex<Clock>,
     hits: Striped,
@@ -176,6 +234,10 @@ impl BufferPool {
         let capacity = options.reserve_bytes / page_size as u64;
         let frames = Region::reserve((capacity as usize).saturating_mul(page_size))?;
         let states = Region::reserve((capacity as usize).saturating_mul(8))?;
+        // The copy buffer comes out of the budget: a sixteenth of it at most, so a small pool
+        // keeps most of its pages for frames.
+        let total = (options.budget_bytes / page_size as u64).max(17);
+        let run_pages = ((total / 16) as usize).clamp(1, (MAX_RUN_BYTES / page_size).max(1));
         Ok(BufferPool {
             file,
             wal,
@@ -183,7 +245,9 @@ impl BufferPool {
             states,
             capacity,
             page_size,
-            budget_pages: (options.budget_bytes / page_size as u64).max(16),
+            budget_pages: (total - run_pages as u64).max(16),
+            run_pages,
+            flush_buf: Mutex::new(None),
             resident: AtomicU64::new(0),
             clock: Mutex::new(Clock {
                 pages: Vec::new(),
@@ -342,8 +406,9 @@ impl BufferPool {
             unsafe { self.frame_slice(id) }.fill(0);
             self.resident.fetch_add(1, Ordering::Relaxed);
             self.clock.lock().pages.push(id);
-            // Still locked; the state word's residency bits are cleared when it is unlocked.
-            st.0.store((s & !(EVICTED | FREED)) | LOCKED, Ordering::Release);
+            // Still locked. A read-modify-write, as a flusher may clear IN_FLIGHT meanwhile (a
+            // page freed while its copy was being written).
+            st.0.fetch_and(!(EVICTED | FREED), Ordering::Release);
             return Ok(());
         }
     }
@@ -429,13 +494,13 @@ impl BufferPool {
         let id = self.file.allocate();
         let st = self.state(id)?;
         self.make_room()?;
-        let s = st.load();
-        // A reused page id keeps counting versions, so stale readers never validate.
-        let version = s & !(state::VERSION - 1);
-        st.0.store(
-            (version + state::VERSION) | LOCKED | DIRTY,
-            Ordering::Release,
-        );
+        // A reused page id keeps counting versions, so stale readers never validate. It keeps
+        // IN_FLIGHT too: the page may have been freed while a copy of it was being written, and
+        // it must not be written again, or evicted, before that write ends.
+        st.update(|s| {
+            let version = s & !(state::VERSION - 1);
+            (version + state::VERSION) | LOCKED | DIRTY | (s & IN_FLIGHT)
+        });
         // SAFETY: the page was just allocated and is exclusively locked by us.
         let frame = unsafe { self.frame_slice(id) };
         frame.fill(0);
@@ -482,7 +547,9 @@ impl BufferPool {
             let id = clock.pages[clock.hand];
             let st = self.state(id)?;
             let s = st.load();
-            if s & (BUSY | EVICTED | FREED) != 0 {
+            // A page in flight stays: dropping it would let a reader reload the older bytes on
+            // disk, and writing it here could land before the copy's write.
+            if s & (BUSY | EVICTED | FREED | IN_FLIGHT) != 0 {
                 clock.hand += 1;
                 continue;
             }
@@ -514,7 +581,7 @@ impl BufferPool {
     }
 
     /// The kind and LSN in the header of page `id` (locked or held for writing by the caller),
-    /// for writing it back.
+    /// for writing it (or its copy) back.
     fn frame_header(&self, id: u64) -> Result<(PageKind, u64)> {
         // SAFETY: byte 6 of the frame is the header's kind; the caller holds the page's lock.
         let kind_byte = unsafe { *self.frame(id).add(6).as_ptr() };
@@ -541,111 +608,122 @@ impl BufferPool {
     }
 
     /// Writes back every dirty resident page (they stay resident, now clean), in page order,
-    /// each run of consecutive dirty pages with one write: the frames of consecutive pages are
-    /// consecutive in memory, so a run needs no copy. A checkpoint after a load so writes mostly
-    /// long sequential runs instead of one `O_DIRECT` write per page.
+    /// each run of consecutive dirty pages with one write from a copy (module docs: a writer
+    /// waits for a page's copy, never for the I/O). When it returns, every change made to a
+    /// page before it began is in the file.
     pub fn flush_all(&self) -> Result<()> {
-        // Make the log durable first, with no page locked: otherwise the first run's
-        // `sync_to` fsyncs the log while that run's pages (the root among them, often) are
-        // locked, and writers wait on them for the whole fsync. A page changed after this is
-        // released and the log synced again before it is locked for good (below).
+        // Make the log durable first: most copies need nothing more, so most runs are written
+        // without a log fsync in between.
         if let Some(wal) = &self.wal {
             wal.sync()?;
         }
-        // How far the log is known durable; re-read from the log (a lock) only for a page
+        // One flush at a time: so a page in flight is always one of our own run's (and a
+        // page that is neither dirty nor in flight is in the file).
+        let mut buf = self.flush_buf.lock();
+        let buf = buf.get_or_insert_with(|| self.file.buffer(self.run_pages));
+        // How far the log is known durable; re-read from the log (a lock) only for a run
         // whose LSN is past it.
         let mut durable = self.wal.as_ref().map_or(0, |w| w.durable_below());
         let mut pages: Vec<u64> = self.clock.lock().pages.clone();
         pages.sort_unstable();
-        let mut run: Vec<u64> = Vec::new();
+        pages.dedup();
+        let mut run = Run {
+            first: 0,
+            pages: Vec::with_capacity(self.run_pages),
+            max_lsn: 0,
+        };
         for id in pages {
-            let st = self.state(id)?;
+            let st = match self.state(id) {
+                Ok(st) => st,
+                Err(e) => return self.end_run(&mut run, Err(e)),
+            };
             let mut spins = 0;
-            let mut synced = false;
             loop {
                 let s = st.load();
                 if s & (EVICTED | FREED) != 0 || s & DIRTY == 0 {
                     break;
                 }
-                if run.last().is_some_and(|&last| last + 1 != id) || run.len() >= MAX_RUN {
-                    self.write_back_run(&run)?;
-                    run.clear();
+                if !run.pages.is_empty()
+                    && (run.ids().end != id || run.pages.len() >= self.run_pages)
+                {
+                    self.write_run(&mut run, buf, &mut durable)?;
                 }
-                if st.try_lock_writing(s) {
-                    let lsn = self.page_lsn(id);
-                    if let Some(wal) = self.wal.as_ref().filter(|_| !synced) {
-                        if lsn >= durable {
-                            durable = wal.durable_below();
-                        }
-                        if lsn >= durable {
-                            // Changed since the log was synced above: syncing it in
-                            // `write_back_run` would hold the run's locks (and a writer
-                            // needing one of those pages) for an fsync. Release the page
-                            // unchanged, write the run so far, sync with nothing locked, and
-                            // lock it again (once).
-                            st.unlock_writing(false);
-                            self.write_back_run(&run)?;
-                            run.clear();
-                            wal.sync_to(lsn)?;
-                            synced = true;
-                            continue;
-                        }
+                if !st.try_lock_writing(s) {
+                    // A writer holds it (briefly) or the mark changed. Our run's pages hold
+                    // nobody up meanwhile (only eviction skips them).
+                    if s & BUSY != 0 {
+                        backoff(&mut spins);
                     }
-                    run.push(id);
-                    break;
+                    continue;
                 }
-                if s & BUSY != 0 {
-                    // Someone holds it: write what we hold before waiting, so we never wait
-                    // while holding locks.
-                    self.write_back_run(&run)?;
-                    run.clear();
-                    backoff(&mut spins);
+                if run.pages.is_empty() {
+                    run.first = id;
                 }
+                let (kind, lsn) = match self.frame_header(id) {
+                    Ok(header) => header,
+                    Err(e) => {
+                        st.unlock_writing();
+                        return self.end_run(&mut run, Err(e));
+                    }
+                };
+                let slot = run.pages.len() * self.page_size;
+                let copy = &mut buf[slot..slot + self.page_size];
+                // SAFETY: we hold the page for writing: no writer changes its frame, which is
+                // `page_size` bytes of our mapping, disjoint from the buffer.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        self.frame(id).as_ptr(),
+                        copy.as_mut_ptr(),
+                        self.page_size,
+                    )
+                };
+                st.unlock_copied();
+                run.pages.push((kind, lsn));
+                run.max_lsn = run.max_lsn.max(lsn);
+                break;
             }
         }
-        self.write_back_run(&run)
+        self.write_run(&mut run, buf, &mut durable)
     }
 
-    /// Writes back the consecutive pages `run` (held for writing by the caller, dirty) with one
-    /// write, after the log covering them, and releases them: clean if the write succeeded.
-    fn write_back_run(&self, run: &[u64]) -> Result<()> {
-        let Some(&first) = run.first() else {
+    /// Writes `run` (its pages copied into `buf` and in flight) with one write, after the log
+    /// covering the copies, and ends it.
+    fn write_run(&self, run: &mut Run, buf: &mut AlignedBuf, durable: &mut u64) -> Result<()> {
+        if run.pages.is_empty() {
             return Ok(());
-        };
+        }
         let result = (|| {
-            let mut pages = Vec::with_capacity(run.len());
-            let mut max_lsn = 0;
-            for &id in run {
-                let (kind, lsn) = self.frame_header(id)?;
-                max_lsn = max_lsn.max(lsn);
-                pages.push((kind, lsn));
-            }
-            if let Some(wal) = &self.wal {
-                if max_lsn > 0 {
-                    wal.sync_to(max_lsn)?;
+            if let Some(wal) = self.wal.as_ref().filter(|_| run.max_lsn > 0) {
+                if run.max_lsn >= *durable {
+                    *durable = wal.durable_below();
+                }
+                if run.max_lsn >= *durable {
+                    // No page is held meanwhile: in flight, they are only kept from eviction.
+                    wal.sync_to(run.max_lsn)?;
                 }
             }
-            // SAFETY: the frames of pages `first..first + run.len()` are consecutive in the
-            // mapping, and the caller holds every one of them for writing, so no writer changes
-            // them. Sealing writes only their 32-byte headers, which optimistic readers never
-            // read (they read `data`, past the header).
-            let bytes = unsafe {
-                std::slice::from_raw_parts_mut(
-                    self.frame(first).as_ptr(),
-                    run.len() * self.page_size,
-                )
-            };
-            self.file.write_frames(first, bytes, &pages)
+            self.file.write_frames(
+                run.first,
+                &mut buf[..run.pages.len() * self.page_size],
+                &run.pages,
+            )
         })();
-        for &id in run {
+        self.end_run(run, result)
+    }
+
+    /// Ends the write of `run` with `result`: its pages leave flight, dirty again if it failed.
+    fn end_run(&self, run: &mut Run, result: Result<()>) -> Result<()> {
+        for id in run.ids() {
             if let Ok(st) = self.state(id) {
-                st.unlock_writing(result.is_ok());
+                st.end_io(result.is_ok());
             }
         }
         if result.is_ok() {
             self.writebacks
-                .fetch_add(run.len() as u64, Ordering::Relaxed);
+                .fetch_add(run.pages.len() as u64, Ordering::Relaxed);
         }
+        run.pages.clear();
+        run.max_lsn = 0;
         result
     }
 

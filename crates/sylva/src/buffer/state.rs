@@ -2,22 +2,27 @@
 //! optimistic readers (vmcache's page state, with the bits sylva needs).
 //!
 //! ```text
-//! bit 0  LOCKED   one thread holds the page exclusively (writing it, loading it or evicting it)
-//! bit 1  EVICTED  the frame holds no valid bytes; a reader must fix the page first
-//! bit 2  MARKED   the clock hand passed and found it unused; an access clears it (second chance)
-//! bit 3  DIRTY    the frame differs from the page on disk
-//! bit 4  FREED    the page was freed; readers restart
-//! bit 5  WRITING  a write-back holds the page: its bytes do not change, so optimistic
-//!                 readers go on and validate as usual; writers, the clock and other
-//!                 flushers wait as for LOCKED
-//! 6..    version  advanced by every exclusive unlock
+//! bit 0  LOCKED     one thread holds the page exclusively (writing it, loading it or evicting it)
+//! bit 1  EVICTED    the frame holds no valid bytes; a reader must fix the page first
+//! bit 2  MARKED     the clock hand passed and found it unused; an access clears it (second chance)
+//! bit 3  DIRTY      the frame differs from the page on disk (and from any copy being written)
+//! bit 4  FREED      the page was freed; readers restart
+//! bit 5  WRITING    a write-back is copying the frame: its bytes do not change, so optimistic
+//!                   readers go on and validate as usual; writers, the clock and other
+//!                   flushers wait as for LOCKED (for one page copy, not for an I/O)
+//! bit 6  IN_FLIGHT  a copy of the page is being written to the file: readers and writers
+//!                   ignore it; the clock does not evict the page until the write ends
+//! 7..    version    advanced by every exclusive unlock
 //! ```
 //!
 //! Writing a page back is not a change of its content, so it neither takes the exclusive lock
-//! nor advances the version: a checkpoint writing a run of pages (a megabyte, milliseconds of
-//! I/O) would otherwise stall every reader descending through one of them, and restart every
+//! nor advances the version: a checkpoint writing a run of pages would otherwise restart every
 //! reader that had started on one. A reader's version is the state without the bits a
 //! write-back or the clock changes ([`stable`]).
+//!
+//! `IN_FLIGHT` is the one bit that changes while another thread holds `LOCKED` (the flusher
+//! clears it when its write ends, whoever holds the page), so every change of a locked page's
+//! word is a read-modify-write that keeps it, never a plain store.
 //!
 //! A page nobody has touched has state 0 … except that 0 would read as resident; pages become
 //! known to the pool only through `allocate` or `fix`, which set EVICTED before first use, and
@@ -31,7 +36,8 @@ pub(crate) const MARKED: u64 = 4;
 pub(crate) const DIRTY: u64 = 8;
 pub(crate) const FREED: u64 = 16;
 pub(crate) const WRITING: u64 = 32;
-pub(crate) const VERSION: u64 = 64;
+pub(crate) const IN_FLIGHT: u64 = 64;
+pub(crate) const VERSION: u64 = 128;
 
 /// Held by a writer or a write-back: another writer or write-back must wait.
 pub(crate) const BUSY: u64 = LOCKED | WRITING;
@@ -40,7 +46,7 @@ pub(crate) const BUSY: u64 = LOCKED | WRITING;
 /// bits a write-back sets and clears (it does not change the bytes).
 #[inline]
 pub(crate) fn stable(s: u64) -> u64 {
-    s & !(MARKED | WRITING | DIRTY)
+    s & !(MARKED | WRITING | DIRTY | IN_FLIGHT)
 }
 
 /// Zero means "never seen", which is the same as evicted.
@@ -69,8 +75,8 @@ impl PageState {
                 .is_ok()
     }
 
-    /// Takes the page for writing it back if the state is still `s` (and neither locked nor
-    /// being written back): writers wait, readers do not.
+    /// Takes the page for copying it out (a write-back) if the state is still `s` (and neither
+    /// locked nor being copied): writers wait, readers do not.
     #[inline]
     pub(crate) fn try_lock_writing(&self, s: u64) -> bool {
         s & BUSY == 0
@@ -80,23 +86,52 @@ impl PageState {
                 .is_ok()
     }
 
-    /// Ends a write-back; `written` clears the dirty bit. The version stays: the bytes did not
-    /// change. (Read-modify-write, as readers and the clock may flip the mark meanwhile.)
+    /// Ends a copy taken with [`PageState::try_lock_writing`] without writing it: the page
+    /// stays as it was (dirty).
     #[inline]
-    pub(crate) fn unlock_writing(&self, written: bool) {
-        let clear = WRITING | if written { DIRTY } else { 0 };
-        self.0.fetch_and(!clear, Ordering::Release);
+    pub(crate) fn unlock_writing(&self) {
+        self.0.fetch_and(!WRITING, Ordering::Release);
+    }
+
+    /// Ends a copy taken with [`PageState::try_lock_writing`] whose bytes are going to the file:
+    /// in one step the page becomes clean (the copy holds every change so far; a writer that
+    /// changes it from now on sets `DIRTY` again) and in flight (see [`PageState::end_io`]).
+    /// The version stays: the bytes did not change.
+    #[inline]
+    pub(crate) fn unlock_copied(&self) {
+        self.update(|s| (s & !(WRITING | DIRTY)) | IN_FLIGHT);
+    }
+
+    /// Ends the write of a copy: the page may be evicted again. A failed write marks it dirty
+    /// again, so its bytes stay in memory and a later flush writes them.
+    #[inline]
+    pub(crate) fn end_io(&self, written: bool) {
+        if written {
+            self.0.fetch_and(!IN_FLIGHT, Ordering::Release);
+        } else {
+            self.update(|s| (s & !IN_FLIGHT) | DIRTY);
+        }
+    }
+
+    /// Applies `f` atomically (a compare-and-swap loop: other bits may change meanwhile).
+    #[inline]
+    pub(crate) fn update(&self, f: impl Fn(u64) -> u64) {
+        let _ = self
+            .0
+            .fetch_update(Ordering::Release, Ordering::Relaxed, |s| Some(f(s)));
     }
 
     /// Releases the exclusive lock: advances the version and sets the given flag bits
     /// (`EVICTED`, `DIRTY`, `FREED`), clearing `LOCKED` and `MARKED`; `keep_dirty` keeps an
-    /// existing dirty bit.
+    /// existing dirty bit. `IN_FLIGHT` is kept as it is at the moment of the release: a flusher
+    /// may clear it while we hold the lock, so this is a read-modify-write.
     #[inline]
     pub(crate) fn unlock(&self, set: u64, keep_dirty: bool) {
-        let s = self.0.load(Ordering::Relaxed);
-        let keep = if keep_dirty { s & DIRTY } else { 0 };
-        let version = (s & !(VERSION - 1)) + VERSION;
-        self.0.store(version | set | keep, Ordering::Release);
+        let keep = IN_FLIGHT | if keep_dirty { DIRTY } else { 0 };
+        self.update(|s| {
+            let version = (s & !(VERSION - 1)) + VERSION;
+            version | set | (s & keep)
+        });
     }
 
     /// Clears the clock mark if set (the rare write a reader does: only after the clock hand

@@ -1,6 +1,7 @@
 use std::sync::Arc;
 
 use super::*;
+use crate::io::page_header::PAGE_HEADER_LEN;
 use crate::io::FileIo;
 use crate::wal::SyncMode;
 
@@ -332,7 +333,7 @@ fn a_page_held_for_writing_excludes_writers_but_not_readers() {
             !locked.load(Ordering::SeqCst),
             "a writer waits for the write-back"
         );
-        st.unlock_writing(true);
+        st.unlock_writing();
     });
     assert!(locked.load(Ordering::SeqCst));
     assert!(
@@ -340,4 +341,310 @@ fn a_page_held_for_writing_excludes_writers_but_not_readers() {
         "the writer's unlock moved the version on"
     );
     assert!(st.load() & DIRTY != 0, "the writer's change is dirty again");
+}
+
+/// A gate a [`Gated`] file's writes stop at: once armed, the next write announces itself and
+/// waits until the gate is opened, so a test can act while a checkpoint's write is in flight.
+#[derive(Default)]
+struct Gate {
+    state: parking_lot::Mutex<GateState>,
+    cv: parking_lot::Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    armed: bool,
+    /// Bytes of the write waiting at the gate (0: none).
+    waiting: usize,
+    open: bool,
+}
+
+impl Gate {
+    fn arm(&self) {
+        let mut g = self.state.lock();
+        *g = GateState {
+            armed: true,
+            ..GateState::default()
+        };
+    }
+
+    /// Waits (up to 10 s) until a write is held at the gate; returns its length in bytes.
+    fn wait_for_write(&self) -> usize {
+        let mut g = self.state.lock();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while g.waiting == 0 {
+            assert!(
+                !self.cv.wait_until(&mut g, deadline).timed_out(),
+                "no write reached the gate"
+            );
+        }
+        g.waiting
+    }
+
+    fn open(&self) {
+        self.state.lock().open = true;
+        self.cv.notify_all();
+    }
+}
+
+/// Opens the gate when dropped, so a failed assertion while a write waits at it fails the test
+/// instead of leaving the writing thread (and the test) waiting forever.
+struct OpenOnDrop<'a>(&'a Gate);
+
+impl Drop for OpenOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.open();
+    }
+}
+
+struct Gated {
+    inner: FileIo,
+    gate: Arc<Gate>,
+}
+
+impl crate::io::Io for Gated {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        self.inner.read_at(buf, offset)
+    }
+    fn write_at(&self, buf: &[u8], offset: u64) -> Result<()> {
+        let mut g = self.gate.state.lock();
+        if g.armed {
+            g.armed = false;
+            g.waiting = buf.len();
+            self.gate.cv.notify_all();
+            while !g.open {
+                self.gate.cv.wait(&mut g);
+            }
+        }
+        drop(g);
+        self.inner.write_at(buf, offset)
+    }
+    fn sync(&self) -> Result<()> {
+        self.inner.sync()
+    }
+    fn file_len(&self) -> Result<u64> {
+        self.inner.file_len()
+    }
+    fn set_file_len(&self, len: u64) -> Result<()> {
+        self.inner.set_file_len(len)
+    }
+    fn path(&self) -> &std::path::Path {
+        self.inner.path()
+    }
+}
+
+/// A pool of `budget_pages` (frames plus copy buffer) over a new page file whose writes stop at
+/// the returned gate when it is armed.
+fn gated_pool(dir: &std::path::Path, budget_pages: u64) -> (BufferPool, Arc<Gate>) {
+    let gate = Arc::new(Gate::default());
+    let io = Gated {
+        inner: FileIo::open(&dir.join("pages"), true).expect("open"),
+        gate: gate.clone(),
+    };
+    let file = PageFile::create_io(Box::new(io), 4096, false).expect("create");
+    (pool_over(file, budget_pages), gate)
+}
+
+/// Flushes `p`, running `during` while the flush's first write waits at `gate` (with that
+/// write's length in bytes); returns the flush's result.
+fn while_flush_in_flight(p: &BufferPool, gate: &Gate, during: impl FnOnce(usize)) -> Result<()> {
+    gate.arm();
+    std::thread::scope(|s| {
+        let _open = OpenOnDrop(gate);
+        let flush = s.spawn(|| p.flush_all());
+        during(gate.wait_for_write());
+        gate.open();
+        flush.join().expect("flush thread")
+    })
+}
+
+/// Asserts that page `id`'s state has every bit of `set` and none of `clear`.
+fn assert_state(p: &BufferPool, id: u64, set: u64, clear: u64, why: &str) {
+    let st = p.state(id).expect("state").load();
+    assert!(
+        st & set == set && st & clear == 0,
+        "page {id} (state {st:#x}): {why}"
+    );
+}
+
+/// `n` new pages, each filled with `seed ^ i`, unlocked dirty.
+fn dirty_pages(p: &BufferPool, n: u64) -> Vec<u64> {
+    (0..n)
+        .map(|i| {
+            let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+            write_pattern(p, id, 100 + i);
+            p.unlock(id, true);
+            id
+        })
+        .collect()
+}
+
+/// The first data word of page `id` as the file holds it (not the pool).
+fn first_word_on_disk(p: &BufferPool, id: u64) -> u64 {
+    let mut buf = p.file().buffer(1);
+    p.file()
+        .read_page(id, &mut buf, PageKind::BTreeLeaf)
+        .expect("read page");
+    u64::from_le_bytes(
+        buf[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 8]
+            .try_into()
+            .expect("8 bytes"),
+    )
+}
+
+#[test]
+fn a_failed_run_write_leaves_its_pages_dirty() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let io = FileIo::open(&dir.path().join("pages"), true).expect("open");
+    let (io, faults) = crate::io::FaultyIo::new(io);
+    let file = PageFile::create_io(Box::new(io), 4096, false).expect("create");
+    let ids = {
+        let p = pool_over(file, 256);
+        let ids = dirty_pages(&p, 5);
+        faults.arm(crate::io::Fault::FailWrite);
+        let err = p.flush_all().expect_err("the write fails");
+        assert!(err.to_string().contains("injected fault"), "{err}");
+        for &id in &ids {
+            assert_state(
+                &p,
+                id,
+                DIRTY,
+                IN_FLIGHT,
+                "dirty again after the failed write",
+            );
+        }
+        assert_eq!(p.stats().writebacks, 0);
+        for (i, &id) in ids.iter().enumerate() {
+            assert_eq!(read_first_word(&p, id), 100 + i as u64, "still in memory");
+        }
+        p.checkpoint(b"").expect("the next checkpoint writes them");
+        assert_eq!(p.stats().writebacks, 5);
+        ids
+    };
+    let (file, _) = PageFile::open(&dir.path().join("pages"), false).expect("reopen");
+    let p = pool_over(file, 64);
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(
+            read_first_word(&p, id),
+            100 + i as u64,
+            "page {id} after reopen"
+        );
+    }
+}
+
+#[test]
+fn a_writer_changes_a_page_while_its_run_is_being_written() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ids = {
+        let (p, gate) = gated_pool(dir.path(), 256);
+        let ids = dirty_pages(&p, 8);
+        let target = ids[3];
+        while_flush_in_flight(&p, &gate, |bytes| {
+            assert_eq!(bytes, 8 * 4096, "the run goes in one write");
+            // A writer (the tree's way: read, then upgrade) takes the page at once.
+            let v = p.read_lock(target).expect("read_lock").expect("not freed");
+            assert!(
+                p.try_upgrade(target, v),
+                "a writer waits for the checkpoint's write"
+            );
+            write_pattern(&p, target, 999);
+            p.unlock(target, true);
+            let why = "changed in flight: dirty again and still in flight";
+            assert_state(&p, target, IN_FLIGHT | DIRTY, 0, why);
+        })
+        .expect("flush");
+        let why = "the write ended; the change after the copy is still to write";
+        assert_state(&p, target, DIRTY, IN_FLIGHT, why);
+        assert_eq!(first_word_on_disk(&p, target), 103, "the copy went to disk");
+        assert_eq!(read_first_word(&p, target), 999, "the frame has the change");
+        assert_eq!(p.stats().writebacks, 8);
+        p.flush_all().expect("second flush");
+        assert_eq!(
+            p.stats().writebacks,
+            9,
+            "only the changed page is written again"
+        );
+        assert_eq!(first_word_on_disk(&p, target), 999);
+        p.checkpoint(b"").expect("checkpoint");
+        ids
+    };
+    let (file, _) = PageFile::open(&dir.path().join("pages"), false).expect("reopen");
+    let p = pool_over(file, 64);
+    for (i, &id) in ids.iter().enumerate() {
+        let want = if i == 3 { 999 } else { 100 + i as u64 };
+        assert_eq!(read_first_word(&p, id), want, "page {id} after reopen");
+    }
+}
+
+#[test]
+fn eviction_leaves_a_page_in_flight_alone() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 34);
+    assert_eq!(
+        p.stats().budget_pages,
+        32,
+        "two pages of the budget copy runs"
+    );
+    let inflight = dirty_pages(&p, 2);
+    // Fill the rest of the budget, so the allocations below evict.
+    let others = dirty_pages(&p, 30);
+    while_flush_in_flight(&p, &gate, |bytes| {
+        assert_eq!(bytes, 2 * 4096, "the first run is the two pages");
+        for &id in &inflight {
+            assert_state(&p, id, IN_FLIGHT, DIRTY, "copied: clean and in flight");
+        }
+        // Each allocation evicts one page; 64 of them cycle the clock through every other
+        // page (each marked on one pass, evicted on the next).
+        let evictions = p.stats().evictions;
+        for i in 0..64u64 {
+            let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+            write_pattern(&p, id, 5000 + i);
+            p.unlock(id, true);
+        }
+        assert!(p.stats().evictions >= evictions + 60, "{:?}", p.stats());
+        for &id in &inflight {
+            assert_state(&p, id, 0, EVICTED, "evicted while its copy was in flight");
+        }
+        for &id in &others {
+            assert!(
+                is_evicted(p.state(id).expect("state").load()),
+                "page {id} not evicted: the test's budget did not force evictions"
+            );
+        }
+    })
+    .expect("flush");
+    for (i, &id) in inflight.iter().enumerate() {
+        assert_eq!(first_word_on_disk(&p, id), 100 + i as u64);
+    }
+    // Out of flight, they are evicted like any page.
+    for _ in 0..64 {
+        let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+        p.unlock(id, true);
+    }
+    for &id in &inflight {
+        assert!(is_evicted(p.state(id).expect("state").load()));
+    }
+}
+
+#[test]
+fn a_page_freed_and_reused_in_flight_waits_for_the_old_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 256);
+    let ids = dirty_pages(&p, 3);
+    let victim = ids[1];
+    while_flush_in_flight(&p, &gate, |_| {
+        p.lock(victim).expect("lock");
+        p.free(victim).expect("free");
+        let again = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+        assert_eq!(again, victim, "the free page is reused");
+        write_pattern(&p, again, 777);
+        p.unlock(again, true);
+        let why = "the new incarnation waits for the old copy's write";
+        assert_state(&p, again, IN_FLIGHT | DIRTY, 0, why);
+    })
+    .expect("flush");
+    assert_state(&p, victim, DIRTY, IN_FLIGHT, "the old write ended");
+    assert_eq!(first_word_on_disk(&p, victim), 101, "the old copy landed");
+    p.flush_all().expect("flush");
+    assert_eq!(first_word_on_disk(&p, victim), 777, "then the new page");
 }

@@ -434,6 +434,17 @@ impl Core {
         let Some((lsn, records)) = begun else {
             return self.checkpoint_quiet_locked();
         };
+        // Recovery redoes from `lsn`, so every change with a smaller LSN must be in the file
+        // once the meta page lands. Writers log and change pages under the gate, so all those
+        // changes were in the frames when the gate opened, before `flush_all` began. A page
+        // that was dirty then is, when the flush reaches it, either still dirty: the flush
+        // copies it (after the gate, so the copy holds those changes) and writes the copy
+        // before it returns; or clean because eviction wrote it meanwhile (under its lock,
+        // before releasing it), or evicted, or freed (see below). The flush writes copies while
+        // writers go on, and a change made after a copy is not in the file, but such a change
+        // came after the gate: its LSN is at least `lsn`, and the page's first change after
+        // `lsn` logged its full image, so redo rebuilds the page from the log whatever version
+        // of it reached the file.
         store.pool.flush_all()?;
         // Most of the data file's sync happens here, not while the file holds allocations back.
         file.sync()?;
