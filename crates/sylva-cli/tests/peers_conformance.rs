@@ -122,6 +122,15 @@ conformance_tests!(redb, Peer::new("redb"));
 conformance_tests!(fjall, Peer::new("fjall"));
 conformance_tests!(sled, Peer::new("sled"));
 
+/// The peers this build has: RocksDB only with the `peers` feature (`peers-no-rocksdb` leaves
+/// its C++ build out).
+fn built_peers() -> impl Iterator<Item = &'static str> {
+    peers::PEER_NAMES
+        .iter()
+        .copied()
+        .filter(|&name| cfg!(feature = "peers") || name != "rocksdb")
+}
+
 /// The edge cases again under the other two sync policies, which take other code paths
 /// (LMDB's synced commits, redb's durable commits, RocksDB's synced writes).
 mod other_sync_policies {
@@ -129,14 +138,14 @@ mod other_sync_policies {
 
     #[test]
     fn edge_cases_with_sync_always() {
-        for name in peers::PEER_NAMES {
+        for name in built_peers() {
             sylva_conformance::edge_cases(&mut Peer::with_sync(name, PeerSync::Always));
         }
     }
 
     #[test]
     fn edge_cases_with_sync_never() {
-        for name in peers::PEER_NAMES {
+        for name in built_peers() {
             sylva_conformance::edge_cases(&mut Peer::with_sync(name, PeerSync::Never));
         }
     }
@@ -146,8 +155,13 @@ mod other_sync_policies {
 /// cleanly on drop), and everything `sync()` covered.
 #[test]
 fn writes_survive_reopen() {
-    for name in peers::PEER_NAMES {
-        let mut peer = Peer::with_sync(name, PeerSync::Never);
+    // `Batch` with small batches: many boundary syncs on the peer's boundary sync thread.
+    let batch = PeerSync::Batch {
+        ops: 64,
+        interval: std::time::Duration::from_millis(5),
+    };
+    for (name, sync) in built_peers().flat_map(|n| [(n, PeerSync::Never), (n, batch)]) {
+        let mut peer = Peer::with_sync(name, sync);
         let store = peer.open();
         for i in 0..1000u64 {
             store.put(&i.to_be_bytes(), &(i * 3).to_le_bytes()).unwrap();
