@@ -81,7 +81,7 @@
 //! fsync is shared by concurrent writers and happens after the leaf latch is released);
 //! `Batch { ops, interval }`: durable at the next batch boundary (after `ops` writes or once
 //! `interval` has passed) or `sync()`; the boundary's fsync runs on a log sync thread, so the
-//! writer that reaches it does not wait for it ([`LogSyncer`]); `Never`: at `sync()`,
+//! writer that reaches it does not wait for it ([`log_sync_loop`]); `Never`: at `sync()`,
 //! `checkpoint()` or `close()`.
 //!
 //! **Failure.** Any error inside a write other than bad input (a failed write or fsync, a
@@ -307,10 +307,10 @@ pub struct Db {
     /// Writes since the last sync (`SyncMode::Batch`), and when that sync was.
     unsynced: AtomicU64,
     last_sync: Mutex<Instant>,
-    checkpointer: Arc<Checkpointer>,
+    checkpointer: Arc<Trigger>,
     checkpoint_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// `SyncMode::Batch`'s log sync thread (`None` in the other modes).
-    syncer: Option<Arc<LogSyncer>>,
+    syncer: Option<Arc<Trigger>>,
     sync_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -330,36 +330,23 @@ struct Core {
     fuzzy: bool,
 }
 
-/// Wakes the checkpoint thread.
+/// Wakes a background thread (the checkpoint thread, the log sync thread) when there is work
+/// for it, and stops it.
 #[derive(Default)]
-struct Checkpointer {
-    wake: Mutex<Wake>,
-    cv: parking_lot::Condvar,
-}
-
-/// `SyncMode::Batch`'s log sync thread and how writers ask it for a sync: a writer that reaches
-/// a batch boundary hands the fsync to this thread and goes on, instead of waiting for it. The
-/// batch is durable once that fsync completes, a few milliseconds after the boundary, as when
-/// the writer synced itself; what changes is who waits. A writer that reaches the next boundary
-/// while that sync is still running syncs itself (sharing the running fsync, group commit), so
-/// at most the batch being synced and the current one are ever not durable, and a slow disk
-/// holds writers back instead of letting unsynced writes pile up.
-#[derive(Default)]
-struct LogSyncer {
-    state: Mutex<SyncerState>,
+struct Trigger {
+    state: Mutex<TriggerState>,
     cv: parking_lot::Condvar,
 }
 
 #[derive(Default)]
-struct SyncerState {
+struct TriggerState {
     requested: bool,
     running: bool,
     shutdown: bool,
 }
 
-impl LogSyncer {
-    /// Asks the thread for a sync; `false` if one is already asked for or running (the caller
-    /// then syncs itself).
+impl Trigger {
+    /// Asks the thread for a run; `false` if one is already asked for or running.
     fn request(&self) -> bool {
         let mut st = self.state.lock();
         if st.requested || st.running {
@@ -370,39 +357,47 @@ impl LogSyncer {
         true
     }
 
-    /// Stops the thread after the sync it may be running.
+    /// Stops the thread after the run it may be in.
     fn stop(&self) {
         self.state.lock().shutdown = true;
         self.cv.notify_one();
     }
-}
 
-/// The log sync thread: one `Wal::sync` per request. A failure poisons the database (the log
-/// poisons itself too, so the next write fails).
-fn log_sync_loop(core: Arc<Core>, syncer: Arc<LogSyncer>) {
-    loop {
-        {
-            let mut st = syncer.state.lock();
-            while !st.requested && !st.shutdown {
-                syncer.cv.wait(&mut st);
-            }
-            if st.shutdown {
-                return;
-            }
-            st.requested = false;
-            st.running = true;
+    /// For the thread: waits for a request and marks it running; `false` once stopped.
+    fn wait(&self) -> bool {
+        let mut st = self.state.lock();
+        while !st.requested && !st.shutdown {
+            self.cv.wait(&mut st);
         }
-        if core.tree.store.wal.sync().is_err() {
-            core.poisoned.store(true, Ordering::Release);
+        if st.shutdown {
+            return false;
         }
-        syncer.state.lock().running = false;
+        st.requested = false;
+        st.running = true;
+        true
+    }
+
+    /// For the thread: the run it was asked for has ended.
+    fn done(&self) {
+        self.state.lock().running = false;
     }
 }
 
-#[derive(Default)]
-struct Wake {
-    requested: bool,
-    shutdown: bool,
+/// `SyncMode::Batch`'s log sync thread: a writer that reaches a batch boundary hands the fsync
+/// to this thread ([`Trigger::request`]) and goes on, instead of waiting for it. The batch is
+/// durable once that fsync completes, a few milliseconds after the boundary, as when the writer
+/// synced itself; what changes is who waits. A writer that reaches the next boundary while that
+/// sync is still running syncs itself (sharing the running fsync, group commit), so at most the
+/// batch being synced and the current one are ever not durable, and a slow disk holds writers
+/// back instead of letting unsynced writes pile up. A failure poisons the database (the log
+/// poisons itself too, so the next write fails).
+fn log_sync_loop(core: Arc<Core>, syncer: Arc<Trigger>) {
+    while syncer.wait() {
+        if core.tree.store.wal.sync().is_err() {
+            core.poisoned.store(true, Ordering::Release);
+        }
+        syncer.done();
+    }
 }
 
 impl Core {
@@ -501,22 +496,15 @@ impl Core {
 
 /// The checkpoint thread: checkpoints when a writer asks (the log passed `checkpoint_bytes`),
 /// so no writer spends its own time writing the dirty pages. A failure poisons the database.
-fn checkpoint_loop(core: Arc<Core>, checkpointer: Arc<Checkpointer>) {
+fn checkpoint_loop(core: Arc<Core>, checkpointer: Arc<Trigger>) {
     lower_thread_priority();
-    loop {
-        {
-            let mut w = checkpointer.wake.lock();
-            while !w.requested && !w.shutdown {
-                checkpointer.cv.wait(&mut w);
-            }
-            if w.shutdown {
-                return;
-            }
-            w.requested = false;
-        }
+    while checkpointer.wait() {
         if !core.poisoned.load(Ordering::Acquire) && core.checkpoint_now().is_err() {
             core.poisoned.store(true, Ordering::Release);
         }
+        // Done first: a writer that then sees `checkpointing` false must find the trigger idle,
+        // or its request would be refused and lost.
+        checkpointer.done();
         core.checkpointing.store(false, Ordering::Release);
     }
 }
@@ -968,8 +956,7 @@ impl Db {
         if self.core.tree.store.log_bytes.load(Ordering::Relaxed) > self.options.checkpoint_bytes
             && !self.core.checkpointing.swap(true, Ordering::AcqRel)
         {
-            self.checkpointer.wake.lock().requested = true;
-            self.checkpointer.cv.notify_one();
+            self.checkpointer.request();
         }
         Ok(())
     }
@@ -1084,8 +1071,7 @@ impl Db {
     /// Stops the checkpoint thread and the log sync thread (after the checkpoint or sync each
     /// may be running).
     fn stop_checkpointer(&self) {
-        self.checkpointer.wake.lock().shutdown = true;
-        self.checkpointer.cv.notify_one();
+        self.checkpointer.stop();
         if let Some(t) = self.checkpoint_thread.lock().take() {
             let _ = t.join();
         }
