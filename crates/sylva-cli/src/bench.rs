@@ -182,7 +182,11 @@ fn prepare_sequence(args: &BenchArgs, names: &[&str]) -> Result<Prepared, String
         let spec = WorkloadSpec::named(name).map_err(|e| e.to_string())?;
         let (mut params, keys) = generate_params(args, spec)?;
         params.seed ^= (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        let w = generate(&params, &keys).map_err(|e| e.to_string())?;
+        let mut w = generate(&params, &keys).map_err(|e| e.to_string())?;
+        if i > 0 {
+            // Only the first load runs; the others would hold a record count of operations.
+            w.load = OpStream::new();
+        }
         let label = format!("{name} ({}/{} of {})", i + 1, names.len(), args.workload);
         generated.push((label, w));
     }

@@ -33,7 +33,7 @@ use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
     copy_value, create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, visit_entries,
-    BoundarySync, DeleteStripes, PeerSettings, PeerSync, SyncCadence, ADAPTER_MAX_VALUE,
+    BoundarySync, DeleteStripes, PeerSettings, SyncCadence, ADAPTER_MAX_VALUE,
 };
 
 const PEER: &str = "fjall";
@@ -77,15 +77,11 @@ impl FjallPeer {
                     .index_block_compression_policy(CompressionPolicy::disabled())
             })
             .map_err(|e| error(dir, e))?;
-        let boundary = match settings.sync {
-            PeerSync::Batch { .. } => {
-                let (db, dir) = (db.clone(), dir.to_path_buf());
-                Some(BoundarySync::start(PEER, &dir.clone(), move || {
-                    db.persist(PersistMode::SyncData)
-                        .map_err(|e| error(&dir, e))
-                })?)
-            }
-            _ => None,
+        let boundary = {
+            let db = db.clone();
+            BoundarySync::for_batch(settings.sync, PEER, dir, move |dir| {
+                db.persist(PersistMode::SyncData).map_err(|e| error(dir, e))
+            })?
         };
         Ok(FjallPeer {
             boundary,

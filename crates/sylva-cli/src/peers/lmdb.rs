@@ -118,14 +118,11 @@ impl LmdbPeer {
         let limits = Limits::variable(env.max_key_size(), ADAPTER_MAX_VALUE);
         // `mdb_env_sync` may run on another thread while writers commit (with MDB_NOSYNC the
         // commits only skip their own sync).
-        let boundary = match settings.sync {
-            PeerSync::Batch { .. } => {
-                let (env, dir) = (env.clone(), dir.to_path_buf());
-                Some(BoundarySync::start(PEER, &dir.clone(), move || {
-                    env.force_sync().map_err(|e| error(&dir, map_size, e))
-                })?)
-            }
-            _ => None,
+        let boundary = {
+            let env = env.clone();
+            BoundarySync::for_batch(settings.sync, PEER, dir, move |dir| {
+                env.force_sync().map_err(|e| error(dir, map_size, e))
+            })?
         };
         Ok(LmdbPeer {
             boundary,

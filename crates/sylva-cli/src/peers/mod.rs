@@ -367,6 +367,21 @@ impl BoundarySync {
         })
     }
 
+    /// The boundary sync thread of a peer opened on `dir` under `policy`: started under
+    /// [`PeerSync::Batch`] (`sync` gets the directory, for its errors), none otherwise.
+    pub(crate) fn for_batch(
+        policy: PeerSync,
+        peer: &str,
+        dir: &Path,
+        sync: impl Fn(&Path) -> sylva::Result<()> + Send + 'static,
+    ) -> sylva::Result<Option<Self>> {
+        if !matches!(policy, PeerSync::Batch { .. }) {
+            return Ok(None);
+        }
+        let owned = dir.to_path_buf();
+        Self::start(peer, dir, move || sync(&owned)).map(Some)
+    }
+
     /// Hands a boundary's sync to the thread: `Ok(true)` if it took it, `Ok(false)` if it is
     /// still busy with the previous one (the caller then syncs itself), or the error of an
     /// earlier sync of the thread's.

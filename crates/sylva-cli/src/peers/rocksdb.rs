@@ -87,14 +87,11 @@ impl RocksDbPeer {
 
         let db = Arc::new(DB::open(&options, dir).map_err(|e| error(dir, e))?);
         // `FlushWAL(sync)` may run on another thread while writers append.
-        let boundary = match settings.sync {
-            PeerSync::Batch { .. } => {
-                let (db, dir) = (db.clone(), dir.to_path_buf());
-                Some(BoundarySync::start(PEER, &dir.clone(), move || {
-                    db.flush_wal(true).map_err(|e| error(&dir, e))
-                })?)
-            }
-            _ => None,
+        let boundary = {
+            let db = db.clone();
+            BoundarySync::for_batch(settings.sync, PEER, dir, move |dir| {
+                db.flush_wal(true).map_err(|e| error(dir, e))
+            })?
         };
         let mut write_options = WriteOptions::default();
         write_options.set_sync(settings.sync == PeerSync::Always);

@@ -33,7 +33,7 @@ use sylva::{KvStore, Limits, Stats, Visitor};
 
 use super::{
     copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, BoundarySync,
-    PeerSettings, PeerSync, SyncCadence, CAPPED_LIMITS,
+    PeerSettings, SyncCadence, CAPPED_LIMITS,
 };
 
 const PEER: &str = "sled";
@@ -77,14 +77,11 @@ impl SledPeer {
             }
         };
         let records = AtomicU64::new(db.len() as u64);
-        let boundary = match settings.sync {
-            PeerSync::Batch { .. } => {
-                let (db, dir) = (db.clone(), dir.to_path_buf());
-                Some(BoundarySync::start(PEER, &dir.clone(), move || {
-                    db.flush().map(drop).map_err(|e| error(&dir, e))
-                })?)
-            }
-            _ => None,
+        let boundary = {
+            let db = db.clone();
+            BoundarySync::for_batch(settings.sync, PEER, dir, move |dir| {
+                db.flush().map(drop).map_err(|e| error(dir, e))
+            })?
         };
         Ok(SledPeer {
             boundary,
