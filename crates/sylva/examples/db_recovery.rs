@@ -1,7 +1,7 @@
 //! How long recovery takes for a given amount of log: the cost side of `checkpoint_bytes`.
 //!
 //! ```text
-//! cargo run --release --example db_recovery -- crash DIR RECORDS LOG_MIB
+//! cargo run --release --example db_recovery -- crash DIR RECORDS LOG_MIB [CHECKPOINT_MIB]
 //! cargo run --release --example db_recovery -- open DIR
 //! ```
 //!
@@ -9,16 +9,18 @@
 //! then updates random records until `LOG_MIB` MiB have been logged with no checkpoint in
 //! between (the log a crash just before the next checkpoint leaves when `checkpoint_bytes` is
 //! that size), syncs the log and exits without closing, as `kill -9` would. `open` times the
-//! recovery of what it left.
+//! recovery of what it left. With `CHECKPOINT_MIB`, the load checkpoints whenever that much log
+//! has been written (`checkpoint_bytes`), as a database left at its defaults (1024) does, so the
+//! log's segment files have been reused in place and recovery reads their dead records too.
 #![allow(clippy::unwrap_used, missing_docs)]
 use std::time::Instant;
 use sylva::{Db, DbOptions, KvStore, SyncMode};
 
-fn options() -> DbOptions {
+fn options(checkpoint_mib: Option<u64>) -> DbOptions {
     DbOptions {
         sync: SyncMode::Never,
         cache_bytes: 4 << 30,
-        checkpoint_bytes: 1 << 50,
+        checkpoint_bytes: checkpoint_mib.map_or(1 << 50, |m| m << 20),
         ..DbOptions::default()
     }
 }
@@ -43,7 +45,8 @@ fn main() {
         "crash" => {
             let n: u64 = args[2].parse().unwrap();
             let log_bytes: u64 = args[3].parse::<u64>().unwrap() << 20;
-            let db = Db::open(&dir, options()).unwrap();
+            let checkpoint_mib = args.get(4).map(|m| m.parse::<u64>().unwrap());
+            let db = Db::open(&dir, options(checkpoint_mib)).unwrap();
             let value = [7u8; 56];
             for i in 0..n {
                 db.put(&key(i), &value).unwrap();
@@ -70,7 +73,7 @@ fn main() {
         }
         "open" => {
             let t = Instant::now();
-            let db = Db::open(&dir, options()).unwrap();
+            let db = Db::open(&dir, options(None)).unwrap();
             let took = t.elapsed();
             let r = db.recovery();
             println!(

@@ -203,8 +203,7 @@ pub struct DbStats {
     pub resident_pages: u64,
     /// The pool's budget in pages.
     pub budget_pages: u64,
-    /// Bytes of the log in use: headers and live records (the files may be longer, with dead
-    /// records left for appends to overwrite; see `docs/format.md`).
+    /// Bytes in the log file.
     pub wal_bytes: u64,
     /// Bytes appended to the log since open.
     pub wal_written: u64,

@@ -26,9 +26,7 @@ pub struct DbOptions {
     /// logs the page's whole image). Larger means fewer checkpoints, so fewer page writes and
     /// images, and a longer recovery after a crash: at 5M records, redoing a full 1 GiB log took
     /// 13 s, a 256 MiB one 3 s, while 256 MiB was reached after only 130K uniform updates, 98% of
-    /// it page images, and halved write throughput (`docs/results/db.md`). Disk space: the log's
-    /// two segment files are reused in place and so each keeps about this size while the
-    /// database is open (cut at close).
+    /// it page images, and halved write throughput (`docs/results/db.md`).
     pub checkpoint_bytes: u64,
     /// Checkpoints while writers go on (the default, `true`), or quiet ones that hold writers
     /// back while the pages dirtied during their first pass are written again (`false`: the

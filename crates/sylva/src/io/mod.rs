@@ -49,13 +49,6 @@ pub trait Io: Send + Sync {
     fn drop_cache(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }
-    /// Asks the OS to read `len` bytes from `offset` into its page cache in the background (a
-    /// hint). The log calls it ahead of its appends into a reused segment: a write that covers
-    /// only part of an OS page that is not cached must first read that page from the device,
-    /// and one large read ahead replaces a small one per page. The default does nothing.
-    fn prefetch(&self, offset: u64, len: u64) {
-        let _ = (offset, len);
-    }
 }
 
 /// A plain file, read and written with `pread`/`pwrite`.
@@ -130,13 +123,6 @@ impl Io for FileIo {
         self.range_hint(offset, len, |fd, offset, len| {
             // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
             unsafe { libc::posix_fadvise(fd, offset, len, libc::POSIX_FADV_DONTNEED) };
-        });
-    }
-    fn prefetch(&self, offset: u64, len: u64) {
-        // Its result is ignored on purpose: it is only a hint.
-        self.range_hint(offset, len, |fd, offset, len| {
-            // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
-            unsafe { libc::posix_fadvise(fd, offset, len, libc::POSIX_FADV_WILLNEED) };
         });
     }
     fn file_len(&self) -> Result<u64> {

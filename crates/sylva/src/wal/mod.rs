@@ -5,26 +5,21 @@
 //! counter, not a byte offset, so a checkpoint can restart the file without renumbering).
 //!
 //! **Segments.** A log is one file, or two used in turn ([`Wal::open_segments`], the database's
-//! log): [`Wal::rotate`] syncs the active file and continues in the other, started over, so a
-//! fuzzy checkpoint can drop the records it covers while keeping those appended since it began.
-//! At open, the records of both are returned in LSN order when one continues the other.
+//! log): [`Wal::rotate`] syncs the active file and continues in the other, emptied, so a fuzzy
+//! checkpoint can drop the records it covers while keeping those appended since it began. At
+//! open, the records of both are returned in LSN order when one continues the other.
 //!
-//! **Reuse in place.** A segment is started over by rewriting its header only ([`restart`]):
-//! the new header's start LSN is above every record the file holds, recovery reads records only
-//! while each has the next LSN, so the old ones are dead bytes that appends overwrite. Cutting
-//! the file instead freed a gigabyte of blocks while writers ran, and on a filesystem mounted
-//! with `discard` (this machine's ext4) the journal commit that frees them waits for the
-//! device's trim: a writer's fsync then waited up to 0.15 s behind it (measured beside a 1 GiB
-//! truncation), the load's worst latency. Overwriting blocks the file already has also makes
-//! each fsync cheaper, with no block allocation to journal (median fdatasync 0.16 ms against
-//! 0.28 ms for appends here). PostgreSQL recycles WAL segments, and RocksDB log files
-//! (`recycle_log_file_num`), for the same reasons. Two costs: the files keep their largest size
-//! (about `checkpoint_bytes` each; [`Wal::truncate`], at open and close, cuts them), and a write
-//! into part of an OS page that is not cached reads it from the device first, so the leader
-//! asks the OS to read ahead of the append position ([`crate::io::Io::prefetch`], 1 MiB at a
-//! time, one large read instead of one per page). The header is a single 32-byte write at
-//! offset 0, inside one sector, which is assumed to reach the device whole (as PostgreSQL
-//! assumes for its control file); a torn one is reported as corruption, never read past.
+//! **Dropping a segment in steps.** The segment a finished checkpoint no longer needs is cut
+//! from its end [`DROP_STEP`] bytes at a time, each cut followed by an fsync, and only then
+//! emptied ([`Wal::drop_other`], on the checkpoint thread). Cut in one go, a gigabyte's blocks
+//! were freed by one journal commit, which on a filesystem mounted with `discard` (this
+//! machine's ext4) waits for the device to trim them all, and every fsync of the active segment
+//! issued meanwhile waited behind it: the worst write latency of a 10M-record load, 0.28–0.42 s,
+//! came from there. In steps, each commit trims 8 MiB, and the worst latency fell to 21–47 ms
+//! (`docs/results/db.md`, session 10). Reusing the segment in place (rewriting only its header,
+//! as PostgreSQL and RocksDB recycle log files) avoided the trims as well, but left a gigabyte of
+//! dead records that recovery after a crash reads through in its search for intact records
+//! beyond a cut: opening after a crash took 4.95 s against 1.23 s, so it was dropped.
 //!
 //! **Durability modes** ([`SyncMode`]), after the PA-Tree paper's strong and weak persistent
 //! buffering (section III.C): `Always` makes a record durable before `append` returns (strong);
@@ -97,9 +92,8 @@ pub enum SyncMode {
 /// Bytes buffered before `Never` and `Batch` hand the buffer to the OS without an fsync.
 const WRITE_BEHIND: usize = 1 << 20;
 
-/// Bytes the leader asks the OS to read ahead of the append position in a reused segment
-/// (see the module docs); a new request goes out when less than half of it is left.
-const PREFETCH: u64 = 1 << 20;
+/// Bytes [`Wal::drop_other`] cuts from a segment per step (see the module docs).
+const DROP_STEP: u64 = 8 << 20;
 
 /// The OS page size the page-cache hints round to (x86-64 and most aarch64 Linux; a larger
 /// page only makes the hint drop less).
@@ -131,9 +125,6 @@ struct State {
     /// The active segment's bytes below this offset (a multiple of [`OS_PAGE`]) are durable
     /// and dropped from the page cache; those from it up to the last sync are dropped next.
     uncached_below: u64,
-    /// The active segment's bytes below this offset have been asked into the page cache ahead
-    /// of the appends (see [`PREFETCH`]).
-    prefetched_to: u64,
 }
 
 /// What recovery found.
@@ -141,8 +132,7 @@ struct State {
 pub struct Recovered {
     /// Every intact record, in LSN order.
     pub records: Vec<(u64, Vec<u8>)>,
-    /// Bytes of torn tail that were cut off (0 after a clean shutdown, and when the records end
-    /// where the dead records of a segment started over in place begin).
+    /// Bytes of torn tail that were cut off (0 after a clean shutdown).
     pub cut_bytes: u64,
     /// File offset of an intact record with a later LSN found beyond the cut, if any.
     pub intact_after_cut: Option<u64>,
@@ -212,7 +202,7 @@ impl Wal {
             detail: format!("the log {} and {}: {detail}", path(0), path(1)),
         })?;
         let scan = &scans[active];
-        let cut_bytes = scan.cut_len();
+        let cut_bytes = scan.len.max(HEADER_LEN) - scan.end;
         let first_start = used.first().map_or(scan.start_lsn, |&i| scans[i].start_lsn);
         if strict {
             if let Some(at) = scan.intact_after_cut.filter(|_| scan.hole_was_synced) {
@@ -237,21 +227,11 @@ impl Wal {
                 });
             }
         }
-        // Each file is left as its live records, maybe followed by dead ones (module docs):
-        // a damaged tail is cut (records beyond it may have LSNs the next appends reuse), and a
-        // segment whose records recovery does not need is emptied, so that no file holds a record
-        // with an LSN at or above the next one, and a segment started over in place later holds
-        // only dead records.
-        for (i, io) in segments.iter().enumerate() {
-            let s = &scans[i];
-            if i != active && s.count > 0 && !used.contains(&i) {
-                start_over(&**io, s.start_lsn)?;
-            } else if s.cut_len() > 0 {
-                io.set_file_len(s.end)?;
-                io.sync()?;
-            }
-        }
         let io = &segments[active];
+        if cut_bytes > 0 {
+            io.set_file_len(scan.end)?;
+            io.sync()?;
+        }
         let mut records = Vec::new();
         for &i in &used {
             if !scans[i].records.is_empty() {
@@ -281,13 +261,8 @@ impl Wal {
             write_offset = HEADER_LEN;
         }
         let other_len = if segments.len() == 2 {
-            let other = 1 - active;
-            starts[other] = scans[other].start_lsn;
-            if used.contains(&other) {
-                scans[other].end
-            } else {
-                HEADER_LEN
-            }
+            starts[1 - active] = scans[1 - active].start_lsn;
+            scans[1 - active].len.max(HEADER_LEN)
         } else {
             0
         };
@@ -304,7 +279,6 @@ impl Wal {
             since_sync: 0,
             last_sync: Instant::now(),
             uncached_below: 0,
-            prefetched_to: 0,
         };
         let (intact_after_cut, hole_was_synced) = (
             scans[active].intact_after_cut,
@@ -403,8 +377,7 @@ impl Wal {
         self.state.lock().next_lsn
     }
 
-    /// Bytes of the log in use: headers and live records, buffered ones included (not the dead
-    /// records of a segment started over in place).
+    /// Bytes in the log's files, including buffered records.
     pub fn bytes(&self) -> u64 {
         let st = self.state.lock();
         st.write_offset + st.buf.len() as u64 + st.other_len
@@ -427,7 +400,6 @@ impl Wal {
         }
         st.write_offset = HEADER_LEN;
         st.uncached_below = 0;
-        st.prefetched_to = 0;
         st.version = VERSION;
         st.active = 0;
         st.starts = [next_lsn; 2];
@@ -441,8 +413,8 @@ impl Wal {
 
     /// Empties the segment that is not active, once the caller's durable checkpoint no longer
     /// needs its records (`keep_from`, as for [`Wal::rotate`]): a checkpoint calls this when it
-    /// has finished, so that recovery after a crash does not read back records it would only
-    /// drop. The segment is started over in place (module docs). Returns whether it did.
+    /// has finished, so that the next rotation, which runs while writers wait, need not cut a
+    /// large file. The file is cut in steps (module docs). Returns whether it did.
     pub fn drop_other(&self, keep_from: u64) -> Result<bool> {
         self.check_poisoned()?;
         if self.segments.len() < 2 {
@@ -453,21 +425,27 @@ impl Wal {
             if st.starts[st.active] > keep_from || st.other_len <= HEADER_LEN {
                 return Ok(false);
             }
-            (1 - st.active, st.starts[st.active])
+            (1 - st.active, st.starts[1 - st.active])
         };
         // Appends never touch the other segment and only `rotate` (which the caller does not
-        // run meanwhile) switches segments, so this needs no lock. Its new header names the
-        // active segment's start LSN, above all of its own records (so they are dead), and not
-        // above the active segment's: recovery takes it for an empty segment that the active one
-        // does not continue from, unless the active one is empty too, when either may be
-        // appended to.
-        if let Err(e) = restart(&*self.segments[other], start) {
+        // run meanwhile) switches segments, so this needs no lock. Its header keeps its old
+        // start LSN, below the active segment's: recovery takes it for the older one. A crash
+        // between two steps leaves a prefix of its records, which recovery no longer needs
+        // either (it treats the cut like a torn tail of the older segment).
+        let io = &*self.segments[other];
+        let result = io.file_len().and_then(|mut len| {
+            while len > HEADER_LEN + DROP_STEP {
+                len -= DROP_STEP;
+                io.set_file_len(len)?;
+                io.sync()?;
+            }
+            start_over(io, start)
+        });
+        if let Err(e) = result {
             self.poisoned.store(true, Ordering::Release);
             return Err(e);
         }
-        let mut st = self.state.lock();
-        st.other_len = HEADER_LEN;
-        st.starts[other] = start;
+        self.state.lock().other_len = HEADER_LEN;
         Ok(true)
     }
 
@@ -496,7 +474,7 @@ impl Wal {
         let result = self.segments[active]
             .write_at(&buf, st.write_offset)
             .and_then(|()| self.segments[active].sync())
-            .and_then(|()| restart(&*self.segments[other], next_lsn));
+            .and_then(|()| start_over(&*self.segments[other], next_lsn));
         if let Err(e) = result {
             self.poisoned.store(true, Ordering::Release);
             self.flushed.notify_all();
@@ -507,7 +485,6 @@ impl Wal {
         // cache is dropped below, after the lock.
         let uncached = (st.uncached_below, st.other_len);
         st.uncached_below = 0;
-        st.prefetched_to = 0;
         let mut buf = buf;
         buf.clear();
         st.buf = buf;
@@ -560,19 +537,8 @@ impl Wal {
             st.write_offset += buf.len() as u64;
             let covers_below = st.next_lsn;
             let io = &self.segments[st.active];
-            let buf_len = buf.len() as u64;
-            // Keep the OS reading ahead of the appends, for a reused segment (module docs);
-            // past the file's end the request does nothing.
-            let end = offset + buf_len;
-            let ahead = (end + PREFETCH / 2 > st.prefetched_to).then(|| {
-                let from = st.prefetched_to.max(offset & !(OS_PAGE - 1));
-                st.prefetched_to = end + PREFETCH;
-                (from, st.prefetched_to - from)
-            });
             drop(st);
-            if let Some((from, len)) = ahead {
-                io.prefetch(from, len);
-            }
+            let buf_len = buf.len() as u64;
             let result = io.write_at(&buf, offset).and_then(|()| {
                 if durable {
                     io.sync()
@@ -622,14 +588,6 @@ impl Wal {
     }
 }
 
-/// Starts a log file over in place for records from `start_lsn` on, which must be above every
-/// LSN in it: only the header is rewritten, and the records left behind are dead (see the module
-/// docs). Used while writers run; [`start_over`] is for open and close.
-fn restart(io: &dyn Io, start_lsn: u64) -> Result<()> {
-    io.write_at(&encode_header(start_lsn), 0)?;
-    io.sync()
-}
-
 /// Empties a log file: cut first, then rewrite the header (a crash between leaves a valid empty
 /// file whose older header recovery rewrites).
 fn start_over(io: &dyn Io, start_lsn: u64) -> Result<()> {
@@ -655,7 +613,7 @@ fn arrange(scans: &[Scan], min_next_lsn: u64) -> std::result::Result<(usize, Vec
         (true, false) | (false, true) => {
             let x = usize::from(full(1));
             let e = 1 - x;
-            let continues = scans[e].start_lsn == end(x) && scans[x].cut_len() == 0;
+            let continues = scans[e].start_lsn == end(x) && scans[x].end == scans[x].len;
             (if continues { e } else { x }, vec![x])
         }
         (true, true) => {
@@ -689,8 +647,6 @@ struct Scan {
     end: u64,
     start_lsn: u64,
     version: u32,
-    /// The bytes at `end` are a dead record of a file started over in place (module docs).
-    dead_tail: bool,
     intact_after_cut: Option<u64>,
     hole_was_synced: bool,
 }
@@ -705,20 +661,8 @@ impl Scan {
             end: HEADER_LEN,
             start_lsn,
             version: VERSION,
-            dead_tail: false,
             intact_after_cut: None,
             hole_was_synced: false,
-        }
-    }
-
-    /// Bytes after the last intact record that are damage (a torn tail, or a hole with records
-    /// beyond it), which recovery cuts off; 0 when the file ends there or its dead records
-    /// begin there and no live record lies beyond.
-    fn cut_len(&self) -> u64 {
-        if self.dead_tail && self.intact_after_cut.is_none() {
-            0
-        } else {
-            self.len.max(HEADER_LEN) - self.end
         }
     }
 }
@@ -785,14 +729,11 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
             _ => break,
         }
     }
-    // Dead records of a file started over in place have LSNs below its start.
-    let is_dead = |r: &record::Decoded| r.lsn < start_lsn;
-    let dead_tail = decode_record(&body[at..], version).is_some_and(|r| is_dead(&r));
     // Beyond the cut: intact records with later LSNs, and whether one of them says the first
-    // missing LSN (`expect`) had been synced. Dead records are stepped over whole.
+    // missing LSN (`expect`) had been synced.
     let mut intact_after_cut = None;
     let mut hole_was_synced = false;
-    let mut q = at;
+    let mut q = at + 1;
     while q < body.len() && !hole_was_synced {
         match decode_record(&body[q..], version) {
             Some(r) if r.lsn >= expect => {
@@ -800,7 +741,6 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
                 hole_was_synced = r.synced_below.is_none_or(|s| s > expect);
                 q += r.size;
             }
-            Some(r) if is_dead(&r) => q += r.size,
             _ => q += 1,
         }
     }
@@ -811,7 +751,6 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
         end: HEADER_LEN + at as u64,
         start_lsn,
         version,
-        dead_tail,
         intact_after_cut,
         hole_was_synced,
     })

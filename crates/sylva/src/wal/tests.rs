@@ -32,7 +32,8 @@ struct Watch {
     syncs: Arc<AtomicU64>,
     synced_len: Arc<AtomicU64>,
     drops: Arc<parking_lot::Mutex<Vec<(u64, u64, u64)>>>,
-    prefetches: Arc<parking_lot::Mutex<Vec<(u64, u64)>>>,
+    /// Every length the file was cut to, with the fsyncs done before the cut.
+    cuts: Arc<parking_lot::Mutex<Vec<(u64, u64)>>>,
 }
 
 /// A file that reports to a [`Watch`] and makes each fsync take `sync_delay`, so that
@@ -72,6 +73,8 @@ impl Io for Watched {
         self.inner.file_len()
     }
     fn set_file_len(&self, len: u64) -> Result<()> {
+        let syncs = self.watch.syncs.load(Ordering::Relaxed);
+        self.watch.cuts.lock().push((len, syncs));
         self.inner.set_file_len(len)
     }
     fn path(&self) -> &Path {
@@ -80,9 +83,6 @@ impl Io for Watched {
     fn drop_cache(&self, offset: u64, len: u64) {
         let synced = self.watch.synced_len.load(Ordering::SeqCst);
         self.watch.drops.lock().push((offset, len, synced));
-    }
-    fn prefetch(&self, offset: u64, len: u64) {
-        self.watch.prefetches.lock().push((offset, len));
     }
 }
 
@@ -557,15 +557,12 @@ fn rotation_keeps_both_segments_until_a_checkpoint_covers_the_old_one() {
     // The checkpoint at 16 finished: records before it may be gone, those after must be there.
     let (wal, rec) = open_pair(dir.path(), 16).expect("reopen");
     assert_eq!(lsns(&rec), vec![11, 12, 13, 14, 15, 16, 17]);
-    // Once it is durable the old segment may be emptied ahead of the next rotation: in place,
-    // its records left behind as dead bytes.
-    let b_len = std::fs::metadata(dir.path().join("b")).expect("b").len();
+    // Once it is durable the old segment may be emptied ahead of the next rotation.
     assert!(!wal.drop_other(11).expect("refused"));
     assert!(wal.drop_other(16).expect("dropped"));
     assert_eq!(
         std::fs::metadata(dir.path().join("b")).expect("b").len(),
-        b_len,
-        "started over in place, not cut"
+        HEADER_LEN
     );
     drop(wal);
     let (_, rec) = open_pair(dir.path(), 16).expect("reopen");
@@ -614,11 +611,9 @@ fn a_gap_between_segments_that_recovery_needs_is_refused() {
     std::fs::write(&a, &bytes).expect("write");
     let err = open_pair(dir.path(), 3).err().expect("refused");
     assert!(matches!(err, Error::Corruption { .. }), "{err}");
-    // Recovery from LSN 6 does not need the old segment, and empties it: a segment started
-    // over in place later must hold no record at or above its new start LSN.
+    // Recovery from LSN 6 does not need the old segment.
     let (_, rec) = open_pair(dir.path(), 6).expect("opens");
     assert_eq!(lsns(&rec), vec![6, 7, 8]);
-    assert_eq!(std::fs::metadata(&a).expect("a").len(), HEADER_LEN);
 }
 
 #[test]
@@ -686,116 +681,111 @@ fn synced_log_pages_leave_the_page_cache_and_the_page_being_appended_to_stays() 
     );
 }
 
-/// A payload of `len` bytes for LSN `lsn`, so that records of one size line up across
-/// generations of a reused segment.
-fn sized(lsn: u64, len: usize) -> Vec<u8> {
-    let mut p = vec![(lsn % 251) as u8; len];
-    p[..8].copy_from_slice(&lsn.to_le_bytes());
-    p
-}
-
 #[test]
-fn a_segment_started_over_in_place_keeps_its_dead_records_out_of_recovery() {
+fn a_dropped_segment_is_cut_in_steps_each_synced() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let append = |wal: &Wal, lsns: std::ops::Range<u64>| {
-        for i in lsns {
-            assert_eq!(wal.append(&sized(i, 100)).expect("append"), i);
-        }
-        wal.sync().expect("sync");
-    };
-    let (wal, _) = open_pair(dir.path(), 1).expect("open");
-    append(&wal, 1..11);
-    assert!(wal.rotate(1).expect("rotate"));
-    append(&wal, 11..21);
-    assert!(wal.drop_other(11).expect("a emptied in place"));
-    assert!(wal.rotate(11).expect("rotate back into a"));
-    // Records of the same size: the last new one ends exactly where dead record 6 begins.
-    append(&wal, 21..26);
-    let a_len = std::fs::metadata(dir.path().join("a")).expect("a").len();
-    drop(wal);
-    let (wal, rec) = open_pair(dir.path(), 11).expect("reopen");
-    assert_eq!(lsns(&rec), (11..26).collect::<Vec<_>>());
-    assert_eq!(rec.records[14].1, sized(25, 100));
-    assert_eq!(rec.cut_bytes, 0, "dead records are not damage");
-    assert_eq!(rec.intact_after_cut, None);
-    assert_eq!(
-        std::fs::metadata(dir.path().join("a")).expect("a").len(),
-        a_len,
-        "the dead records stay for appends to overwrite"
-    );
-    // Appends go on over the dead records, and recovery from the next checkpoint reads only
-    // the live ones.
-    append(&wal, 26..29);
-    assert!(wal.drop_other(21).expect("b emptied in place"));
-    drop(wal);
-    let (_, rec) = open_pair(dir.path(), 21).expect("reopen");
-    assert_eq!(lsns(&rec), (21..29).collect::<Vec<_>>());
-}
-
-#[test]
-fn a_torn_append_over_dead_records_is_cut() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (wal, _) = open_pair(dir.path(), 1).expect("open");
-    for i in 1..11 {
-        wal.append(&sized(i, 100)).expect("append");
-    }
-    assert!(wal.rotate(1).expect("rotate"));
-    wal.append(&sized(11, 100)).expect("append");
-    assert!(wal.drop_other(11).expect("emptied"));
-    assert!(wal.rotate(11).expect("rotate back into a"));
-    for i in 12..14 {
-        wal.append(&sized(i, 100)).expect("append");
-    }
-    wal.sync().expect("sync");
-    drop(wal);
-    // Record 13 torn mid-write over dead record 2: its tail is the dead record's bytes.
-    let a = dir.path().join("a");
-    let mut bytes = std::fs::read(&a).expect("read");
-    let at = (HEADER_LEN as usize) + 120 + 60;
-    bytes[at..at + 10].copy_from_slice(&[0x5a; 10]);
-    std::fs::write(&a, &bytes).expect("write");
-    let (wal, rec) = open_pair(dir.path(), 11).expect("reopen");
-    assert_eq!(lsns(&rec), vec![11, 12]);
-    assert!(rec.cut_bytes > 0, "a torn record is damage");
-    assert_eq!(
-        std::fs::metadata(&a).expect("a").len(),
-        HEADER_LEN + 120,
-        "cut at the last intact record, dead records with it"
-    );
-    assert_eq!(wal.append(&sized(13, 100)).expect("append"), 13);
-}
-
-#[test]
-fn appends_into_a_reused_segment_are_read_ahead() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let watch = Watch::default();
-    let io = |name: &str| -> Box<dyn Io> {
-        Box::new(Watched::new(&dir.path().join(name), Duration::ZERO, &watch))
-    };
-    let (wal, _) = Wal::open_segments([io("a"), io("b")], 1).expect("open");
+    let (watch_a, watch_b) = (Watch::default(), Watch::default());
+    let (wal, _) = Wal::open_segments(
+        [
+            Box::new(Watched::new(
+                &dir.path().join("a"),
+                Duration::ZERO,
+                &watch_a,
+            )),
+            Box::new(Watched::new(
+                &dir.path().join("b"),
+                Duration::ZERO,
+                &watch_b,
+            )),
+        ],
+        1,
+    )
+    .expect("open");
     let mut lsn = 1;
-    while wal.bytes() < 3 * PREFETCH {
-        wal.append(&sized(lsn, 1000)).expect("append");
+    while wal.bytes() < 3 * DROP_STEP + 12_345 {
+        wal.append(&payload(lsn).repeat(200)).expect("append");
         lsn += 1;
     }
-    wal.sync().expect("sync");
-    let written = wal.bytes();
-    let ahead = watch.prefetches.lock().clone();
-    let mut covered = 0;
-    for &(offset, len) in &ahead {
+    assert!(wal.rotate(1).expect("rotate"));
+    let a_len = std::fs::metadata(dir.path().join("a")).expect("a").len();
+    watch_a.cuts.lock().clear();
+    assert!(wal.drop_other(lsn).expect("dropped"));
+    let cuts = watch_a.cuts.lock().clone();
+    let mut expect_len = a_len;
+    let mut last_syncs = None;
+    for &(len, syncs) in &cuts[..cuts.len() - 1] {
+        expect_len -= DROP_STEP;
+        assert_eq!(len, expect_len, "one step at a time: {cuts:?}");
         assert!(
-            offset <= covered.max(HEADER_LEN),
-            "ranges leave no gap: {ahead:?}"
+            last_syncs.is_none_or(|s| syncs > s),
+            "an fsync between steps: {cuts:?}"
         );
-        covered = covered.max(offset + len);
+        last_syncs = Some(syncs);
     }
-    assert!(
-        covered >= written + PREFETCH / 2,
-        "read ahead of every append ({covered} for {written} bytes)"
+    assert_eq!(
+        cuts.len(),
+        4,
+        "three steps, then the cut to the header: {cuts:?}"
     );
+    assert_eq!(cuts.last().map(|c| c.0), Some(HEADER_LEN));
+    assert_eq!(
+        std::fs::metadata(dir.path().join("a")).expect("a").len(),
+        HEADER_LEN
+    );
+}
+
+/// Cuts a file to a little over half its length, as a drop stopped between two steps leaves it
+/// (most likely in the middle of a record).
+fn cut_mid_record(path: &Path) {
+    let len = std::fs::metadata(path).expect("file").len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_len(len / 2 + 3))
+        .expect("cut");
+}
+
+#[test]
+fn a_crash_part_way_through_a_drop_recovers_from_the_newer_segment() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (wal, _) = open_pair(dir.path(), 1).expect("open");
+    append_n(&wal, 1..41);
+    assert!(wal.rotate(1).expect("rotate"));
+    append_n(&wal, 41..45);
+    wal.sync().expect("sync");
+    drop(wal);
+    // The checkpoint at 41 finished and its drop of `a` stopped between two steps, mid-record.
+    cut_mid_record(&dir.path().join("a"));
+    let (wal, rec) = open_pair(dir.path(), 41).expect("reopen");
+    assert_eq!(lsns(&rec), (41..45).collect::<Vec<_>>());
+    append_n(&wal, 45..47);
+    wal.sync().expect("sync");
+    drop(wal);
+    let (_, rec) = open_pair(dir.path(), 41).expect("reopen");
+    assert_eq!(lsns(&rec), (41..47).collect::<Vec<_>>());
+
+    // The same with nothing appended after the rotation: the newer segment is empty, and the
+    // cut older one is started over at the checkpoint's LSN.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (wal, _) = open_pair(dir.path(), 1).expect("open");
+    append_n(&wal, 1..41);
+    assert!(wal.rotate(1).expect("rotate"));
+    drop(wal);
+    cut_mid_record(&dir.path().join("a"));
+    let (wal, rec) = open_pair(dir.path(), 41).expect("reopen");
     assert!(
-        ahead.len() as u64 <= 2 + written / (PREFETCH / 2),
-        "{} requests for {written} bytes: one per half read-ahead, not one per flush",
-        ahead.len()
+        rec.records.iter().all(|(l, _)| *l < 41),
+        "only records the checkpoint covers"
+    );
+    append_n(&wal, 41..43);
+    wal.sync().expect("sync");
+    drop(wal);
+    let (_, rec) = open_pair(dir.path(), 41).expect("reopen");
+    assert_eq!(
+        lsns(&rec)
+            .into_iter()
+            .filter(|l| *l >= 41)
+            .collect::<Vec<_>>(),
+        vec![41, 42]
     );
 }
