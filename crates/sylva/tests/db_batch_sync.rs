@@ -112,6 +112,24 @@ fn open_gated(options: DbOptions) -> (Db, Arc<Gate>) {
     (db, gate)
 }
 
+/// A thread that puts the keys `keys` (big-endian) into `db`.
+fn spawn_puts(db: &Arc<Db>, keys: std::ops::Range<u32>) -> std::thread::JoinHandle<()> {
+    let db = db.clone();
+    std::thread::spawn(move || {
+        for i in keys {
+            db.put(&i.to_be_bytes(), b"v").expect("put");
+        }
+    })
+}
+
+/// Closes a database shared with threads that have ended.
+fn close_shared(db: Arc<Db>) {
+    Arc::into_inner(db)
+        .expect("one owner")
+        .close()
+        .expect("close");
+}
+
 #[test]
 fn the_writer_at_a_batch_boundary_does_not_wait_for_the_fsync() {
     let (db, gate) = open_gated(batch(10));
@@ -120,14 +138,7 @@ fn the_writer_at_a_batch_boundary_does_not_wait_for_the_fsync() {
     // The tenth put reaches the boundary and hands the fsync to the log sync thread, which
     // blocks at the gate; the puts after it, within the next batch, go on all the same.
     let db = Arc::new(db);
-    let writer = {
-        let db = db.clone();
-        std::thread::spawn(move || {
-            for i in 0..15u32 {
-                db.put(&i.to_be_bytes(), b"v").expect("put");
-            }
-        })
-    };
+    let writer = spawn_puts(&db, 0..15);
     gate.wait_until(|st| st.waiting == 1);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !writer.is_finished() && Instant::now() < deadline {
@@ -143,10 +154,7 @@ fn the_writer_at_a_batch_boundary_does_not_wait_for_the_fsync() {
     writer.join().expect("writer");
     assert!(finished, "the writer waited for the boundary's fsync");
     gate.wait_until(|st| st.done > synced_before && st.waiting == 0);
-    Arc::into_inner(db)
-        .expect("one owner")
-        .close()
-        .expect("close");
+    close_shared(db);
 }
 
 #[test]
@@ -161,14 +169,7 @@ fn a_writer_reaching_the_next_boundary_while_the_sync_runs_waits_for_it() {
     // the running fsync, group commit), so it cannot finish until the test opens the gate.
     let synced_before = gate.done();
     let db = Arc::new(db);
-    let writer = {
-        let db = db.clone();
-        std::thread::spawn(move || {
-            for i in 5..10u32 {
-                db.put(&i.to_be_bytes(), b"v").expect("put");
-            }
-        })
-    };
+    let writer = spawn_puts(&db, 5..10);
     // A writer that did not wait would finish its five puts in microseconds.
     std::thread::sleep(Duration::from_millis(200));
     assert!(
@@ -181,10 +182,7 @@ fn a_writer_reaching_the_next_boundary_while_the_sync_runs_waits_for_it() {
         gate.done() >= synced_before + 2,
         "the held sync and the writer's own"
     );
-    Arc::into_inner(db)
-        .expect("one owner")
-        .close()
-        .expect("close");
+    close_shared(db);
 }
 
 #[test]

@@ -594,15 +594,20 @@ fn a_crash_right_after_rotation_appends_to_the_new_segment() {
     assert_eq!(lsns(&rec), (1..8).collect::<Vec<_>>());
 }
 
+/// A closed two-segment log in `dir`: records `1..rotate_at` in `a`, a rotation, records
+/// `rotate_at..end` in `b`, synced.
+fn rotated_pair(dir: &Path, rotate_at: u64, end: u64) {
+    let (wal, _) = open_pair(dir, 1).expect("open");
+    append_n(&wal, 1..rotate_at);
+    assert!(wal.rotate(1).expect("rotate"));
+    append_n(&wal, rotate_at..end);
+    wal.sync().expect("sync");
+}
+
 #[test]
 fn a_gap_between_segments_that_recovery_needs_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (wal, _) = open_pair(dir.path(), 1).expect("open");
-    append_n(&wal, 1..6);
-    assert!(wal.rotate(1).expect("rotate"));
-    append_n(&wal, 6..9);
-    wal.sync().expect("sync");
-    drop(wal);
+    rotated_pair(dir.path(), 6, 9);
     // Damage the old segment's last record: LSN 5 is gone, but recovery from LSN 3 needs it.
     let a = dir.path().join("a");
     let mut bytes = std::fs::read(&a).expect("read");
@@ -748,12 +753,7 @@ fn cut_mid_record(path: &Path) {
 #[test]
 fn a_crash_part_way_through_a_drop_recovers_from_the_newer_segment() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (wal, _) = open_pair(dir.path(), 1).expect("open");
-    append_n(&wal, 1..41);
-    assert!(wal.rotate(1).expect("rotate"));
-    append_n(&wal, 41..45);
-    wal.sync().expect("sync");
-    drop(wal);
+    rotated_pair(dir.path(), 41, 45);
     // The checkpoint at 41 finished and its drop of `a` stopped between two steps, mid-record.
     cut_mid_record(&dir.path().join("a"));
     let (wal, rec) = open_pair(dir.path(), 41).expect("reopen");
@@ -767,10 +767,7 @@ fn a_crash_part_way_through_a_drop_recovers_from_the_newer_segment() {
     // The same with nothing appended after the rotation: the newer segment is empty, and the
     // cut older one is started over at the checkpoint's LSN.
     let dir = tempfile::tempdir().expect("tempdir");
-    let (wal, _) = open_pair(dir.path(), 1).expect("open");
-    append_n(&wal, 1..41);
-    assert!(wal.rotate(1).expect("rotate"));
-    drop(wal);
+    rotated_pair(dir.path(), 41, 41);
     cut_mid_record(&dir.path().join("a"));
     let (wal, rec) = open_pair(dir.path(), 41).expect("reopen");
     assert!(
