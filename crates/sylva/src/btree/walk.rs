@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::page::dense::{Dense, SlotKeys, KIND_DENSE_LEAF};
 use crate::page::semidense::{SemiDense, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::Slotted;
-use crate::page::{corrupt, fingerprint, free_gap, PageId, KIND_FP_LEAF};
+use crate::page::{cmp_keys, corrupt, fingerprint, free_gap, PageId, KIND_FP_LEAF};
 
 impl<S: NodeStore> BTree<S> {
     /// Walks records in key order from the first key `>= start`, stopping before `end` (when
@@ -317,7 +317,7 @@ fn first_at_least(node: &Slotted<'_>, from: &[u8], after: bool) -> Result<usize>
     // Keys outside the node's prefix only come from torn reads: leave them to `lower_bound`.
     if let Some(k) = from.get(node.prefix_len()..) {
         if after {
-            if node.count() == 0 || node.key(0)? >= k {
+            if node.count() == 0 || cmp_keys(node.key(0)?, k).is_ge() {
                 return Ok(0);
             }
         } else if node.kind() == KIND_FP_LEAF {

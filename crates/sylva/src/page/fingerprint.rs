@@ -18,7 +18,7 @@
 //! not need): `sorted` (u16 at 24), `fp_off` (u16 at 26), `fp_cap` (u16 at 28).
 
 use super::slotted::{off, rd16, wr16, SlottedMut, SLOT_LEN};
-use super::KIND_FP_LEAF;
+use super::{eq_keys, KIND_FP_LEAF};
 use crate::error::Result;
 use crate::page::slotted::Slotted;
 
@@ -75,7 +75,7 @@ pub fn find(v: &Slotted<'_>, key: &[u8]) -> Result<Option<usize>> {
         let mut mask = match_mask16(fps, at, h);
         while mask != 0 {
             let i = at + mask.trailing_zeros() as usize;
-            if v.key(i)? == key {
+            if eq_keys(v.key(i)?, key) {
                 return Ok(Some(i));
             }
             mask &= mask - 1;
@@ -83,7 +83,7 @@ pub fn find(v: &Slotted<'_>, key: &[u8]) -> Result<Option<usize>> {
         at += 16;
     }
     for (i, &f) in fps.iter().enumerate().skip(at) {
-        if f == h && v.key(i)? == key {
+        if f == h && eq_keys(v.key(i)?, key) {
             return Ok(Some(i));
         }
     }
@@ -94,7 +94,7 @@ pub fn find(v: &Slotted<'_>, key: &[u8]) -> Result<Option<usize>> {
 pub fn find_scalar(v: &Slotted<'_>, key: &[u8]) -> Result<Option<usize>> {
     let h = fingerprint(key);
     for (i, &f) in v.fingerprints().iter().enumerate() {
-        if f == h && v.key(i)? == key {
+        if f == h && eq_keys(v.key(i)?, key) {
             return Ok(Some(i));
         }
     }

@@ -26,7 +26,7 @@
 
 use std::cmp::Ordering;
 
-use super::{corrupt, head, PageId, KIND_FP_LEAF, KIND_INNER, KIND_LEAF};
+use super::{cmp_keys, corrupt, head, PageId, KIND_FP_LEAF, KIND_INNER, KIND_LEAF};
 use crate::error::Result;
 
 /// Byte offsets of the header fields.
@@ -442,7 +442,7 @@ impl<'a> Slotted<'a> {
                 let mid = lo + (hi - lo) / 2;
                 let sh = self.stored_head(mid);
                 let ord = match sh.cmp(&kh) {
-                    Ordering::Equal => self.key(mid)?.cmp(k),
+                    Ordering::Equal => cmp_keys(self.key(mid)?, k),
                     o => o,
                 };
                 match ord {
@@ -454,7 +454,7 @@ impl<'a> Slotted<'a> {
         } else {
             while lo < hi {
                 let mid = lo + (hi - lo) / 2;
-                match self.key(mid)?.cmp(k) {
+                match cmp_keys(self.key(mid)?, k) {
                     Ordering::Less => lo = mid + 1,
                     Ordering::Greater => hi = mid,
                     Ordering::Equal => return Ok((mid, true)),
