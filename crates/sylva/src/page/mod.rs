@@ -93,9 +93,14 @@ pub fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 /// big-endian words, then the tail byte by byte. Keys in a node share their first bytes (the
 /// heads already matched when a search gets here), so the comparisons that reach this are short
 /// runs of equal words, which a call to libc's `memcmp` made cost more than the comparison.
+/// When both keys are longer than [`INLINE_CMP_BYTES`], `memcmp` it is after all: its vector
+/// loop is faster over long equal runs.
 #[inline]
 pub fn cmp_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     let n = a.len().min(b.len());
+    if n > INLINE_CMP_BYTES {
+        return a.cmp(b);
+    }
     let (mut x, mut y) = (&a[..n], &b[..n]);
     while let (Some((wa, ra)), Some((wb, rb))) =
         (x.split_first_chunk::<8>(), y.split_first_chunk::<8>())
@@ -112,6 +117,9 @@ pub fn cmp_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     }
     a.len().cmp(&b.len())
 }
+
+/// Key length up to which [`cmp_keys`] compares inline rather than through `memcmp`.
+pub const INLINE_CMP_BYTES: usize = 256;
 
 /// Whether two byte strings are equal, inline (see [`cmp_keys`]).
 #[inline]
@@ -141,6 +149,20 @@ mod head_tests {
     proptest! {
         /// Keys drawn from a two-letter alphabet share long prefixes, so the word loop, the
         /// tail loop and the length tie-break are all exercised.
+        /// Keys longer than `INLINE_CMP_BYTES` take the `memcmp` path; long shared prefixes test
+        /// both paths' equal runs.
+        #[test]
+        fn key_comparison_orders_like_slices_past_long_shared_prefixes(
+            shared in proptest::collection::vec(any::<u8>(), 0..300),
+            sa in proptest::collection::vec(0u8..2, 0..12),
+            sb in proptest::collection::vec(0u8..2, 0..12),
+        ) {
+            let (a, b) = ([&shared[..], &sa].concat(), [&shared[..], &sb].concat());
+            prop_assert_eq!(cmp_keys(&a, &b), a.cmp(&b));
+            prop_assert_eq!(cmp_keys(&b, &a), b.cmp(&a));
+            prop_assert_eq!(eq_keys(&a, &b), a == b);
+        }
+
         #[test]
         fn key_comparison_orders_like_slices(
             a in proptest::collection::vec(0u8..2, 0..40),
