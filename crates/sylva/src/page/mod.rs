@@ -147,8 +147,6 @@ mod head_tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Keys drawn from a two-letter alphabet share long prefixes, so the word loop, the
-        /// tail loop and the length tie-break are all exercised.
         /// Keys longer than `INLINE_CMP_BYTES` take the `memcmp` path; long shared prefixes test
         /// both paths' equal runs.
         #[test]
@@ -163,6 +161,8 @@ mod head_tests {
             prop_assert_eq!(eq_keys(&a, &b), a == b);
         }
 
+        /// Keys drawn from a two-letter alphabet share prefixes, so the word loop, the tail
+        /// loop and the length tie-break are all exercised.
         #[test]
         fn key_comparison_orders_like_slices(
             a in proptest::collection::vec(0u8..2, 0..40),
