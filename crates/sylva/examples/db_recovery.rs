@@ -10,8 +10,8 @@
 //! between (the log a crash just before the next checkpoint leaves when `checkpoint_bytes` is
 //! that size), syncs the log and exits without closing, as `kill -9` would. `open` times the
 //! recovery of what it left. With `CHECKPOINT_MIB`, the load checkpoints whenever that much log
-//! has been written (`checkpoint_bytes`), as a database left at its defaults (1024) does, so the
-//! log's segment files have been reused in place and recovery reads their dead records too.
+//! has been written (`checkpoint_bytes`), as a database left at its defaults (1024) does, so
+//! recovery reads the two log segments such a database leaves behind.
 #![allow(clippy::unwrap_used, missing_docs)]
 use std::time::Instant;
 use sylva::{Db, DbOptions, KvStore, SyncMode};

@@ -203,7 +203,7 @@ pub struct DbStats {
     pub resident_pages: u64,
     /// The pool's budget in pages.
     pub budget_pages: u64,
-    /// Bytes in the log file.
+    /// Bytes in the log's files (both segments), buffered records included.
     pub wal_bytes: u64,
     /// Bytes appended to the log since open.
     pub wal_written: u64,

@@ -16,10 +16,11 @@
 //! machine's ext4) waits for the device to trim them all, and every fsync of the active segment
 //! issued meanwhile waited behind it: the worst write latency of a 10M-record load, 0.28–0.42 s,
 //! came from there. In steps, each commit trims 8 MiB, and the worst latency fell to 22–131 ms
-//! in such loads and 17–22 ms in a 20M-operation update run (`docs/results/db.md`, session 10). Reusing the segment in place (rewriting only its header,
-//! as PostgreSQL and RocksDB recycle log files) avoided the trims as well, but left a gigabyte of
-//! dead records that recovery after a crash reads through in its search for intact records
-//! beyond a cut: opening after a crash took 4.95 s against 1.23 s, so it was dropped.
+//! in such loads and 17–22 ms in a 20M-operation update run (`docs/results/db.md`, session
+//! 10). Reusing the segment in place (rewriting only its header, as PostgreSQL and RocksDB
+//! recycle log files) avoided the trims as well, but left a gigabyte of dead records that
+//! recovery after a crash reads through in its search for intact records beyond a cut: opening
+//! after a crash took 4.95 s against 1.23 s, so it was dropped.
 //!
 //! **Durability modes** ([`SyncMode`]), after the PA-Tree paper's strong and weak persistent
 //! buffering (section III.C): `Always` makes a record durable before `append` returns (strong);
