@@ -162,8 +162,10 @@ impl NodeLatch for &Latch {
 /// Fixed-size node pages addressed by id, each with a latch.
 ///
 /// The logging hooks are how a durable store learns what changed: the tree calls them while it
-/// still holds the write latches of the pages named, after changing them. An in-memory store
-/// ignores them.
+/// still holds the write latches of the pages named, after changing them. Each returns the LSN
+/// of the record it appended (0 if it logged nothing), which the tree hands back to its caller
+/// ([`crate::btree::BTree::put_logged`]): what a write must make durable before it is
+/// acknowledged. An in-memory store ignores them.
 pub trait NodeStore: Send + Sync {
     /// The latch handle of one page.
     type Latch<'a>: NodeLatch
@@ -202,22 +204,22 @@ pub trait NodeStore: Send + Sync {
     /// `key` was put into leaf `leaf` with `value` (by the leaf's own insert or overwrite);
     /// `inserted` if it was not there before.
     #[inline]
-    fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<()> {
+    fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<u64> {
         let _ = (leaf, key, value, inserted);
-        Ok(())
+        Ok(0)
     }
     /// `key` was removed from leaf `leaf`.
     #[inline]
-    fn log_delete(&self, leaf: PageId, key: &[u8]) -> Result<()> {
+    fn log_delete(&self, leaf: PageId, key: &[u8]) -> Result<u64> {
         let _ = (leaf, key);
-        Ok(())
+        Ok(0)
     }
     /// The pages `changed` were rewritten in some other way (split, merge, new root, layout
     /// conversion, sort), and the pages `freed` are about to be freed.
     #[inline]
-    fn log_pages(&self, changed: &[PageId], freed: &[PageId]) -> Result<()> {
+    fn log_pages(&self, changed: &[PageId], freed: &[PageId]) -> Result<u64> {
         let _ = (changed, freed);
-        Ok(())
+        Ok(0)
     }
     /// The pages `changed` were rewritten (a split or a redistribution), and inner page
     /// `parent` changed only by `edit`: a durable store may log the edit instead of the
@@ -228,9 +230,9 @@ pub trait NodeStore: Send + Sync {
         changed: &[PageId],
         parent: PageId,
         edit: &ParentEdit<'_>,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let _ = (changed, parent, edit);
-        Ok(())
+        Ok(0)
     }
 }
 

@@ -426,6 +426,13 @@ impl<S: NodeStore> BTree<S> {
 
     /// Inserts or overwrites `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_logged(key, value).map(drop)
+    }
+
+    /// [`BTree::put`], returning the LSN of the last record the store's logging hooks appended
+    /// for it (0 if they logged nothing): the log up to it holds the put. A thread's records
+    /// get rising LSNs, so that is the highest of the put's records.
+    pub(crate) fn put_logged(&self, key: &[u8], value: &[u8]) -> Result<u64> {
         self.limits.check_key(key)?;
         self.limits.check_value(value)?;
         let _gate = self.store.write_gate();
@@ -433,23 +440,24 @@ impl<S: NodeStore> BTree<S> {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
             l.upgrade(v)?;
-            let outcome = {
+            let (outcome, lsn) = {
                 let _g = WriteGuard(l);
                 let outcome = self.leaf_put(id, key, value)?;
+                let mut lsn = 0;
                 if let Put::Done { inserted } = outcome {
-                    self.store.log_put(id, key, value, inserted)?;
+                    lsn = self.store.log_put(id, key, value, inserted)?;
                     if self.adapt_after_point_write(id, self.page_mut(id)?)? {
-                        self.store.log_pages(&[id], &[])?;
+                        lsn = self.store.log_pages(&[id], &[])?;
                     }
                 }
-                outcome
+                (outcome, lsn)
             };
             match outcome {
                 Put::Done { inserted } => {
                     if inserted {
                         self.records.fetch_add(1, Ordering::Relaxed);
                     }
-                    Ok(())
+                    Ok(lsn)
                 }
                 Put::NeedsSplit => {
                     self.split(id, key, value.len())?;
@@ -703,30 +711,36 @@ impl<S: NodeStore> BTree<S> {
 
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.delete_logged(key).map(|(found, _)| found)
+    }
+
+    /// [`BTree::delete`], also returning the LSN of the last record logged for it, a merge's
+    /// included (as [`BTree::put_logged`]).
+    pub(crate) fn delete_logged(&self, key: &[u8]) -> Result<(bool, u64)> {
         self.limits.check_key(key)?;
         let _gate = self.store.write_gate();
-        let (found, underfull) = retry(|| {
+        let (found, underfull, mut lsn) = retry(|| {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
             l.upgrade(v)?;
             let _g = WriteGuard(l);
             if !self.apply_delete(id, key)? {
-                return Ok((false, None));
+                return Ok((false, None, 0));
             }
-            self.store.log_delete(id, key)?;
+            let mut lsn = self.store.log_delete(id, key)?;
             let underfull = self.underfull(id)?;
             if self.adapt_after_point_write(id, self.page_mut(id)?)? {
-                self.store.log_pages(&[id], &[])?;
+                lsn = self.store.log_pages(&[id], &[])?;
             }
-            Ok((true, underfull.then_some(id)))
+            Ok((true, underfull.then_some(id), lsn))
         })?;
         if found {
             self.records.fetch_sub(1, Ordering::Relaxed);
         }
         if let Some(id) = underfull {
-            self.try_merge(id, key)?;
+            self.try_merge(id, key, &mut lsn)?;
         }
-        Ok(found)
+        Ok((found, lsn))
     }
 
     /// Removes `key` from leaf `id` (write-latched by the caller); returns whether it was there.
@@ -777,20 +791,21 @@ impl<S: NodeStore> BTree<S> {
 
     /// Merges page `target` with a neighbour under the same parent if the result fits
     /// (section 2: merge at ≥ 3/4 empty). Best effort: gives up quietly on contention.
-    fn try_merge(&self, target: PageId, key: &[u8]) -> Result<()> {
-        let parent_underfull = match self.merge_once(target, key) {
+    /// `lsn` becomes the LSN of the last record a merge logged, if any.
+    fn try_merge(&self, target: PageId, key: &[u8], lsn: &mut u64) -> Result<()> {
+        let parent_underfull = match self.merge_once(target, key, lsn) {
             Ok(p) => p,
             Err(Abort::Restart) => None,
             Err(Abort::Fail(e)) => return Err(e),
         };
         if let Some(pid) = parent_underfull {
-            self.try_merge(pid, key)?;
+            self.try_merge(pid, key, lsn)?;
         }
         Ok(())
     }
 
     /// One merge attempt; returns the parent if it is now underfull itself.
-    fn merge_once(&self, target: PageId, key: &[u8]) -> Olc<Option<PageId>> {
+    fn merge_once(&self, target: PageId, key: &[u8], lsn: &mut u64) -> Olc<Option<PageId>> {
         let (pid, pv, tv) = self.descend(key, Some(target))?;
         if pid == self.meta {
             return Ok(None);
@@ -819,7 +834,7 @@ impl<S: NodeStore> BTree<S> {
         for id in [left, right] {
             let page = self.page_mut(id)?;
             if page[0] == KIND_FP_LEAF && self.sort_fp_leaf(id, page)? {
-                self.store.log_pages(&[id], &[])?;
+                *lsn = (*lsn).max(self.store.log_pages(&[id], &[])?);
             }
         }
         let (lp, rp) = (self.page(left)?, self.page(right)?);
@@ -843,7 +858,7 @@ impl<S: NodeStore> BTree<S> {
         let mut pm = SlottedMut::new(pid, self.page_mut(pid)?)?;
         pm.remove(sep_idx);
         let parent_free = pm.view().free_space_after_compaction();
-        self.store.log_pages(&[right, pid], &[left])?;
+        *lsn = (*lsn).max(self.store.log_pages(&[right, pid], &[left])?);
         // Free the left page: its guard must not unlock it again.
         let (lg, rg) = if left == target { (tg, og) } else { (og, tg) };
         std::mem::forget(lg);

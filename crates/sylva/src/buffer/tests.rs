@@ -3,7 +3,6 @@ use std::sync::Arc;
 use super::*;
 use crate::io::page_header::PAGE_HEADER_LEN;
 use crate::io::FileIo;
-use crate::wal::SyncMode;
 
 fn pool(dir: &std::path::Path, budget_pages: u64, wal: Option<Arc<Wal>>) -> BufferPool {
     let file = PageFile::create(&dir.join("pages"), 4096, true).expect("create");
@@ -131,7 +130,7 @@ fn a_corrupt_page_is_an_error_every_time_not_a_panic() {
 fn dirty_pages_reach_disk_only_after_their_log() {
     let dir = tempfile::tempdir().expect("tempdir");
     let io = FileIo::open(&dir.path().join("wal"), true).expect("wal file");
-    let (wal, _) = Wal::open(Box::new(io), SyncMode::Never, 1).expect("wal");
+    let (wal, _) = Wal::open(Box::new(io), 1).expect("wal");
     let wal = Arc::new(wal);
     let p = pool(dir.path(), 16, Some(wal.clone()));
     let mut last = 0;

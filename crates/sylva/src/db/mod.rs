@@ -111,7 +111,7 @@ use crate::kv::{KvStore, Limits, Stats, Visitor};
 use crate::page::PageId;
 use crate::wal::{SyncMode, Wal};
 use log::Record;
-use store::{stamp_kind, PoolStore, LAST_LSN};
+use store::{stamp_kind, PoolStore};
 
 pub use cursor::Cursor;
 pub use options::{DbOptions, OPTION_KEYS};
@@ -871,18 +871,18 @@ impl Db {
     /// Inserts or overwrites `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_open()?;
-        let r = self.core.tree.put(key, value);
-        self.guard(r)?;
-        self.after_write(1)
+        let r = self.core.tree.put_logged(key, value);
+        let lsn = self.guard(r)?;
+        self.after_write(1, lsn)
     }
 
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.check_open()?;
-        let r = self.core.tree.delete(key);
-        let found = self.guard(r)?;
+        let r = self.core.tree.delete_logged(key);
+        let (found, lsn) = self.guard(r)?;
         if found {
-            self.after_write(1)?;
+            self.after_write(1, lsn)?;
         }
         Ok(found)
     }
@@ -925,15 +925,16 @@ impl Db {
             log::batch_end(&mut buf);
             store.append_record(&buf)
         })();
-        self.guard(r)?;
-        self.after_write(batch.ops.len() as u64)
+        let lsn = self.guard(r)?;
+        self.after_write(batch.ops.len() as u64, lsn)
     }
 
-    /// Durability and checkpoint duties after a write of `ops` operations.
-    fn after_write(&self, ops: u64) -> Result<()> {
+    /// Durability and checkpoint duties after a write of `ops` operations whose last log record
+    /// is `lsn`.
+    fn after_write(&self, ops: u64, lsn: u64) -> Result<()> {
         let wal = &self.core.tree.store.wal;
         let r = match self.options.sync {
-            SyncMode::Always => wal.sync_to(LAST_LSN.with(|l| l.get())),
+            SyncMode::Always => wal.sync_to(lsn),
             SyncMode::Batch {
                 ops: batch_ops,
                 interval,

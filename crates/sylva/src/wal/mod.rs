@@ -22,14 +22,15 @@
 //! recovery after a crash reads through in its search for intact records beyond a cut: opening
 //! after a crash took 4.95 s against 1.23 s, so it was dropped.
 //!
-//! **Durability modes** ([`SyncMode`]), after the PA-Tree paper's strong and weak persistent
-//! buffering (section III.C): `Always` makes a record durable before `append` returns (strong);
-//! `Batch { ops, interval }` makes it durable at the next batch boundary — after `ops` records or
-//! once `interval` has passed since the last sync, checked at each append — or at an explicit
-//! [`Wal::sync`] (weak; the paper syncs every 1,000 updates); `Never` writes to the OS when the
-//! buffer fills and fsyncs only on `sync`. What is written without an fsync is handed to the
-//! device at once ([`crate::io::Io::start_writeback`], RocksDB's `wal_bytes_per_sync` idea), so
-//! that a later fsync does not find a gigabyte of dirty log to write while writers wait.
+//! **Durability.** The log does not decide when to fsync: [`Wal::append`] only buffers the
+//! record and returns its LSN, and the caller makes records durable with [`Wal::sync_to`] (up to
+//! an LSN) or [`Wal::sync`] (everything appended). The policy, [`SyncMode`], is applied in one
+//! place, by the database after each write (`Db::after_write`): `Always` syncs to the write's
+//! last LSN before the write returns, `Batch` at batch boundaries, `Never` only on an explicit
+//! sync. The buffer is handed to the OS without an fsync once it holds 1 MiB (`WRITE_BEHIND`),
+//! and what is written that way goes to the device at once
+//! ([`crate::io::Io::start_writeback`], RocksDB's `wal_bytes_per_sync` idea), so that a later
+//! fsync does not find a gigabyte of dirty log to write while writers wait.
 //!
 //! **Page cache.** Only recovery reads the log, so what a sync has made durable is dropped from
 //! the OS page cache at once ([`crate::io::Io::drop_cache`], `posix_fadvise(DONTNEED)`), a
@@ -64,7 +65,7 @@
 pub mod record;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
@@ -74,14 +75,17 @@ use record::{
     decode_header, decode_record, encode_header, encode_record, Header, HEADER_LEN, VERSION,
 };
 
-/// When appended records become durable.
+/// When a database's writes become durable (the modes after the PA-Tree paper's strong and weak
+/// persistent buffering, section III.C). The log itself does not apply it: its user does, with
+/// [`Wal::sync_to`] and [`Wal::sync`] (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
-    /// Durable before `append` returns.
+    /// Durable before the write returns.
     Always,
-    /// Durable after `ops` records or `interval`, whichever comes first, or at `sync()`.
+    /// Durable after `ops` writes or `interval`, whichever comes first, or at `sync()` (the
+    /// paper syncs every 1,000 updates).
     Batch {
-        /// Records per batch.
+        /// Writes per batch.
         ops: u64,
         /// Longest time between syncs while appends keep coming.
         interval: Duration,
@@ -120,9 +124,6 @@ struct State {
     starts: [u64; 2],
     /// Bytes in the segment that is not active (its records precede the active one's).
     other_len: u64,
-    /// Records appended since the last sync, and when it was.
-    since_sync: u64,
-    last_sync: Instant,
     /// The active segment's bytes below this offset (a multiple of [`OS_PAGE`]) are durable
     /// and dropped from the page cache; those from it up to the last sync are dropped next.
     uncached_below: u64,
@@ -146,7 +147,6 @@ pub struct Recovered {
 /// The write-ahead log over one file, or over two segments used in turn (see [`Wal::rotate`]).
 pub struct Wal {
     segments: Vec<Box<dyn Io>>,
-    mode: SyncMode,
     state: Mutex<State>,
     flushed: Condvar,
     poisoned: AtomicBool,
@@ -156,8 +156,8 @@ impl Wal {
     /// Opens (or creates, if the file is empty) the log in `io`, recovering its records. The next
     /// record's LSN is one past the last recovered record, and at least `min_next_lsn` (so LSNs
     /// stay monotonic across a checkpoint that emptied the log).
-    pub fn open(io: Box<dyn Io>, mode: SyncMode, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
-        Self::open_with(vec![io], mode, min_next_lsn, false)
+    pub fn open(io: Box<dyn Io>, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
+        Self::open_with(vec![io], min_next_lsn, false)
     }
 
     /// Like [`Wal::open`], but a log whose damage lost synced records
@@ -166,7 +166,7 @@ impl Wal {
     /// checkpoint the caller recovers from). A hole in records that were never synced is cut
     /// like a torn tail.
     pub fn open_strict(io: Box<dyn Io>, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
-        Self::open_with(vec![io], SyncMode::Never, min_next_lsn, true)
+        Self::open_with(vec![io], min_next_lsn, true)
     }
 
     /// Like [`Wal::open_strict`], over two segments that [`Wal::rotate`] uses in turn (the
@@ -177,12 +177,11 @@ impl Wal {
         segments: [Box<dyn Io>; 2],
         min_next_lsn: u64,
     ) -> Result<(Wal, Recovered)> {
-        Self::open_with(segments.into(), SyncMode::Never, min_next_lsn, true)
+        Self::open_with(segments.into(), min_next_lsn, true)
     }
 
     fn open_with(
         segments: Vec<Box<dyn Io>>,
-        mode: SyncMode,
         min_next_lsn: u64,
         strict: bool,
     ) -> Result<(Wal, Recovered)> {
@@ -277,8 +276,6 @@ impl Wal {
             active,
             starts,
             other_len,
-            since_sync: 0,
-            last_sync: Instant::now(),
             uncached_below: 0,
         };
         let (intact_after_cut, hole_was_synced) = (
@@ -287,7 +284,6 @@ impl Wal {
         );
         let wal = Wal {
             segments,
-            mode,
             state: Mutex::new(state),
             flushed: Condvar::new(),
             poisoned: AtomicBool::new(false),
@@ -303,7 +299,9 @@ impl Wal {
         ))
     }
 
-    /// Appends a record and returns its LSN; under `SyncMode::Always` it is durable on return.
+    /// Appends a record and returns its LSN. It is durable once [`Wal::sync_to`] of that LSN (or
+    /// a later one) or [`Wal::sync`] has returned; until then it is buffered, or written to the OS
+    /// without an fsync.
     pub fn append(&self, payload: &[u8]) -> Result<u64> {
         if payload.len() > record::MAX_PAYLOAD {
             return Err(Error::InvalidArgument {
@@ -320,19 +318,9 @@ impl Wal {
         st.next_lsn += 1;
         let (version, synced_below) = (st.version, st.durable_below);
         encode_record(&mut st.buf, version, lsn, synced_below, payload);
-        st.since_sync += 1;
-        let need_sync = match self.mode {
-            SyncMode::Always => true,
-            SyncMode::Batch { ops, interval } => {
-                st.since_sync >= ops || st.last_sync.elapsed() >= interval
-            }
-            SyncMode::Never => false,
-        };
         let need_write = st.buf.len() >= WRITE_BEHIND;
         drop(st);
-        if need_sync {
-            self.commit(lsn, true)?;
-        } else if need_write {
+        if need_write {
             self.commit(lsn, false)?;
         }
         Ok(lsn)
@@ -490,8 +478,6 @@ impl Wal {
         buf.clear();
         st.buf = buf;
         st.durable_below = next_lsn;
-        st.since_sync = 0;
-        st.last_sync = Instant::now();
         st.active = other;
         st.starts[other] = next_lsn;
         st.write_offset = HEADER_LEN;
@@ -565,8 +551,6 @@ impl Wal {
             }
             if durable {
                 st.durable_below = covers_below;
-                st.since_sync = 0;
-                st.last_sync = Instant::now();
             }
             self.flushed.notify_all();
             if !durable {
