@@ -9,7 +9,7 @@
 use std::sync::atomic::Ordering;
 
 use super::leaf::semi_dense_underfull;
-use super::store::{Abort, NodeLatch, NodeStore, Olc};
+use super::store::{NodeLatch, NodeStore};
 use super::tree::{BTree, WriteGuard};
 use crate::error::Result;
 use crate::page::build;
@@ -17,6 +17,7 @@ use crate::page::dense::{Dense, KIND_DENSE_LEAF};
 use crate::page::semidense::KIND_SEMI_DENSE_LEAF;
 use crate::page::slotted::{Slotted, SlottedMut};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
+use crate::sync::{Abort, Olc};
 
 impl<S: NodeStore> BTree<S> {
     /// Whether leaf `id` (write-latched by the caller) is empty enough to merge: a dense leaf

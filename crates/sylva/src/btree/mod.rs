@@ -87,7 +87,8 @@ pub(crate) mod store;
 mod tree;
 mod walk;
 
+pub use crate::sync::{Abort, Latch, Olc};
 pub use check::CheckReport;
 pub use options::{Layout, Options};
-pub use store::{Abort, Latch, MemNodeStore, NodeLatch, NodeStore, Olc, ParentEdit};
+pub use store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit};
 pub use tree::{max_key_len, max_value_len, BTree};

@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::adapt::Seen;
 use super::leaf::LeafPlan;
 use super::options::Options;
-use super::store::{backoff, Abort, MemNodeStore, NodeLatch, NodeStore, Olc, ParentEdit};
+use super::store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit};
 use crate::error::{Error, Result};
 use crate::kv::{Limits, Stats};
 use crate::page::build::{self, Builder, NodeSpec};
@@ -37,6 +37,7 @@ use crate::page::fingerprint;
 use crate::page::semidense::{SemiDense, SemiDenseMut, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
+use crate::sync::{backoff, Abort, Olc};
 
 /// A B+tree of slotted pages over a node store.
 pub struct BTree<S: NodeStore = MemNodeStore> {

@@ -81,6 +81,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
+use crate::sync::backoff;
 use crate::wal::Wal;
 use region::Region;
 use state::{
@@ -213,17 +214,6 @@ pub struct BufferPool {
     misses: AtomicU64,
     evictions: AtomicU64,
     writebacks: AtomicU64,
-}
-
-/// Spin briefly, then yield (on 2 cores a spinning waiter can starve the holder).
-#[inline]
-fn backoff(spins: &mut u32) {
-    *spins += 1;
-    if *spins < 64 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
-    }
 }
 
 impl BufferPool {

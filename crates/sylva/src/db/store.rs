@@ -20,12 +20,13 @@ use std::sync::Arc;
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use super::log::{self, Image};
-use crate::btree::{Abort, NodeLatch, NodeStore, Olc, ParentEdit};
+use crate::btree::{NodeLatch, NodeStore, ParentEdit};
 use crate::buffer::BufferPool;
 use crate::error::Result;
 use crate::io::page_header::PageKind;
 use crate::io::FIRST_DATA_PAGE;
 use crate::page::{free_gap, PageId, KIND_INNER};
+use crate::sync::{Abort, Olc};
 use crate::wal::Wal;
 
 thread_local! {
