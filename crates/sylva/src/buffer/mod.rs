@@ -60,7 +60,9 @@
 //! each page it writes, which is small next to sealing (a CRC32C of the page) and the write.
 //!
 //! **WAL rule.** Before a dirty page (or a copy of it) is written back, the log is made durable
-//! up to the page's LSN (its header's LSN field, which the engine sets under the page's lock).
+//! up to the page's LSN (its header's LSN field, which the engine sets under the page's lock),
+//! through [`LogFlush`], the one thing the pool asks of a log (the database's is its `Wal`). The
+//! header's fields are read and written through [`crate::io::page_header`]'s accessors.
 //! A flush syncs the log before it starts, and again before a run only if one of its copies is
 //! newer than that; it never fsyncs while holding a page.
 //!
@@ -79,14 +81,21 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
+use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
 use crate::sync::backoff;
-use crate::wal::Wal;
 use region::Region;
 use state::{
     is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, LOCKED, MARKED,
 };
+
+/// What the pool needs of a write-ahead log: the WAL rule, a page reaches the file only after
+/// the log records up to its LSN are durable.
+pub trait LogFlush: Send + Sync {
+    /// Makes every record up to and including `lsn` durable (every record appended so far if
+    /// `lsn` is past the last), and returns the LSN below which every record is durable.
+    fn flush_to(&self, lsn: u64) -> Result<u64>;
+}
 
 /// Buffer-pool settings.
 #[derive(Debug, Clone, Copy)]
@@ -196,7 +205,7 @@ struct Clock {
 /// Pages of a [`PageFile`], cached within a memory budget.
 pub struct BufferPool {
     file: PageFile,
-    wal: Option<Arc<Wal>>,
+    log: Option<Arc<dyn LogFlush>>,
     frames: Region,
     states: Region,
     capacity: u64,
@@ -217,9 +226,13 @@ pub struct BufferPool {
 }
 
 impl BufferPool {
-    /// A pool over `file`; `wal`, when given, is synced up to a page's LSN before the page is
+    /// A pool over `file`; `log`, when given, is flushed up to a page's LSN before the page is
     /// written back.
-    pub fn new(file: PageFile, wal: Option<Arc<Wal>>, options: PoolOptions) -> Result<Self> {
+    pub fn new(
+        file: PageFile,
+        log: Option<Arc<dyn LogFlush>>,
+        options: PoolOptions,
+    ) -> Result<Self> {
         let page_size = file.page_size();
         let capacity = options.reserve_bytes / page_size as u64;
         let frames = Region::reserve((capacity as usize).saturating_mul(page_size))?;
@@ -230,7 +243,7 @@ impl BufferPool {
         let run_pages = ((total / 16) as usize).clamp(1, (MAX_RUN_BYTES / page_size).max(1));
         Ok(BufferPool {
             file,
-            wal,
+            log,
             frames,
             states,
             capacity,
@@ -403,20 +416,33 @@ impl BufferPool {
         }
     }
 
+    /// The common header of page `id`'s frame. Read it holding the page's lock, or between
+    /// [`BufferPool::read_lock`] and a successful [`BufferPool::validate`].
+    fn header(&self, id: u64) -> &[u8] {
+        // SAFETY: the header is the first `PAGE_HEADER_LEN` bytes of the frame, inside our
+        // mapping; a reader without the lock validates what it read (as for `data`).
+        unsafe { std::slice::from_raw_parts(self.frame(id).as_ptr(), PAGE_HEADER_LEN) }
+    }
+
+    /// The common header of page `id`'s frame, to change it.
+    ///
+    /// # Safety
+    /// The caller holds the page's exclusive lock (as for [`BufferPool::frame_slice`]).
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn header_mut(&self, id: u64) -> &mut [u8] {
+        // SAFETY: as for `header`; only the lock holder writes (the caller's obligation).
+        unsafe { std::slice::from_raw_parts_mut(self.frame(id).as_ptr(), PAGE_HEADER_LEN) }
+    }
+
     /// The LSN in page `id`'s header (the caller holds the lock or validates afterwards).
     pub fn page_lsn(&self, id: u64) -> u64 {
-        let mut b = [0u8; 8];
-        // SAFETY: bytes 16..24 of the frame are the header's LSN field, inside our mapping.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.frame(id).add(16).as_ptr(), b.as_mut_ptr(), 8)
-        };
-        u64::from_le_bytes(b)
+        page_header::lsn(self.header(id))
     }
 
     /// Sets the kind in page `id`'s header (the caller holds the lock).
     pub fn set_kind(&self, id: u64, kind: PageKind) {
-        // SAFETY: byte 6 of the frame is the header's kind; the caller holds the lock.
-        unsafe { *self.frame(id).add(6).as_ptr() = kind as u8 }
+        // SAFETY: the caller holds the page's lock.
+        page_header::set_kind(unsafe { self.header_mut(id) }, kind);
     }
 
     /// Releases the exclusive lock of page `id`; `dirty` if the holder changed it.
@@ -428,15 +454,8 @@ impl BufferPool {
 
     /// Sets the LSN in page `id`'s header (the caller holds the lock).
     pub fn set_lsn(&self, id: u64, lsn: u64) {
-        // SAFETY: bytes 16..24 of the frame are the header's LSN field; the caller holds the
-        // page's exclusive lock, so no one else writes them.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                lsn.to_le_bytes().as_ptr(),
-                self.frame(id).add(16).as_ptr(),
-                8,
-            )
-        }
+        // SAFETY: the caller holds the page's exclusive lock, so no one else writes it.
+        page_header::set_lsn(unsafe { self.header_mut(id) }, lsn);
     }
 
     /// The whole frame of page `id`, header included.
@@ -494,7 +513,7 @@ impl BufferPool {
         // SAFETY: the page was just allocated and is exclusively locked by us.
         let frame = unsafe { self.frame_slice(id) };
         frame.fill(0);
-        frame[6] = kind as u8;
+        page_header::set_kind(frame, kind);
         self.resident.fetch_add(1, Ordering::Relaxed);
         self.clock.lock().pages.push(id);
         Ok(id)
@@ -573,8 +592,7 @@ impl BufferPool {
     /// The kind and LSN in the header of page `id` (locked or held for writing by the caller),
     /// for writing it (or its copy) back.
     fn frame_header(&self, id: u64) -> Result<(PageKind, u64)> {
-        // SAFETY: byte 6 of the frame is the header's kind; the caller holds the page's lock.
-        let kind_byte = unsafe { *self.frame(id).add(6).as_ptr() };
+        let kind_byte = page_header::kind_byte(self.header(id));
         let kind = PageKind::from_u8(kind_byte).ok_or_else(|| Error::Corruption {
             page: id,
             detail: format!("frame has unknown page kind {kind_byte}"),
@@ -585,9 +603,9 @@ impl BufferPool {
     /// Writes page `id` (locked by the caller) to the file, after the log covering it.
     fn write_back(&self, id: u64) -> Result<()> {
         let (kind, lsn) = self.frame_header(id)?;
-        if let Some(wal) = &self.wal {
+        if let Some(log) = &self.log {
             if lsn > 0 {
-                wal.sync_to(lsn)?;
+                log.flush_to(lsn)?;
             }
         }
         // SAFETY: the caller holds the page's exclusive lock.
@@ -603,17 +621,16 @@ impl BufferPool {
     /// page before it began is in the file.
     pub fn flush_all(&self) -> Result<()> {
         // Make the log durable first: most copies need nothing more, so most runs are written
-        // without a log fsync in between.
-        if let Some(wal) = &self.wal {
-            wal.sync()?;
-        }
+        // without a log fsync in between. `durable`: how far the log is known durable; asked
+        // again (a lock) only for a run whose LSN is past it.
+        let mut durable = match &self.log {
+            Some(log) => log.flush_to(u64::MAX)?,
+            None => 0,
+        };
         // One flush at a time: so a page in flight is always one of our own run's (and a
         // page that is neither dirty nor in flight is in the file).
         let mut buf = self.flush_buf.lock();
         let buf = buf.get_or_insert_with(|| self.file.buffer(self.run_pages));
-        // How far the log is known durable; re-read from the log (a lock) only for a run
-        // whose LSN is past it.
-        let mut durable = self.wal.as_ref().map_or(0, |w| w.durable_below());
         let mut pages: Vec<u64> = self.clock.lock().pages.clone();
         pages.sort_unstable();
         pages.dedup();
@@ -683,13 +700,10 @@ impl BufferPool {
             return Ok(());
         }
         let result = (|| {
-            if let Some(wal) = self.wal.as_ref().filter(|_| run.max_lsn > 0) {
-                if run.max_lsn >= *durable {
-                    *durable = wal.durable_below();
-                }
+            if let Some(log) = self.log.as_ref().filter(|_| run.max_lsn > 0) {
                 if run.max_lsn >= *durable {
                     // No page is held meanwhile: in flight, they are only kept from eviction.
-                    wal.sync_to(run.max_lsn)?;
+                    *durable = log.flush_to(run.max_lsn)?;
                 }
             }
             self.file.write_frames(

@@ -3,12 +3,13 @@ use std::sync::Arc;
 use super::*;
 use crate::io::page_header::PAGE_HEADER_LEN;
 use crate::io::FileIo;
+use crate::wal::Wal;
 
-fn pool(dir: &std::path::Path, budget_pages: u64, wal: Option<Arc<Wal>>) -> BufferPool {
+fn pool(dir: &std::path::Path, budget_pages: u64, log: Option<Arc<dyn LogFlush>>) -> BufferPool {
     let file = PageFile::create(&dir.join("pages"), 4096, true).expect("create");
     BufferPool::new(
         file,
-        wal,
+        log,
         PoolOptions {
             budget_bytes: budget_pages * 4096,
             reserve_bytes: 1 << 32,

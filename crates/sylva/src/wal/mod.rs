@@ -69,6 +69,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::buffer::LogFlush;
 use crate::error::{Error, Result};
 use crate::io::Io;
 use record::{
@@ -346,14 +347,13 @@ impl Wal {
 
     /// Makes every record appended so far durable.
     pub fn sync(&self) -> Result<()> {
-        let last = self.state.lock().next_lsn.saturating_sub(1);
-        self.commit(last, true)
+        self.commit(u64::MAX, true).map(drop)
     }
 
     /// Makes every record up to and including `lsn` durable (the WAL rule: the buffer pool calls
     /// this before writing back a page whose last change is `lsn`).
     pub fn sync_to(&self, lsn: u64) -> Result<()> {
-        self.commit(lsn, true)
+        self.commit(lsn, true).map(drop)
     }
 
     /// Every record with an LSN below this is durable.
@@ -496,15 +496,17 @@ impl Wal {
         }
     }
 
-    /// Returns once the record `lsn` is durable, leading a flush if no other thread is; with
-    /// `durable` false (a write-behind), once the buffer is written, or at once if another
-    /// thread's flush is in flight.
-    fn commit(&self, lsn: u64, durable: bool) -> Result<()> {
+    /// Returns once the record `lsn` is durable (every record appended so far if `lsn` is past
+    /// the last), leading a flush if no other thread is; with `durable` false (a write-behind),
+    /// once the buffer is written, or at once if another thread's flush is in flight. Returns
+    /// the LSN below which every record is durable.
+    fn commit(&self, lsn: u64, durable: bool) -> Result<u64> {
         let mut st = self.state.lock();
+        let lsn = lsn.min(st.next_lsn.saturating_sub(1));
         loop {
             self.check_poisoned()?;
             if st.durable_below > lsn || (!durable && st.buf.is_empty() && !st.flushing) {
-                return Ok(());
+                return Ok(st.durable_below);
             }
             if st.flushing {
                 if !durable {
@@ -512,7 +514,7 @@ impl Wal {
                     // sync's fsync: the record stays buffered, and the next append past the
                     // threshold, or the next sync, writes it. The buffer so grows by what is
                     // appended during one flush.
-                    return Ok(());
+                    return Ok(st.durable_below);
                 }
                 self.flushed.wait(&mut st);
                 continue;
@@ -554,7 +556,7 @@ impl Wal {
             }
             self.flushed.notify_all();
             if !durable {
-                return Ok(());
+                return Ok(st.durable_below);
             }
             // Drop what this sync made durable from the page cache, outside the lock. The
             // segment cannot change meanwhile in a way that matters: a rotation drops the rest
@@ -570,6 +572,13 @@ impl Wal {
             }
             st = self.state.lock();
         }
+    }
+}
+
+/// The buffer pool's WAL rule over this log.
+impl LogFlush for Wal {
+    fn flush_to(&self, lsn: u64) -> Result<u64> {
+        self.commit(lsn, true)
     }
 }
 
