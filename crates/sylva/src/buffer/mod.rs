@@ -31,6 +31,16 @@
 //! single page straight from the frame, holding the exclusive lock: nobody uses a page that is
 //! being evicted, so there is no one to hold up.
 //!
+//! The clock's lock (the list of resident pages and the hand) is held to choose a victim, not
+//! to write one back: the evicting thread releases it for the log flush and the write, and takes
+//! it again to drop the page from the list. Meanwhile other threads run the clock and load pages
+//! (passing over the locked victim); a reader of the victim waits for its lock as for a writer's,
+//! then loads it from the file, which holds its bytes by then (the write ends before the page
+//! is released evicted, and nothing else can lock, load or reuse it until then). A checkpoint's
+//! flush that meets the victim waits for the lock too, so the page is in the file before the
+//! flush ends. Several threads may so write victims back at once, and together evict up to one
+//! page each more than the budget needs.
+//!
 //! **Checkpoint write-back from a copy.** [`BufferPool::flush_all`] walks the resident pages in
 //! page order and writes each run of consecutive dirty pages with one write (up to 1 MiB), but
 //! never holds a writer for the I/O: for each page it takes the *writing* mode, copies the frame
@@ -78,7 +88,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
@@ -572,16 +582,33 @@ impl BufferPool {
                 clock.hand += 1;
                 continue;
             }
+            let at = clock.hand;
             if s & DIRTY != 0 {
-                if let Err(e) = self.write_back(id) {
+                // Written back without the clock (module docs, eviction): other threads make
+                // room and load pages meanwhile; only this page, locked, waits for the I/O.
+                if let Err(e) = MutexGuard::unlocked(&mut clock, || self.write_back(id)) {
                     st.unlock(0, true);
                     return Err(e);
                 }
             }
-            self.frames
-                .discard(id as usize * self.page_size, self.page_size)?;
-            let hand = clock.hand;
-            clock.pages.swap_remove(hand);
+            if let Err(e) = self
+                .frames
+                .discard(id as usize * self.page_size, self.page_size)
+            {
+                st.unlock(0, false); // still resident, and clean: its bytes are in the file
+                return Err(e);
+            }
+            // The entry is where the hand found it unless, while the clock was released, it
+            // was the last one and a removal moved it (`swap_remove`): rare, so a search then.
+            // Nothing else removes or adds it while we hold the page.
+            let at = if clock.pages.get(at) == Some(&id) {
+                Some(at)
+            } else {
+                clock.pages.iter().position(|&p| p == id)
+            };
+            if let Some(at) = at {
+                clock.pages.swap_remove(at);
+            }
             self.resident.fetch_sub(1, Ordering::Relaxed);
             self.evictions.fetch_add(1, Ordering::Relaxed);
             st.unlock(EVICTED, false);

@@ -648,3 +648,74 @@ fn a_page_freed_and_reused_in_flight_waits_for_the_old_write() {
     p.flush_all().expect("flush");
     assert_eq!(first_word_on_disk(&p, victim), 777, "then the new page");
 }
+
+/// Eviction writes its victim back without holding the clock: while that write is stalled,
+/// other threads still load pages (each load runs the clock), and a flush waits for the victim.
+#[test]
+fn readers_keep_loading_pages_while_an_eviction_write_back_is_stalled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 34);
+    // Every page resident at the end is dirty: the next allocation's victim must be written.
+    let ids = dirty_pages(&p, 100);
+    let word = |id: u64| 100 + ids.iter().position(|&i| i == id).expect("ours") as u64;
+    gate.arm();
+    std::thread::scope(|s| {
+        let _open = OpenOnDrop(&gate);
+        let evictor = s.spawn(|| {
+            let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+            p.unlock(id, true);
+        });
+        gate.wait_for_write();
+        let locked: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|&id| p.state(id).expect("state").load() & LOCKED != 0)
+            .collect();
+        assert_eq!(locked.len(), 1, "one victim, held for its write");
+        let victim = locked[0];
+        assert_state(&p, victim, DIRTY, EVICTED, "written back, not yet evicted");
+
+        // Another thread reads every other page: most miss, and each load makes room by
+        // running the clock (their victims' writes pass the gate, which holds one write).
+        let misses = p.stats().misses;
+        let (done, finished) = std::sync::mpsc::channel();
+        let (p, ids) = (&p, &ids);
+        s.spawn(move || {
+            for (i, &id) in ids.iter().enumerate() {
+                if id != victim {
+                    assert_eq!(read_first_word(p, id), 100 + i as u64, "page {id}");
+                }
+            }
+            let _ = done.send(());
+        });
+        assert!(
+            finished
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok(),
+            "the reads waited for the stalled write-back"
+        );
+        assert!(p.stats().misses >= misses + 60, "{:?}", p.stats());
+        assert_state(p, victim, LOCKED, EVICTED, "its write is still stalled");
+
+        // A flush that meets the victim waits for its write: the page was dirty when the
+        // flush began, so it must be in the file when the flush ends.
+        let flush = s.spawn(|| p.flush_all());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !flush.is_finished(),
+            "the flush ended before the victim's write"
+        );
+        gate.open();
+        flush.join().expect("flush thread").expect("flush");
+        evictor.join().expect("evictor");
+        assert_state(
+            p,
+            victim,
+            EVICTED,
+            LOCKED | DIRTY,
+            "evicted after its write",
+        );
+        assert_eq!(first_word_on_disk(p, victim), word(victim));
+        assert_eq!(read_first_word(p, victim), word(victim), "and loads again");
+    });
+}
