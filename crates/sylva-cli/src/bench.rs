@@ -272,9 +272,6 @@ fn progress_bar(len: usize, message: String) -> ProgressBar {
 
 /// Runs `sylva bench`: the measurements, then the table and the JSON file.
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    if let Some(suite) = &args.suite {
-        return crate::suite::run(suite, &args);
-    }
     let records = measure(&args)?;
     if std::env::var_os(BOUND_CHILD_ENV).is_none() {
         print!("{}", summary_table(&records.runs));
