@@ -62,8 +62,8 @@ impl NodeLatch for &Latch {
 /// The logging hooks are how a durable store learns what changed: the tree calls them while it
 /// still holds the write latches of the pages named, after changing them. Each returns the LSN
 /// of the record it appended (0 if it logged nothing), which the tree hands back to its caller
-/// ([`crate::btree::BTree::put_logged`]): what a write must make durable before it is
-/// acknowledged. An in-memory store ignores them.
+/// (`BTree::put_logged`): what a write must make durable before it is acknowledged. An
+/// in-memory store ignores them.
 pub trait NodeStore: Send + Sync {
     /// The latch handle of one page.
     type Latch<'a>: NodeLatch
