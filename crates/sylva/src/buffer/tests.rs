@@ -238,11 +238,25 @@ fn a_write_back_leaves_readers_valid_and_a_change_does_not() {
 
 #[test]
 fn flushes_racing_writers_and_readers_lose_no_update() {
-    // Every word of a page holds the same counter, so a torn page shows in a validated read.
+    race_writers_flushes_and_readers(256, 1);
+}
+
+/// The same with a budget of a third of the pages and two writers: pages are evicted all the
+/// while, dirty ones written back by the thread that needs room while writers, readers and
+/// flushes go on.
+#[test]
+fn evictions_racing_writers_flushes_and_readers_lose_no_update() {
+    race_writers_flushes_and_readers(24, 2);
+}
+
+/// Over 64 pages in a pool of `budget_pages`: `writers` threads each increment the counter that
+/// fills every word of its own pages 20,000 times, one thread flushes all the while, one checks
+/// that no validated read sees a torn page; then every update must be in the file.
+fn race_writers_flushes_and_readers(budget_pages: u64, writers: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     const WRITES: u64 = 20_000;
     let ids: Vec<u64> = {
-        let p = pool(dir.path(), 256, None);
+        let p = pool(dir.path(), budget_pages, None);
         let ids: Vec<u64> = (0..64)
             .map(|_| {
                 let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
@@ -250,33 +264,45 @@ fn flushes_racing_writers_and_readers_lose_no_update() {
                 id
             })
             .collect();
-        let done = std::sync::atomic::AtomicBool::new(false);
+        let done = std::sync::atomic::AtomicUsize::new(0);
         std::thread::scope(|s| {
             let (p, ids, done) = (&p, &ids, &done);
+            let running = move || done.load(Ordering::Relaxed) < writers;
             s.spawn(move || {
-                while !done.load(Ordering::Relaxed) {
+                while running() {
                     p.flush_all().expect("flush");
                 }
             });
-            s.spawn(move || {
-                for n in 0..WRITES {
-                    let id = ids[(n as usize * 7) % ids.len()];
-                    p.lock(id).expect("lock");
-                    // SAFETY: (test) the exclusive lock is held.
-                    let data = unsafe {
-                        std::slice::from_raw_parts_mut(p.data(id).as_ptr(), p.usable_size())
-                    };
-                    let c = u64::from_le_bytes(data[..8].try_into().expect("8 bytes")) + 1;
-                    for chunk in data.chunks_exact_mut(8) {
-                        chunk.copy_from_slice(&c.to_le_bytes());
+            for w in 0..writers {
+                s.spawn(move || {
+                    // Counts this writer done even if it panics, so the others stop and the
+                    // test fails instead of hanging.
+                    struct Finished<'a>(&'a std::sync::atomic::AtomicUsize);
+                    impl Drop for Finished<'_> {
+                        fn drop(&mut self) {
+                            self.0.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
-                    p.unlock(id, true);
-                }
-                done.store(true, Ordering::Relaxed);
-            });
+                    let _finished = Finished(done);
+                    let own = ids.len() / writers;
+                    for n in 0..WRITES {
+                        let id = ids[(n as usize * 7) % own * writers + w];
+                        p.lock(id).expect("lock");
+                        // SAFETY: (test) the exclusive lock is held.
+                        let data = unsafe {
+                            std::slice::from_raw_parts_mut(p.data(id).as_ptr(), p.usable_size())
+                        };
+                        let c = u64::from_le_bytes(data[..8].try_into().expect("8 bytes")) + 1;
+                        for chunk in data.chunks_exact_mut(8) {
+                            chunk.copy_from_slice(&c.to_le_bytes());
+                        }
+                        p.unlock(id, true);
+                    }
+                });
+            }
             s.spawn(move || {
                 let mut x = 99u64;
-                while !done.load(Ordering::Relaxed) {
+                while running() {
                     x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
                     let id = ids[(x >> 33) as usize % ids.len()];
                     let v = p.read_lock(id).expect("read_lock").expect("not freed");
@@ -294,6 +320,9 @@ fn flushes_racing_writers_and_readers_lose_no_update() {
                 }
             });
         });
+        if budget_pages < 64 {
+            assert!(p.stats().evictions > WRITES / 10, "{:?}", p.stats());
+        }
         p.checkpoint(b"").expect("checkpoint");
         ids
     };
@@ -301,7 +330,7 @@ fn flushes_racing_writers_and_readers_lose_no_update() {
     let (file, _) = PageFile::open(&dir.path().join("pages"), true).expect("open");
     let p = pool_over(file, 256);
     let total: u64 = ids.iter().map(|&id| read_first_word(&p, id)).sum();
-    assert_eq!(total, WRITES, "an update was lost");
+    assert_eq!(total, WRITES * writers as u64, "an update was lost");
 }
 
 #[test]
