@@ -88,7 +88,7 @@ pub enum SyncMode {
     Batch {
         /// Writes per batch.
         ops: u64,
-        /// Longest time between syncs while appends keep coming.
+        /// Longest time between syncs while writes keep coming.
         interval: Duration,
     },
     /// Durable only at `sync()`.
@@ -350,8 +350,9 @@ impl Wal {
         self.commit(u64::MAX, true).map(drop)
     }
 
-    /// Makes every record up to and including `lsn` durable (the WAL rule: the buffer pool calls
-    /// this before writing back a page whose last change is `lsn`).
+    /// Makes every record up to and including `lsn` durable (every record appended so far if
+    /// `lsn` is past the last): a `SyncMode::Always` write waits for its last record so. The
+    /// buffer pool's WAL rule does the same through [`LogFlush`].
     pub fn sync_to(&self, lsn: u64) -> Result<()> {
         self.commit(lsn, true).map(drop)
     }
