@@ -17,15 +17,13 @@
 //! the file is opened buffered and [`PageFile::direct_io`] says so.
 
 use std::collections::BTreeSet;
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use parking_lot::Mutex;
 
 use super::aligned::{AlignedBuf, IO_ALIGN};
 use super::page_header::{seal, verify, PageHeader, PageKind, PAGE_HEADER_LEN};
-use super::{FileIo, Io};
+use super::{Io, OpenFile, OsFs, Vfs};
 use crate::error::{Error, Result};
 
 /// Smallest and largest page sizes.
@@ -57,6 +55,9 @@ struct State {
 struct FuzzyFree {
     listed: BTreeSet<u64>,
     untouched: BTreeSet<u64>,
+    /// The page count when it began: pages the file grew by since are allocations after the
+    /// checkpoint's log position, whose records a crash may lose.
+    page_count: u64,
 }
 
 /// What a checkpoint recorded, as read back at open.
@@ -92,22 +93,9 @@ fn io_starts_with_magic(io: &dyn Io) -> Result<bool> {
     Ok(&first[0..4] == super::page_header::PAGE_MAGIC)
 }
 
-fn open_file(path: &Path, create: bool, direct: bool) -> Result<(FileIo, bool)> {
-    if direct {
-        let attempt = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .custom_flags(libc::O_DIRECT)
-            .open(path);
-        match attempt {
-            Ok(file) => return Ok((FileIo::from_file(file, path), true)),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
-            Err(e) => return Err(Error::io_at(path, e)),
-        }
-    }
-    Ok((FileIo::open(path, create)?, false))
+fn open_file(path: &Path, create: bool, direct: bool) -> Result<(Box<dyn Io>, bool)> {
+    let opened = OsFs.open(path, OpenFile { create, direct })?;
+    Ok((opened.io, opened.direct))
 }
 
 impl PageFile {
@@ -119,14 +107,14 @@ impl PageFile {
                 limit: MAX_PAGE_SIZE,
             });
         }
-        if path.exists() {
+        if OsFs.exists(path)? {
             return Err(Error::io_at(
                 path,
                 std::io::Error::from(std::io::ErrorKind::AlreadyExists),
             ));
         }
         let (io, direct) = open_file(path, true, direct)?;
-        Self::create_io(Box::new(io), page_size, direct)
+        Self::create_io(io, page_size, direct)
     }
 
     /// Creates a new, empty page file over `io` (which should be empty); `direct` tells whether
@@ -159,7 +147,7 @@ impl PageFile {
     /// Opens an existing page file, reading its newest valid meta page and free list.
     pub fn open(path: &Path, direct: bool) -> Result<(Self, Meta)> {
         let (io, direct) = open_file(path, false, direct)?;
-        Self::open_io(Box::new(io), direct)
+        Self::open_io(io, direct)
     }
 
     /// Opens a page file over any [`Io`] (`direct` says whether it bypasses the page cache).
@@ -571,6 +559,7 @@ impl PageFile {
         st.fuzzy = Some(FuzzyFree {
             listed: st.free.clone(),
             untouched: st.free.clone(),
+            page_count: st.page_count,
         });
     }
 
@@ -593,13 +582,19 @@ impl PageFile {
         let fuzzy = st.fuzzy.take();
         // The new chain lists every free page plus the old chain's pages (free once this meta
         // lands), and is written to pages that are neither.
-        let (free_listed, mut candidates) = match fuzzy {
-            Some(f) => (f.listed, f.untouched),
-            None => (st.free.clone(), st.free.clone()),
+        // For a fuzzy checkpoint, the pages the file grew by since it began are listed free
+        // too: the state it records is the one of its beginning, when they did not exist.
+        // Redo marks each in use again from the record that allocated it; one whose record a
+        // crash lost stays free, instead of counted in the file but neither free nor in use
+        // (and perhaps never written, past the file's end).
+        let (free_listed, mut candidates, grown) = match fuzzy {
+            Some(f) => (f.listed, f.untouched, f.page_count..st.page_count),
+            None => (st.free.clone(), st.free.clone(), 0..0),
         };
         let mut listed: Vec<u64> = free_listed
             .iter()
             .copied()
+            .chain(grown)
             .chain(st.chain.iter().copied())
             .collect();
         let per_page = Self::ids_per_free_page(self.page_size);
