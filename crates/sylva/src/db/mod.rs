@@ -229,6 +229,10 @@ pub struct RecoveryReport {
     pub intact_after_cut: Option<u64>,
     /// A write batch whose page records were cut short was applied again from its log record.
     pub batch_reapplied: bool,
+    /// What was wrong with the page file's older meta page (the checkpoint before the one
+    /// recovered from), if anything: a torn write by a crash during a checkpoint, or damage.
+    /// Harmless (the next checkpoint rewrites it); `sylva check` reports it.
+    pub older_meta_damage: Option<String>,
 }
 
 /// A batch operation read back from the log: a put with its value, or a delete.
@@ -668,6 +672,7 @@ impl Db {
             None => None,
         };
         let checkpoint_lsn = state.map_or(1, |s| s.checkpoint_lsn);
+        let file_meta_damage = file.meta_damage_at_open().map(str::to_owned);
         let (wal, recovered) = Wal::open_segments(wal_io, checkpoint_lsn)?;
         let wal = Arc::new(wal);
         let pool = BufferPool::new(
@@ -705,6 +710,7 @@ impl Db {
             _lock: lock,
             closed: AtomicBool::new(false),
             recovery: RecoveryReport {
+                older_meta_damage: file_meta_damage,
                 cut_bytes: recovered.cut_bytes,
                 intact_after_cut: recovered.intact_after_cut,
                 ..RecoveryReport::default()

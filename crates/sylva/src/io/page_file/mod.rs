@@ -75,6 +75,8 @@ pub struct PageFile {
     page_size: usize,
     direct: bool,
     state: Mutex<State>,
+    /// What was wrong with the meta page open did not take (module docs), if anything.
+    meta_damage: Option<String>,
 }
 
 fn le_u64(b: &[u8], at: usize) -> u64 {
@@ -130,6 +132,7 @@ impl PageFile {
             io,
             page_size,
             direct,
+            meta_damage: None,
             state: Mutex::new(State {
                 page_count: FIRST_DATA_PAGE,
                 free: BTreeSet::new(),
@@ -171,7 +174,7 @@ impl PageFile {
         // known: try every legal size and keep the valid meta page (of either slot) with the
         // highest sequence whose recorded size is the size it was read at. A torn meta page 0
         // so never hides an intact meta page 1.
-        let mut best: Option<(u64, usize, AlignedBuf)> = None;
+        let mut best: Option<(u64, usize, u64, AlignedBuf)> = None;
         let mut errors = Vec::new();
         let mut size = MIN_PAGE_SIZE;
         while size <= MAX_PAGE_SIZE {
@@ -186,8 +189,8 @@ impl PageFile {
                         if h.kind == PageKind::Meta && le_u32(&buf, META_BODY) as usize == size =>
                     {
                         let seq = le_u64(&buf, META_BODY + 8);
-                        if best.as_ref().is_none_or(|(s, _, _)| seq > *s) {
-                            best = Some((seq, size, buf));
+                        if best.as_ref().is_none_or(|(s, _, _, _)| seq > *s) {
+                            best = Some((seq, size, id, buf));
                         }
                     }
                     Ok(_) => {}
@@ -199,16 +202,36 @@ impl PageFile {
             }
             size *= 2;
         }
-        let Some((sequence, page_size, meta)) = best else {
+        let Some((sequence, page_size, meta_id, meta)) = best else {
             return Err(Error::Corruption {
                 page: 0,
                 detail: format!("no valid meta page: {}", errors.join("; ")),
             });
         };
+        // The other slot holds the checkpoint before (or, in a new file, the same empty one).
+        // A crash while a checkpoint wrote it leaves it torn, which is harmless, and so is
+        // damage to it; but damage is worth reporting, so it is remembered for `check`.
+        let other = 1 - meta_id;
+        let mut buf = AlignedBuf::new(page_size);
+        let meta_damage = match io.read_at(&mut buf, other * page_size as u64) {
+            Err(e) => Some(format!("meta page {other} could not be read: {e}")),
+            Ok(()) => match verify(&buf, other) {
+                Err(e) => Some(format!("meta page {other} (the older): {e}")),
+                Ok(h) if h.kind != PageKind::Meta => Some(format!(
+                    "meta page {other} (the older) is a {:?} page",
+                    h.kind
+                )),
+                Ok(_) if le_u32(&buf, META_BODY) as usize != page_size => Some(format!(
+                    "meta page {other} (the older) records another page size"
+                )),
+                Ok(_) => None,
+            },
+        };
         let file = PageFile {
             io,
             page_size,
             direct,
+            meta_damage,
             state: Mutex::new(State {
                 page_count: FIRST_DATA_PAGE,
                 free: BTreeSet::new(),
@@ -279,6 +302,13 @@ impl PageFile {
         self.page_size
     }
 
+    /// What was wrong, when the file was opened, with the meta page not taken (the older
+    /// checkpoint's): a crash during a checkpoint leaves it torn, and damage to it is harmless
+    /// too (the next checkpoint rewrites it), but [`crate::Db::check`] reports it.
+    pub fn meta_damage_at_open(&self) -> Option<&str> {
+        self.meta_damage.as_deref()
+    }
+
     /// Whether the file bypasses the OS page cache (`O_DIRECT`).
     pub fn direct_io(&self) -> bool {
         self.direct
@@ -304,18 +334,30 @@ impl PageFile {
         self.state.lock().chain.len() as u64
     }
 
-    fn check_range(&self, first: u64, pages: usize) -> Result<()> {
+    /// Checks that `pages` pages from `first` are data pages of the file. A read of others
+    /// follows a damaged page id (a child pointer, say): corruption; a write of others is the
+    /// caller's mistake.
+    fn check_range(&self, first: u64, pages: usize, read: bool) -> Result<()> {
         let count = self.state.lock().page_count;
-        if first < FIRST_DATA_PAGE || first + pages as u64 > count {
-            return Err(Error::InvalidArgument {
-                what: format!(
-                    "pages {first}..{} are not data pages of this file",
-                    first + pages as u64
-                ),
-                limit: count as usize,
-            });
+        let end = first.saturating_add(pages as u64);
+        if first >= FIRST_DATA_PAGE && end <= count {
+            return Ok(());
         }
-        Ok(())
+        let what = format!(
+            "pages {first}..{end} are not data pages of this file, which has pages \
+             {FIRST_DATA_PAGE}..{count} (0 and 1 are its meta pages)"
+        );
+        Err(if read {
+            Error::Corruption {
+                page: first,
+                detail: format!("a damaged page id: {what}"),
+            }
+        } else {
+            Error::InvalidArgument {
+                what,
+                limit: (count as usize).saturating_mul(self.page_size),
+            }
+        })
     }
 
     /// Reads page `id` into `buf` (one page long) and verifies it is an intact page of `kind`.
@@ -327,7 +369,7 @@ impl PageFile {
     /// Reads `kinds.len()` contiguous pages from `first` into `buf` in one I/O and verifies each.
     pub fn read_run(&self, first: u64, buf: &mut AlignedBuf, kinds: &[PageKind]) -> Result<()> {
         let n = kinds.len();
-        self.check_range(first, n)?;
+        self.check_range(first, n, true)?;
         if buf.len() < n * self.page_size {
             return Err(Error::InvalidArgument {
                 what: format!("buffer of {} bytes for {n} pages", buf.len()),
@@ -353,7 +395,7 @@ impl PageFile {
     /// pool's frames are) and verifies it, whatever its kind.
     pub fn read_frame(&self, id: u64, frame: &mut [u8]) -> Result<PageHeader> {
         self.check_frame(frame)?;
-        self.check_range(id, 1)?;
+        self.check_range(id, 1, true)?;
         match self.io.read_at(frame, id * self.page_size as u64) {
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
                 return Err(Error::Corruption {
@@ -369,7 +411,7 @@ impl PageFile {
     /// Seals `frame` as page `id` of `kind` at `lsn` and writes it (see [`PageFile::read_frame`]).
     pub fn write_frame(&self, id: u64, frame: &mut [u8], kind: PageKind, lsn: u64) -> Result<()> {
         self.check_frame(frame)?;
-        self.check_range(id, 1)?;
+        self.check_range(id, 1, false)?;
         seal(frame, kind, id, lsn);
         self.io.write_at(frame, id * self.page_size as u64)
     }
@@ -406,7 +448,7 @@ impl PageFile {
         buf: &mut AlignedBuf,
         pages: &[(PageKind, u64)],
     ) -> Result<()> {
-        self.check_range(first, pages.len())?;
+        self.check_range(first, pages.len(), false)?;
         if buf.len() < pages.len() * self.page_size {
             return Err(Error::InvalidArgument {
                 what: format!("buffer of {} bytes for {} pages", buf.len(), pages.len()),
@@ -425,7 +467,7 @@ impl PageFile {
         bytes: &mut [u8],
         pages: &[(PageKind, u64)],
     ) -> Result<()> {
-        self.check_range(first, pages.len())?;
+        self.check_range(first, pages.len(), false)?;
         if bytes.len() != pages.len() * self.page_size
             || !(bytes.as_ptr() as usize).is_multiple_of(IO_ALIGN)
         {

@@ -219,10 +219,17 @@ impl Sim {
         }
     }
 
-    fn power_loss(&mut self, seed: u64) {
-        let mut rng = Rng(seed ^ 0x005E_ED0F_C4A5);
+    fn power_loss(&mut self, loss: Loss) {
+        let mut rng = Rng(match loss {
+            Loss::Random(seed) => seed ^ 0x005E_ED0F_C4A5,
+            _ => 0,
+        });
         for d in self.dirs.values_mut() {
-            let keep = rng.below(d.pending.len() as u64 + 1) as usize;
+            let keep = match loss {
+                Loss::Random(_) => rng.below(d.pending.len() as u64 + 1) as usize,
+                Loss::All => 0,
+                Loss::None => d.pending.len(),
+            };
             let mut names = std::mem::take(&mut d.durable);
             for change in d.pending.drain(..).take(keep) {
                 for (name, node) in change {
@@ -270,13 +277,20 @@ impl Sim {
             };
             let mut bytes = std::mem::take(&mut inode.durable);
             for change in inode.pending.drain(..) {
-                match change {
-                    Change::Len(len) => {
+                match (change, loss) {
+                    (_, Loss::All) => {}
+                    (Change::Len(len), Loss::None) => bytes.resize(len as usize, 0),
+                    (Change::Write(offset, data), Loss::None) => {
+                        write_into(&mut bytes, offset, &data)
+                    }
+                    (Change::Len(len), Loss::Random(_)) => {
                         if rng.below(2) == 0 {
                             bytes.resize(len as usize, 0);
                         }
                     }
-                    Change::Write(offset, data) => apply_lossy(&mut bytes, offset, &data, &mut rng),
+                    (Change::Write(offset, data), Loss::Random(_)) => {
+                        apply_lossy(&mut bytes, offset, &data, &mut rng)
+                    }
                 }
             }
             inode.volatile = bytes.clone();
@@ -288,6 +302,17 @@ impl Sim {
         self.die_at = None;
         self.dead = false;
     }
+}
+
+/// What a power loss does with the changes made since their file's (or directory's) last fsync.
+#[derive(Debug, Clone, Copy)]
+enum Loss {
+    /// Each decided by a generator with this seed (module docs).
+    Random(u64),
+    /// All lost: the worst case.
+    All,
+    /// All kept, as after the process alone died (`kill -9`: the OS wrote everything back).
+    None,
 }
 
 /// One unsynced write as a power loss leaves it: whole, lost, or torn at sector boundaries.
@@ -355,7 +380,18 @@ impl SimFs {
     /// Power is lost (now, or already by [`SimFs::crash_after`]) and comes back: every file and
     /// directory as the power loss left it (module docs), decided by `seed`.
     pub fn reboot(&self, seed: u64) {
-        self.sim.lock().power_loss(seed);
+        self.sim.lock().power_loss(Loss::Random(seed));
+    }
+
+    /// Like [`SimFs::reboot`], with every unsynced change lost (the worst case).
+    pub fn reboot_losing_unsynced(&self) {
+        self.sim.lock().power_loss(Loss::All);
+    }
+
+    /// Like [`SimFs::reboot`], with every unsynced change kept: what the process's death alone
+    /// (`kill -9`) leaves, the OS having written everything back.
+    pub fn reboot_keeping_unsynced(&self) {
+        self.sim.lock().power_loss(Loss::None);
     }
 
     /// Arms `fault` for the next matching call on the file at `path` (the same kinds as
@@ -661,3 +697,6 @@ impl Vfs for SimFs {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests;
