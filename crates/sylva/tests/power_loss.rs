@@ -395,8 +395,12 @@ fn run_case<S: Subject>(
     let mut model = Model::new();
     let mut tag = 0u64;
     let mut crashes = 0;
+    // Where the last power loss struck, for failure messages.
+    let mut last_loss = String::from("none yet");
     for life in 0..lives {
-        let where_ = |what: &str| format!("life {life}, {what}");
+        let where_ = |what: &str, last_loss: &str| {
+            format!("life {life}, {what} (the last power loss: {last_loss})")
+        };
         *progress.at.lock().expect("progress") = format!("seed {seed} life {life}");
         // Open, perhaps losing power during recovery, several times in a row.
         let db = loop {
@@ -411,9 +415,16 @@ fn run_case<S: Subject>(
                 }
                 Err(_) if fs.is_dead() => {
                     crashes += 1;
+                    last_loss = format!("during open, at change {}", fs.changes());
                     fs.reboot(rng.next());
                 }
-                Err(e) => return Err(fail(seed, &where_("open"), format!("open failed: {e}"))),
+                Err(e) => {
+                    return Err(fail(
+                        seed,
+                        &where_("open", &last_loss),
+                        format!("open failed: {e}"),
+                    ))
+                }
             }
         };
         if verbose {
@@ -422,17 +433,21 @@ fn run_case<S: Subject>(
         // What recovery found.
         let got = db
             .contents(rng.below(4) == 0)
-            .map_err(|e| fail(seed, &where_("reading back"), e))?;
+            .map_err(|e| fail(seed, &where_("reading back", &last_loss), e))?;
         let prefix = model
             .settle(&got)
-            .map_err(|e| fail(seed, &where_("reading back"), e))?;
-        let counted = db
-            .check()
-            .map_err(|e| fail(seed, &where_("check"), format!("check failed: {e}")))?;
+            .map_err(|e| fail(seed, &where_("reading back", &last_loss), e))?;
+        let counted = db.check().map_err(|e| {
+            fail(
+                seed,
+                &where_("check", &last_loss),
+                format!("check failed: {e}"),
+            )
+        })?;
         if counted != model.map.len() as u64 {
             return Err(fail(
                 seed,
-                &where_("check"),
+                &where_("check", &last_loss),
                 format!(
                     "check counts {counted} records, the model {}",
                     model.map.len()
@@ -491,7 +506,11 @@ fn run_case<S: Subject>(
                     }
                     Some(Err(_)) if fs.is_dead() => break,
                     Some(Err(e)) => {
-                        return Err(fail(seed, &where_("close"), format!("close failed: {e}")))
+                        return Err(fail(
+                            seed,
+                            &where_("close", &last_loss),
+                            format!("close failed: {e}"),
+                        ))
                     }
                     None => break,
                 },
@@ -502,7 +521,7 @@ fn run_case<S: Subject>(
                         Ok(v) => {
                             return Err(fail(
                                 seed,
-                                &where_(&format!("step {step}")),
+                                &where_(&format!("step {step}"), &last_loss),
                                 format!(
                                     "get {} gave {:?} bytes, the model {:?}",
                                     show(&k),
@@ -528,7 +547,7 @@ fn run_case<S: Subject>(
                             if got != want {
                                 return Err(fail(
                                     seed,
-                                    &where_(&format!("step {step}")),
+                                    &where_(&format!("step {step}"), &last_loss),
                                     format!("scan from {} differs from the model", show(&start)),
                                 ));
                             }
@@ -545,7 +564,7 @@ fn run_case<S: Subject>(
                 Err(e) => {
                     return Err(fail(
                         seed,
-                        &where_(&format!("step {step}")),
+                        &where_(&format!("step {step}"), &last_loss),
                         format!("an operation failed without a power loss: {e}"),
                     ))
                 }
@@ -553,6 +572,14 @@ fn run_case<S: Subject>(
         }
         // The power fails now if it has not yet; the process is gone (its drop may try to
         // write, and fails).
+        last_loss = if fs.is_dead() {
+            format!("life {life}, at change {}", fs.changes())
+        } else {
+            format!(
+                "life {life}, after its last step, at change {}",
+                fs.changes()
+            )
+        };
         fs.crash_after(0);
         drop(db);
         fs.reboot(rng.next());
