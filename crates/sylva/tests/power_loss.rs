@@ -2,7 +2,9 @@
 //! system in memory that loses every write not made durable by an fsync (kept, lost or torn at
 //! 512-byte sectors) and every name not made durable by a directory fsync; the power fails at a
 //! random change (inside a write, a checkpoint, a log rotation, an eviction, recovery itself),
-//! the database is opened again, and what it holds is checked against a model.
+//! the database is opened again, and what it holds is checked against a model. In one life of
+//! eight a fault is injected too (a failed write, short write, failed fsync or failed read on
+//! one of the files): the call meeting it fails, and the power fails after it.
 //!
 //! After every crash:
 //! - `open` succeeds (or fails only because the power failed again during it, which is the next
@@ -36,7 +38,7 @@ use std::time::{Duration, Instant};
 
 use db_common::Rng;
 use sylva::btree::Layout;
-use sylva::io::{SimFs, SimOptions};
+use sylva::io::{Fault, SimFs, SimOptions};
 use sylva::{Db, DbOptions, KvStore, SyncMode, WriteBatch};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -465,9 +467,27 @@ fn run_case<S: Subject>(
         let budget = 1 + rng.below(if config.always { 300 } else { 1200 });
         fs.crash_after(budget);
         let max_value = 600;
+        // Now and then a fault (a failed write, read or fsync) on one of the files at some
+        // step: the call that meets it fails, the database refuses writes, and the power fails.
+        let fault = (rng.below(8) == 0).then(|| {
+            let file = ["data.sylva", "wal.log", "wal.2.log"][rng.below(3) as usize];
+            let fault = match rng.below(4) {
+                0 => Fault::FailWrite,
+                1 => Fault::ShortWrite(1 + rng.below(4000) as usize),
+                2 => Fault::FailSync,
+                _ => Fault::FailRead,
+            };
+            (rng.below(200), dir.join(file), fault)
+        });
+        let fault_fired = || fault.is_some() && fs.faults_pending() == 0;
         let mut db = Some(db);
         for step in 0..400 {
             progress.steps.fetch_add(1, Ordering::Relaxed);
+            if let Some((at, path, fault)) = &fault {
+                if *at == step {
+                    fs.inject(path, *fault);
+                }
+            }
             let Some(d) = db.as_ref() else { break };
             let r = match rng.below(100) {
                 0..=49 => {
@@ -504,7 +524,7 @@ fn run_case<S: Subject>(
                         model.ack();
                         break;
                     }
-                    Some(Err(_)) if fs.is_dead() => break,
+                    Some(Err(_)) if fs.is_dead() || fault_fired() => break,
                     Some(Err(e)) => {
                         return Err(fail(
                             seed,
@@ -561,6 +581,8 @@ fn run_case<S: Subject>(
                 Ok(true) => model.ack(),
                 Ok(false) => {}
                 Err(_) if fs.is_dead() => break,
+                // The injected fault fired (the database may be poisoned now).
+                Err(_) if fault_fired() => break,
                 Err(e) => {
                     return Err(fail(
                         seed,

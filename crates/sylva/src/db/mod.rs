@@ -25,6 +25,10 @@
 //!
 //! A directory holds four files: `data.sylva` (the page file), `wal.log` and `wal.2.log` (the
 //! log's two segments) and `LOCK` (held with `flock` while a process has the database open).
+//! Every file operation goes through [`crate::io::Vfs`] and [`crate::io::Io`], so the power-loss
+//! simulation ([`crate::io::SimFs`]) can stand under all of it. A new database is built under a
+//! temporary name and renamed into place, each name made durable by its directory's fsync
+//! ([`Db::open_in`]): a crash while creating leaves a directory that opens.
 //!
 //! **Node store.** The tree's logic is unchanged; only its node store differs: [`store`] maps
 //! the tree's latches onto the pool's page-state words (optimistic reads, exclusive writes; a
@@ -75,14 +79,17 @@
 //!
 //! **Write batches** take the writers' lock exclusively and log the whole batch first as one
 //! record, then apply it; if a crash cuts the batch's page records short, recovery applies the
-//! batch again from that record (every op is idempotent and nothing else was logged after it).
+//! batch again from that record (every op is idempotent and nothing else was logged after it),
+//! logging it as a live batch is logged, so a page it changes and an eviction writes back is
+//! explained by a record if recovery itself is cut short.
 //!
 //! **Durability.** `SyncMode::Always`: a write is durable before it returns (group commit: the
 //! fsync is shared by concurrent writers and happens after the leaf latch is released);
 //! `Batch { ops, interval }`: durable at the next batch boundary (after `ops` writes or once
 //! `interval` has passed) or `sync()`; the boundary's fsync runs on a log sync thread, so the
 //! writer that reaches it does not wait for it ([`log_sync_loop`]); `Never`: at `sync()`,
-//! `checkpoint()` or `close()`.
+//! `checkpoint()` or `close()`. With [`DbOptions::background`] off there are no threads: the
+//! writer that reaches a batch boundary or the checkpoint threshold does the work itself.
 //!
 //! **Failure.** Any error inside a write other than bad input (a failed write or fsync, a
 //! corrupt page) poisons the database: every later call returns [`Error::Poisoned`] until it is

@@ -161,7 +161,7 @@ impl Wal {
     }
 
     /// Like [`Wal::open`], but a log whose damage lost synced records
-    /// ([`Recovered::hole_was_synced`]) is refused with [`Error::Corruption`] and left as it is,
+    /// ([`Recovered::hole_was_synced`]) is refused with [`Error::LogCorruption`] and left as it is,
     /// and so is a log whose first LSN is above `min_next_lsn` (it no longer reaches back to the
     /// checkpoint the caller recovers from). A hole in records that were never synced is cut
     /// like a torn tail.
@@ -172,7 +172,7 @@ impl Wal {
     /// Like [`Wal::open_strict`], over two segments that [`Wal::rotate`] uses in turn (the
     /// database opens its log this way). Recovery returns the records of both in LSN order when
     /// they continue each other, else only those of the newer one if it reaches back to
-    /// `min_next_lsn`; a gap recovery would need is [`Error::Corruption`].
+    /// `min_next_lsn`; a gap recovery would need is [`Error::LogCorruption`].
     pub fn open_segments(
         segments: [Box<dyn Io>; 2],
         min_next_lsn: u64,

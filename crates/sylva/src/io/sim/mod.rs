@@ -372,6 +372,11 @@ impl SimFs {
         self.sim.lock().die_at = None;
     }
 
+    /// Injected faults that have not fired yet.
+    pub fn faults_pending(&self) -> usize {
+        self.sim.lock().faults.len()
+    }
+
     /// Whether the armed power loss has happened.
     pub fn is_dead(&self) -> bool {
         self.sim.lock().dead
@@ -453,6 +458,12 @@ fn injected(path: &Path, what: &str) -> Error {
 impl Io for SimFile {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
         self.with(|sim, inode| {
+            if sim
+                .take_fault(&self.path, |f| matches!(f, Fault::FailRead))
+                .is_some()
+            {
+                return Err(injected(&self.path, "failed read"));
+            }
             let start = offset as usize;
             let src = start
                 .checked_add(buf.len())
