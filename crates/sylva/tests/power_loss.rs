@@ -17,11 +17,14 @@
 //! - `check()` passes and counts the model's records.
 //!
 //! Each case is one seed: it picks the sync mode's parameters, the pool (tiny: evictions), the
-//! checkpoint threshold (small: checkpoints and log rotations), the checkpoint kind, and runs
-//! several lives, each ending in a crash, on the same files. A failure names the seed and the
+//! checkpoint threshold (small: checkpoints and log rotations), the checkpoint kind, the layout,
+//! page size and keys, and runs several lives, each ending in a crash, on the same files. The
+//! database runs without its background threads (`DbOptions::background`), so the same seed
+//! makes the same calls and a failure replays exactly; one test runs them. A failure names the seed and the
 //! crash; `SYLVA_SIM_SEED=<seed> cargo test --release -p sylva --test power_loss replay -- --nocapture`
 //! replays that case alone and prints each life. `SYLVA_SIM_CRASHES=<n>` sets the crashes each
-//! of the four tests runs (default 25,000: 100,000 per run); soak figures are in
+//! of the four single-threaded tests runs (default 25,000), and a fifth of it for the test with
+//! the database's background threads: 105,000 per run by default; soak figures are in
 //! `docs/results/reliability.md`.
 //!
 //! Another durable engine joins by implementing [`Subject`] and adding tests like those below.
@@ -84,6 +87,9 @@ struct Config {
     /// Fixed-size numeric keys and values (so dense and semi-dense leaves form), instead of
     /// varied strings.
     fixed: bool,
+    /// Checkpoints and batch fsyncs on the database's threads (interleavings a replay may not
+    /// reproduce) instead of in the writer.
+    background: bool,
     /// Writes under `Always`, or between a `sync` and a crash otherwise, are acknowledged.
     always: bool,
 }
@@ -98,7 +104,7 @@ impl Subject for Db {
             layout: c.layout,
             page_size: c.page_size,
             redistribute: c.redistribute,
-            background: false,
+            background: c.background,
             ..DbOptions::default()
         };
         Db::open_in(fs, dir, options)
@@ -348,6 +354,7 @@ fn config(rng: &mut Rng) -> Config {
         page_size,
         redistribute: rng.below(4) != 0,
         fixed: rng.below(4) == 0,
+        background: false,
         always,
     }
 }
@@ -380,19 +387,41 @@ fn value(rng: &mut Rng, tag: u64, max: usize, fixed: bool) -> Vec<u8> {
 }
 
 /// One case: returns the crashes it ran, or the failure.
+/// The file system's rules and the database's threads, which a test (not the seed) chooses.
+#[derive(Debug, Clone, Copy, Default)]
+struct World {
+    sim: SimOptions,
+    background: bool,
+}
+
+impl World {
+    /// The world of the test whose seeds include `seed` (for replays).
+    fn of_seed(seed: u64) -> World {
+        World {
+            sim: SimOptions {
+                names_with_file_sync: (3 << 32..4 << 32).contains(&seed),
+            },
+            background: (4 << 32..5 << 32).contains(&seed),
+        }
+    }
+}
+
 fn run_case<S: Subject>(
     seed: u64,
-    sim: SimOptions,
+    world: World,
     lives: u64,
     verbose: bool,
     progress: &Progress,
 ) -> Result<u64, String> {
     let mut rng = Rng::new(seed);
-    let config = config(&mut rng);
+    let config = Config {
+        background: world.background,
+        ..config(&mut rng)
+    };
     if verbose {
-        println!("seed {seed}: {config:?}, {sim:?}");
+        println!("seed {seed}: {config:?}, {world:?}");
     }
-    let fs = SimFs::new(sim);
+    let fs = SimFs::new(world.sim);
     let dir = Path::new(DIR);
     let mut model = Model::new();
     let mut tag = 0u64;
@@ -622,7 +651,8 @@ fn crashes_per_test() -> u64 {
 
 /// Runs cases from `first_seed` on until `crashes` crashes ran, failing on the first failure.
 /// A watchdog fails the test if a case makes no progress for a minute (a hang).
-fn simulate<S: Subject + 'static>(first_seed: u64, sim: SimOptions, crashes: u64) {
+fn simulate<S: Subject + 'static>(first_seed: u64, crashes: u64) {
+    let world = World::of_seed(first_seed);
     let progress = Arc::new(Progress::default());
     let worker_progress = progress.clone();
     let started = Instant::now();
@@ -631,7 +661,7 @@ fn simulate<S: Subject + 'static>(first_seed: u64, sim: SimOptions, crashes: u64
         while done < crashes {
             let p = &worker_progress;
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                run_case::<S>(seed, sim, 8, false, p)
+                run_case::<S>(seed, world, 8, false, p)
             }));
             match r {
                 Ok(Ok(n)) => done += n,
@@ -659,7 +689,7 @@ fn simulate<S: Subject + 'static>(first_seed: u64, sim: SimOptions, crashes: u64
         Ok((done, cases)) => println!(
             "{done} simulated crashes in {cases} cases, {:?} ({:?})",
             started.elapsed(),
-            sim
+            world
         ),
         Err(e) => panic!("{e}"),
     }
@@ -667,40 +697,42 @@ fn simulate<S: Subject + 'static>(first_seed: u64, sim: SimOptions, crashes: u64
 
 #[test]
 fn power_loss_strict_posix() {
-    simulate::<Db>(1, SimOptions::default(), crashes_per_test());
+    simulate::<Db>(1, crashes_per_test());
 }
 
 #[test]
 fn power_loss_strict_posix_more_seeds() {
-    simulate::<Db>(1 << 32, SimOptions::default(), crashes_per_test());
+    simulate::<Db>(1 << 32, crashes_per_test());
 }
 
 #[test]
 fn power_loss_strict_posix_further_seeds() {
-    simulate::<Db>(2 << 32, SimOptions::default(), crashes_per_test());
+    simulate::<Db>(2 << 32, crashes_per_test());
 }
 
 #[test]
 fn power_loss_names_with_file_sync() {
-    let sim = SimOptions {
-        names_with_file_sync: true,
-    };
-    simulate::<Db>(3 << 32, sim, crashes_per_test());
+    simulate::<Db>(3 << 32, crashes_per_test());
 }
 
-/// Replays one case (`SYLVA_SIM_SEED`), printing each life; without the variable, runs seed 0
-/// under strict POSIX.
+/// With the checkpoint and log sync threads running beside the writer: interleavings the other
+/// tests never make, at the price of replays that may take another path (the threads'
+/// timing differs from run to run). Fewer crashes: each life waits for threads.
+#[test]
+fn power_loss_with_background_threads() {
+    simulate::<Db>(4 << 32, crashes_per_test() / 5);
+}
+
+/// Replays one case (`SYLVA_SIM_SEED`; the test it came from follows from the seed), printing
+/// each life; without the variable, runs seed 0 under strict POSIX.
 #[test]
 fn replay() {
     let seed = std::env::var("SYLVA_SIM_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let sim = SimOptions {
-        names_with_file_sync: (3 << 32..4 << 32).contains(&seed),
-    };
     let progress = Progress::default();
-    if let Err(e) = run_case::<Db>(seed, sim, 8, true, &progress) {
+    if let Err(e) = run_case::<Db>(seed, World::of_seed(seed), 8, true, &progress) {
         panic!("{e}");
     }
 }
