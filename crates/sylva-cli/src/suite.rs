@@ -34,14 +34,10 @@ use ycsb::report::{write_json, RunRecord};
 use crate::bench::{measure, parse_args, BenchArgs};
 use crate::bound::MemoryBound;
 use crate::charts;
-use crate::engines::{opener, EngineSpec, PEER_ENGINES};
+use crate::engines::{is_durable, opener, EngineSpec, PEER_ENGINES};
 
 /// sylva's engines the suite runs when they exist.
 const SYLVA_ENGINES: &[&str] = &["memmap", "bptree", "btree", "db"];
-/// Engines with a cache budget (durable ones), for the larger-than-memory set.
-fn durable(name: &str) -> bool {
-    name == "db" || PEER_ENGINES.contains(&name)
-}
 
 struct Set {
     title: &'static str,
@@ -335,7 +331,7 @@ fn memory_limit(runs: &[Vec<String>]) -> Result<Option<u64>, String> {
 fn set_engines<'a>(set: &Set, available: &'a [String]) -> Vec<&'a String> {
     available
         .iter()
-        .filter(|e| !set.durable_only || durable(e.split(':').next().unwrap_or(e)))
+        .filter(|e| !set.durable_only || is_durable(e.split(':').next().unwrap_or(e)))
         .collect()
 }
 

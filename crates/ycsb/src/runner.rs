@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use sylva::{KvStore, Stats};
 
+use crate::process::CpuTime;
 use crate::workload::{KeyArena, Op, OpKind};
 
 /// One thread's handle on a target.
@@ -80,8 +81,13 @@ impl<T: KvStore + ?Sized> Session for &T {
 pub trait Target {
     /// `n` sessions for `n` threads; an error if the target cannot run that many.
     fn sessions(&mut self, n: usize) -> Result<Vec<Box<dyn Session + '_>>, String>;
-    /// Makes acknowledged writes durable (end of the load phase).
+    /// Makes acknowledged writes durable.
     fn sync(&self) -> sylva::Result<()>;
+    /// Finishes the engine's deferred work (see [`KvStore::finish_deferred`]); timed after each
+    /// phase. The default is [`Target::sync`].
+    fn finish_deferred(&self) -> sylva::Result<()> {
+        self.sync()
+    }
     /// The engine's counters.
     fn stats(&self) -> Stats;
 }
@@ -98,6 +104,9 @@ impl Target for Shared {
     }
     fn sync(&self) -> sylva::Result<()> {
         self.0.sync()
+    }
+    fn finish_deferred(&self) -> sylva::Result<()> {
+        self.0.finish_deferred()
     }
     fn stats(&self) -> Stats {
         self.0.stats()
@@ -121,6 +130,10 @@ pub struct PhaseResult {
     pub missing: u64,
     /// Records visited by scans and maps.
     pub scanned: u64,
+    /// CPU time (user and system) of the runner's worker threads, measured by each on itself
+    /// (zero where `/proc` is missing): what the rest of the process spent is the engine's
+    /// background threads'.
+    pub worker_cpu: Duration,
 }
 
 impl PhaseResult {
@@ -133,6 +146,7 @@ impl PhaseResult {
             found: 0,
             missing: 0,
             scanned: 0,
+            worker_cpu: Duration::ZERO,
         }
     }
 
@@ -144,6 +158,7 @@ impl PhaseResult {
         self.found += other.found;
         self.missing += other.missing;
         self.scanned += other.scanned;
+        self.worker_cpu += other.worker_cpu;
     }
 
     /// Operations per second.
@@ -222,7 +237,8 @@ pub fn run_phase(
                 let barrier = &barrier;
                 s.spawn(move || {
                     barrier.wait();
-                    run_piece(
+                    let cpu0 = CpuTime::this_thread();
+                    let mut r = run_piece(
                         &mut *session,
                         arena,
                         piece,
@@ -230,7 +246,11 @@ pub fn run_phase(
                         value_size,
                         seq_base,
                         progress,
-                    )
+                    )?;
+                    if let (Some(a), Some(b)) = (cpu0, CpuTime::this_thread()) {
+                        r.worker_cpu = b.since(&a).total();
+                    }
+                    Ok::<_, RunError>(r)
                 })
             })
             .collect();
@@ -446,6 +466,69 @@ mod tests {
         assert_eq!(
             (maps.checksum, maps.scanned),
             (scans.checksum, scans.scanned)
+        );
+    }
+
+    #[test]
+    fn shared_targets_hand_the_finishing_call_to_the_engine() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        /// `MemMap` counting its `sync` and `finish_deferred` calls.
+        struct Counting {
+            inner: sylva::MemMap,
+            syncs: Arc<AtomicUsize>,
+            finishes: Arc<AtomicUsize>,
+        }
+        impl KvStore for Counting {
+            fn limits(&self) -> sylva::Limits {
+                self.inner.limits()
+            }
+            fn get_into(&self, k: &[u8], out: &mut Vec<u8>) -> sylva::Result<bool> {
+                self.inner.get_into(k, out)
+            }
+            fn put(&self, k: &[u8], v: &[u8]) -> sylva::Result<()> {
+                self.inner.put(k, v)
+            }
+            fn delete(&self, k: &[u8]) -> sylva::Result<bool> {
+                self.inner.delete(k)
+            }
+            fn scan(&self, s: &[u8], n: usize, v: &mut sylva::Visitor<'_>) -> sylva::Result<usize> {
+                self.inner.scan(s, n, v)
+            }
+            fn map_range(
+                &self,
+                s: &[u8],
+                e: &[u8],
+                v: &mut sylva::Visitor<'_>,
+            ) -> sylva::Result<usize> {
+                self.inner.map_range(s, e, v)
+            }
+            fn sync(&self) -> sylva::Result<()> {
+                self.syncs.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            fn finish_deferred(&self) -> sylva::Result<()> {
+                self.finishes.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            fn stats(&self) -> Stats {
+                self.inner.stats()
+            }
+        }
+        let (syncs, finishes) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+        let t = Shared(Box::new(Counting {
+            inner: sylva::MemMap::new(),
+            syncs: syncs.clone(),
+            finishes: finishes.clone(),
+        }));
+        t.finish_deferred().expect("finish");
+        // The engine's own call, not a plain sync.
+        assert_eq!(
+            (
+                syncs.load(Ordering::Relaxed),
+                finishes.load(Ordering::Relaxed)
+            ),
+            (0, 1)
         );
     }
 
