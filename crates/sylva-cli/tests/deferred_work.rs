@@ -81,6 +81,7 @@ fn every_engine_has_its_deferred_work_finished_and_timed_after_every_phase() {
             "cpu_user_seconds",
             "cpu_worker_seconds",
             "cpu_other_seconds",
+            "ops_per_cpu_second",
         ] {
             assert!(r[field].as_f64().is_some(), "{what}: no {field}");
         }

@@ -238,6 +238,8 @@ impl ProcessSnapshot {
             record.cpu_user_seconds = Some(cpu.user.as_secs_f64());
             record.cpu_system_seconds = Some(cpu.system.as_secs_f64());
             record.cpu_worker_seconds = Some(result.worker_cpu.as_secs_f64());
+            record.ops_per_cpu_second =
+                Some(result.ops as f64 / cpu.total().as_secs_f64().max(1e-9));
             record.cpu_other_seconds =
                 Some(cpu.total().saturating_sub(result.worker_cpu).as_secs_f64());
             if let Some(load) = load_average() {

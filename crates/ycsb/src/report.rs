@@ -119,6 +119,11 @@ pub struct RunRecord {
     /// System CPU seconds of the whole process during the phase.
     #[serde(default)]
     pub cpu_system_seconds: Option<f64>,
+    /// Operations per CPU-second of the whole process (user and system, background threads
+    /// included): less sensitive than `ops_per_sec` to other work taking the CPUs away, since
+    /// time spent waiting for a CPU is not counted (time waiting for I/O is not counted either).
+    #[serde(default)]
+    pub ops_per_cpu_second: Option<f64>,
     /// CPU seconds of the runner's worker threads (user and system).
     #[serde(default)]
     pub cpu_worker_seconds: Option<f64>,
@@ -203,6 +208,7 @@ impl RunRecord {
             recovered_records: None,
             cpu_user_seconds: None,
             cpu_system_seconds: None,
+            ops_per_cpu_second: None,
             cpu_worker_seconds: None,
             cpu_other_seconds: None,
             cpu_threads: Default::default(),
