@@ -183,6 +183,12 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
     if base.scale.is_nan() || base.scale <= 0.0 {
         return Err("--scale must be positive".into());
     }
+    if base.recovery {
+        return Err(
+            "--recovery is not available with --suite: run `sylva bench --recovery` on one workload"
+                .into(),
+        );
+    }
     let wanted: Vec<String> = if base.engines.is_empty() {
         SYLVA_ENGINES
             .iter()

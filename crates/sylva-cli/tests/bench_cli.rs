@@ -340,4 +340,11 @@ fn the_papers_suite_writes_a_report_and_charts() {
     assert!(v["runs"].as_array().expect("runs").len() >= 10);
     let o = sylva(&["bench", "--suite", "nosuch"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = sylva(&["bench", "--suite", "papers", "--recovery"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--recovery"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
