@@ -464,7 +464,7 @@ fn table(label: &str, records: &[RunRecord], phase: &str) -> String {
         .fold(0.0, f64::max);
     let bounded = rows.iter().any(|r| r.memory_peak.is_some());
     let mut out = format!(
-        "**{label}** ({} ops)\n\n| engine | ops/s | × best peer | p50 | p99 | p99.9 | p99.99 | max | B/rec RSS |{}\n|---|---:|---:|---:|---:|---:|---:|---:|---:|{}\n",
+        "**{label}** ({} ops)\n\n| engine | ops/s | × best peer | ops/s +finish | finish | p50 | p99 | p99.9 | p99.99 | max | B/rec RSS |{}\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|{}\n",
         rows.first().map_or(0, |r| r.ops),
         if bounded { " anon MiB | page cache MiB | reads/op |" } else { "" },
         if bounded { "---:|---:|---:|" } else { "" },
@@ -480,9 +480,20 @@ fn table(label: &str, records: &[RunRecord], phase: &str) -> String {
             "–".into()
         };
         let l = &r.latency_ns;
+        let median_of = |f: &dyn Fn(&RunRecord) -> Option<f64>| {
+            let v: Vec<f64> = rows
+                .iter()
+                .filter(|r| r.engine == e)
+                .filter_map(|r| f(r))
+                .collect();
+            (!v.is_empty()).then(|| median(v))
+        };
+        let with_finish =
+            median_of(&|r| r.ops_per_sec_with_finish).map_or("–".into(), |t| format!("{t:.0}"));
+        let finish = median_of(&|r| r.finish_seconds).map_or("–".into(), |s| ns((s * 1e9) as u64));
         let _ = writeln!(
             out,
-            "| {e} | {:.0} | {ratio} | {} | {} | {} | {} | {} | {} |{}",
+            "| {e} | {:.0} | {ratio} | {with_finish} | {finish} | {} | {} | {} | {} | {} | {} |{}",
             t,
             ns(l.p50),
             ns(l.p99),
