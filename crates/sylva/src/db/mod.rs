@@ -1216,6 +1216,13 @@ impl KvStore for Db {
         Db::sync(self)
     }
 
+    /// The log synced, then a checkpoint: the dirty pages written back, so recovery would redo
+    /// nothing.
+    fn finish_deferred(&self) -> Result<()> {
+        Db::sync(self)?;
+        self.checkpoint()
+    }
+
     fn stats(&self) -> Stats {
         let s = self.quick_stats();
         let mut counters = vec![
