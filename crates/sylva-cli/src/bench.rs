@@ -1,13 +1,14 @@
 //! `sylva bench`: generate (or read) a workload once, then replay it on every engine named, in one
 //! process, alternating engines across repetitions, and report side by side.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use ycsb::dist::Distribution;
 use ycsb::keys::{KeyGen, KeySet};
 use ycsb::memory::{release_free_memory, rss_bytes};
+use ycsb::process::{dir_bytes, IoCounters, ProcessSnapshot};
 use ycsb::report::{summary_table, write_json, RunRecord};
 use ycsb::runner::run_phase;
 use ycsb::trace::{ScanEndAs, TraceReader};
@@ -94,6 +95,13 @@ pub struct BenchArgs {
     /// with memory the kernel cannot reclaim is killed and reported, and the run goes on.
     #[arg(long, value_name = "BYTES")]
     pub(crate) memory_limit: Option<u64>,
+    /// After the last phase, before its deferred work is finished, kill each durable engine's
+    /// process with SIGKILL and time reopening its directory (recovery). Each engine and
+    /// repetition runs in a child process (this program), which is what gets killed; the
+    /// reopen runs in this process. The JSON's `recovery_seconds` and `recovered_records`; the
+    /// last phase then has no `finish_seconds`.
+    #[arg(long)]
+    pub(crate) recovery: bool,
     /// The arguments these were parsed from (after `bench`), handed on to the child processes
     /// that run bounded engines.
     #[arg(skip)]
@@ -273,7 +281,8 @@ fn progress_bar(len: usize, message: String) -> ProgressBar {
 /// Runs `sylva bench`: the measurements, then the table and the JSON file.
 pub fn run(args: BenchArgs) -> Result<(), String> {
     let records = measure(&args)?;
-    if std::env::var_os(BOUND_CHILD_ENV).is_none() {
+    let child = crate::children::is_child();
+    if !child {
         print!("{}", summary_table(&records.runs));
         for f in &records.failed {
             println!("{}: no result: {}", f.engine, f.reason);
@@ -282,7 +291,7 @@ pub fn run(args: BenchArgs) -> Result<(), String> {
     if let Some(path) = &args.json {
         write_json(path, &records.runs)
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        if std::env::var_os(BOUND_CHILD_ENV).is_none() {
+        if !child {
             eprintln!("wrote {}", path.display());
         }
     }
@@ -321,9 +330,10 @@ pub(crate) struct Failure {
     pub reason: String,
 }
 
-/// Set in the child process that runs one engine under `--memory-limit`: the memory cgroup to
-/// join before opening the engine.
-const BOUND_CHILD_ENV: &str = "SYLVA_BENCH_CGROUP";
+/// The directory of engine number `index` (named `name`) in repetition `rep` under `base`.
+pub(crate) fn instance_dir(base: &Path, index: usize, name: &str, rep: usize) -> PathBuf {
+    base.join(format!("{index}-{name}-{rep}"))
+}
 
 /// Runs every engine of `args` on its workload.
 pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
@@ -347,10 +357,11 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
         })
         .collect::<Result<_, String>>()?;
 
-    let child_cgroup = std::env::var_os(BOUND_CHILD_ENV).map(PathBuf::from);
-    if let (Some(limit), None) = (args.memory_limit, &child_cgroup) {
-        return measure_in_children(args, &texts, limit);
+    let child = crate::children::ChildRole::from_env();
+    if child.is_none() && (args.memory_limit.is_some() || args.recovery) {
+        return crate::children::measure_in_children(args, &texts);
     }
+    let (child_cgroup, kill_ready) = child.map(|c| (c.cgroup, c.kill_ready)).unwrap_or_default();
 
     let Prepared {
         workload,
@@ -381,7 +392,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
     let mut records: Vec<RunRecord> = Vec::new();
     for rep in 0..args.repeat {
         for (index, (spec, open)) in engines.iter().enumerate() {
-            let dir = base.join(format!("{index}-{}-{rep}", spec.name));
+            let dir = instance_dir(&base, index, &spec.name, rep);
             std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             release_free_memory();
@@ -404,11 +415,13 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                 let seq_base = (1u64 << 48) + ((i as u64 + 1) << 40);
                 phases.push(("run", then_label, &w.arena, &w.run, seq_base));
             }
-            for (phase, phase_label, arena, ops, seq_base) in phases {
+            let last = phases.iter().rposition(|p| !p.3.is_empty());
+            for (i, (phase, phase_label, arena, ops, seq_base)) in phases.into_iter().enumerate() {
                 if ops.is_empty() {
                     continue;
                 }
                 let pb = progress_bar(ops.len(), format!("{} {phase} #{}", spec.text, rep + 1));
+                let before = ProcessSnapshot::take();
                 let result = run_phase(
                     &mut *target,
                     arena,
@@ -419,12 +432,8 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                     &|n| pb.inc(n),
                 )
                 .map_err(|e| format!("{} {phase}: {e}", spec.text))?;
+                let after = ProcessSnapshot::take();
                 pb.finish_and_clear();
-                if phase != "run" {
-                    target
-                        .sync()
-                        .map_err(|e| format!("{} sync after load: {e}", spec.text))?;
-                }
                 let stats = target.stats();
                 let mut record = RunRecord::new(
                     &spec.text,
@@ -436,10 +445,37 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                     growth(),
                     &stats,
                 );
+                after.record_since(&before, &result, &mut record);
+                if record.machine_busy() {
+                    eprintln!(
+                        "warning: {} {phase} #{}: the machine was busy (load average {:.1}, {:.1} of it from outside this process)",
+                        spec.text,
+                        rep + 1,
+                        record.load_average.map_or(0.0, |l| l[0]),
+                        record.other_load.unwrap_or(0.0)
+                    );
+                }
                 record.memory_limit = args.memory_limit;
                 record.memory_peak = bound.as_ref().and_then(MemoryBound::peak);
                 record.memory_anon = bound.as_ref().and_then(|b| b.stat("rss"));
                 record.memory_page_cache = bound.as_ref().and_then(|b| b.stat("cache"));
+                if Some(i) == last {
+                    if let Some(ready) = &kill_ready {
+                        // `--recovery`: the parent kills this process now, before the deferred
+                        // work is done, and times reopening the directory.
+                        records.push(record);
+                        return crate::children::await_kill(args, &records, ready);
+                    }
+                }
+                let io0 = IoCounters::now();
+                let t0 = std::time::Instant::now();
+                target.finish_deferred().map_err(|e| {
+                    format!("{} finishing deferred work after {phase}: {e}", spec.text)
+                })?;
+                let finish = t0.elapsed().as_secs_f64();
+                let io = IoCounters::now().zip(io0).map(|(b, a)| b.since(&a));
+                record.set_finish(finish, io);
+                record.file_bytes = dir_bytes(&dir).filter(|&b| b > 0);
                 records.push(record);
             }
             drop(target);
@@ -452,133 +488,4 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
         runs: records,
         failed: Vec::new(),
     })
-}
-
-/// `--memory-limit`: each engine and repetition in a child process (this binary, `bench` with
-/// the same arguments but one engine, one repetition and a JSON file) inside a fresh memory
-/// cgroup, so an engine the kernel kills at the limit costs only its own result.
-fn measure_in_children(
-    args: &BenchArgs,
-    engines: &[String],
-    limit: u64,
-) -> Result<Measured, String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let scratch =
-        tempfile::tempdir().map_err(|e| format!("cannot create a temporary directory: {e}"))?;
-    let base = strip_options(&args.argv, &["--engine", "--repeat", "--json", "--dir"]);
-    // Each child's files go in a directory of their own, removed here even when the child was
-    // killed before it could remove them.
-    let files = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| scratch.path().to_path_buf());
-    let mut out = Measured {
-        runs: Vec::new(),
-        failed: Vec::new(),
-    };
-    for rep in 0..args.repeat {
-        for (index, engine) in engines.iter().enumerate() {
-            let bound = MemoryBound::create(limit)?;
-            let dir = files.join(format!("bound-{index}-{rep}"));
-            let json = scratch.path().join("child.json");
-            let _ = std::fs::remove_file(&json);
-            let mut argv = vec!["bench".to_string()];
-            argv.extend(base.iter().cloned());
-            argv.extend([
-                "--engine".into(),
-                engine.clone(),
-                "--repeat".into(),
-                "1".into(),
-                "--json".into(),
-                json.display().to_string(),
-                "--dir".into(),
-                dir.display().to_string(),
-            ]);
-            let status = std::process::Command::new(&exe)
-                .args(&argv)
-                .env(BOUND_CHILD_ENV, bound.dir())
-                .stdout(std::process::Stdio::null())
-                .status()
-                .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
-            let _ = std::fs::remove_dir_all(&dir);
-            if status.success() {
-                for mut r in ycsb::report::read_json(&json)? {
-                    r.repeat = rep;
-                    out.runs.push(r);
-                }
-                continue;
-            }
-            let reason = match (bound.oom_kills(), exit_signal(&status)) {
-                (Some(n), _) if n > 0 => format!(
-                    "killed by the kernel's out-of-memory killer at the memory limit of {limit} bytes \
-                     (the engine's memory outside the page cache passed it)"
-                ),
-                (_, Some(sig)) => format!("killed by signal {sig}"),
-                _ => format!("failed ({status}); its error is above"),
-            };
-            eprintln!("{engine}: {reason}");
-            out.failed.push(Failure {
-                engine: engine.clone(),
-                reason,
-            });
-        }
-    }
-    Ok(out)
-}
-
-#[cfg(unix)]
-fn exit_signal(status: &std::process::ExitStatus) -> Option<i32> {
-    std::os::unix::process::ExitStatusExt::signal(status)
-}
-
-#[cfg(not(unix))]
-fn exit_signal(_: &std::process::ExitStatus) -> Option<i32> {
-    None
-}
-
-/// `argv` without the options named (as `--name value` or `--name=value`).
-fn strip_options(argv: &[String], names: &[&str]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip_value = false;
-    for a in argv {
-        if skip_value {
-            skip_value = false;
-            continue;
-        }
-        if names.contains(&a.as_str()) {
-            skip_value = true;
-        } else if !names
-            .iter()
-            .any(|n| a.strip_prefix(n).is_some_and(|rest| rest.starts_with('=')))
-        {
-            out.push(a.clone());
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::strip_options;
-
-    #[test]
-    fn strip_options_drops_both_spellings_and_their_values() {
-        let argv: Vec<String> = [
-            "--engine",
-            "db",
-            "--ops",
-            "5",
-            "--json=x.json",
-            "--repeat",
-            "3",
-            "--aged",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            strip_options(&argv, &["--engine", "--json", "--repeat"]),
-            ["--ops", "5", "--aged"]
-        );
-    }
 }

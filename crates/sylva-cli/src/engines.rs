@@ -44,6 +44,12 @@ pub const ENGINE_NAMES: &[&str] = &[
 /// The peers: engines people use today, built only with `--features peers`.
 pub const PEER_ENGINES: &[&str] = &["rocksdb", "lmdb", "redb", "fjall", "sled"];
 
+/// Whether the engine named `name` keeps its data in files (`db` and every peer): the engines a
+/// larger-than-memory set runs and `--recovery` kills and reopens.
+pub fn is_durable(name: &str) -> bool {
+    name == "db" || PEER_ENGINES.contains(&name)
+}
+
 /// A parsed `NAME[:KEY=VALUE,...]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EngineSpec {

@@ -7,6 +7,7 @@
 mod bench;
 mod bound;
 mod charts;
+mod children;
 mod encoding;
 mod engines;
 #[cfg(feature = "peers-no-rocksdb")]

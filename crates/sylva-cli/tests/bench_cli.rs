@@ -336,8 +336,20 @@ fn the_papers_suite_writes_a_report_and_charts() {
         "throughput chart"
     );
     assert!(out.join("peers-set1-latency.svg").exists());
+    let md = std::fs::read_to_string(out.join("peers.md")).expect("report");
+    assert!(
+        md.contains("| ops/s +finish | finish |"),
+        "the report charges deferred work: {md}"
+    );
     let v = json(&out.join("peers.json"));
     assert!(v["runs"].as_array().expect("runs").len() >= 10);
     let o = sylva(&["bench", "--suite", "nosuch"]);
     assert_eq!(o.status.code(), Some(2));
+    let o = sylva(&["bench", "--suite", "papers", "--recovery"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--recovery"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }

@@ -54,6 +54,9 @@ impl KvStore for Opened {
     fn sync(&self) -> sylva::Result<()> {
         self.store.sync()
     }
+    fn finish_deferred(&self) -> sylva::Result<()> {
+        self.store.finish_deferred()
+    }
     fn stats(&self) -> Stats {
         self.store.stats()
     }

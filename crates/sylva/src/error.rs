@@ -46,6 +46,16 @@ pub enum Error {
         detail: String,
     },
 
+    /// The write-ahead log holds bytes that are structurally impossible, or lacks records
+    /// recovery needs.
+    #[error("corruption in the log{}: {detail}", path.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default())]
+    LogCorruption {
+        /// The log's file, when known.
+        path: Option<PathBuf>,
+        /// What was wrong (with the LSN or offset where it was found).
+        detail: String,
+    },
+
     /// A page's stored checksum does not match its contents.
     #[error("checksum mismatch in page {page}: stored {expected:#010x}, computed {got:#010x}")]
     ChecksumMismatch {

@@ -30,7 +30,7 @@ pub mod wal;
 
 pub use db::{
     Cursor, Db, DbOptions, DbStats, RecoveryReport, WriteBatch, DATA_FILE, LOCK_FILE,
-    OPTION_KEYS as DB_OPTION_KEYS, WAL_FILE, WAL_FILE_2,
+    NEW_DATA_FILE, OPTION_KEYS as DB_OPTION_KEYS, WAL_FILE, WAL_FILE_2,
 };
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};

@@ -110,7 +110,7 @@ fn a_hole_in_unsynced_log_records_is_cut_and_one_in_synced_records_is_refused() 
     let (synced, _) = write_log(&path);
     flip(&path, synced / 2);
     let err = Db::open(&path, options()).err().expect("refused");
-    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(matches!(err, Error::LogCorruption { .. }), "{err}");
 }
 
 #[test]

@@ -573,6 +573,7 @@ fn is_clean_refusal(e: &Error) -> bool {
         e,
         Error::ChecksumMismatch { .. }
             | Error::Corruption { .. }
+            | Error::LogCorruption { .. }
             | Error::Poisoned
             | Error::Io { .. }
     )
@@ -590,7 +591,13 @@ fn reopen_and_verify(
 ) {
     let refused = |what: &str, e: Error| {
         assert!(
-            may_refuse && matches!(e, Error::ChecksumMismatch { .. } | Error::Corruption { .. }),
+            may_refuse
+                && matches!(
+                    e,
+                    Error::ChecksumMismatch { .. }
+                        | Error::Corruption { .. }
+                        | Error::LogCorruption { .. }
+                ),
             "{label}: {what} failed: {e:?}"
         );
     };
@@ -901,7 +908,10 @@ fn flip_during_recovery(target: Target, skip: usize, bit: usize, in_last_record:
     let clean = |e: &Error| {
         matches!(
             e,
-            Error::ChecksumMismatch { .. } | Error::Corruption { .. } | Error::NotSylva { .. }
+            Error::ChecksumMismatch { .. }
+                | Error::Corruption { .. }
+                | Error::LogCorruption { .. }
+                | Error::NotSylva { .. }
         )
     };
     let mut outcome = String::from("opened; ");
@@ -1114,7 +1124,12 @@ fn a_flipped_bit_in_a_meta_page_on_disk_is_refused_or_harmless() {
                 let rig = Rig::new(Some(&damaged));
                 match rig.open(None) {
                     Err(e) => assert!(
-                        matches!(e, Error::ChecksumMismatch { .. } | Error::Corruption { .. }),
+                        matches!(
+                            e,
+                            Error::ChecksumMismatch { .. }
+                                | Error::Corruption { .. }
+                                | Error::LogCorruption { .. }
+                        ),
                         "meta page {id} flipped: open failed with {e:?}"
                     ),
                     Ok(db) => {

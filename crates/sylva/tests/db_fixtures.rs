@@ -258,7 +258,12 @@ fn db_v1_with_a_version_2_log_is_replayed() {
 #[test]
 fn db_v1_with_a_flipped_bit_gives_a_checksum_error() {
     let want = v1_records();
-    let clear = |e: &Error| matches!(e, Error::ChecksumMismatch { .. } | Error::Corruption { .. });
+    let clear = |e: &Error| {
+        matches!(
+            e,
+            Error::ChecksumMismatch { .. } | Error::Corruption { .. } | Error::LogCorruption { .. }
+        )
+    };
     let dir = scratch("db-v1-bitflip");
     match Db::open(dir.path(), options(SyncMode::Always)) {
         Err(e) => assert!(clear(&e), "open failed with {e:?}"),

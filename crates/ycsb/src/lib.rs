@@ -10,11 +10,13 @@
 //! - [`trace`]: the index-microbench / RECIPE trace format, read and written.
 //! - [`runner`]: replays a phase from N threads, timing every operation, consuming every result.
 //! - [`report`]: per-run records, the summary table and the JSON file.
+//! - [`process`]: physical I/O, CPU time per thread, load average and file sizes, from `/proc`.
 #![warn(missing_docs)]
 
 pub mod dist;
 pub mod keys;
 pub mod memory;
+pub mod process;
 pub mod report;
 pub mod runner;
 pub mod trace;

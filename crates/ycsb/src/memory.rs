@@ -8,12 +8,17 @@ pub fn rss_bytes() -> Option<u64> {
 }
 
 fn page_size() -> u64 {
+    sysconf_or(libc::_SC_PAGESIZE, 4096)
+}
+
+/// A system constant from `sysconf`, or `fallback` where the system does not give one.
+pub(crate) fn sysconf_or(name: libc::c_int, fallback: u64) -> u64 {
     // SAFETY: sysconf has no preconditions; it only reads a system constant.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 {
-        size as u64
+    let value = unsafe { libc::sysconf(name) };
+    if value > 0 {
+        value as u64
     } else {
-        4096
+        fallback
     }
 }
 

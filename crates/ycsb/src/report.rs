@@ -1,12 +1,14 @@
 //! Reports: one [`RunRecord`] per engine, phase and repetition; a summary table with medians,
 //! min–max and each engine's ratio to the first; and the JSON file of `DESIGN.md`.
 
+use std::fmt::Write as _;
+
 use serde::{Deserialize, Serialize};
 
 use crate::runner::PhaseResult;
 
 /// Latency percentiles in nanoseconds.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Default)]
 pub struct Latency {
     /// Median.
     pub p50: u64,
@@ -28,7 +30,7 @@ pub const CDF_QUANTILES: [f64; 24] = [
 
 /// One measured phase of one engine in one repetition. Field names are part of the JSON schema
 /// in `DESIGN.md`: they may be added to, never renamed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct RunRecord {
     /// The engine spec as given on the command line.
     pub engine: String,
@@ -80,6 +82,68 @@ pub struct RunRecord {
     /// Under `--memory-limit`: the kernel's page cache charged to the engine's cgroup at the end
     /// of the phase (its files' pages, its log's included).
     pub memory_page_cache: Option<u64>,
+    /// Seconds of the engine's [`finish_deferred`](sylva::KvStore::finish_deferred) call after the
+    /// phase (sync, then checkpoint, memtable flush or compaction wait): the work the phase put
+    /// off. `null` where it was not run (the last phase of a `--recovery` run, killed instead).
+    #[serde(default)]
+    pub finish_seconds: Option<f64>,
+    /// Throughput with that tail charged: `ops / (seconds + finish_seconds)`.
+    #[serde(default)]
+    pub ops_per_sec_with_finish: Option<f64>,
+    /// Bytes the process read from storage during the phase (`/proc/self/io` `read_bytes`).
+    #[serde(default)]
+    pub io_read_bytes: Option<u64>,
+    /// Bytes the process wrote to storage during the phase (`/proc/self/io` `write_bytes`).
+    #[serde(default)]
+    pub io_write_bytes: Option<u64>,
+    /// Bytes read from storage during the finishing call.
+    #[serde(default)]
+    pub finish_io_read_bytes: Option<u64>,
+    /// Bytes written to storage during the finishing call.
+    #[serde(default)]
+    pub finish_io_write_bytes: Option<u64>,
+    /// Size of the engine's files after the phase and its finishing call (every file under its
+    /// directory; `null` for engines without files).
+    #[serde(default)]
+    pub file_bytes: Option<u64>,
+    /// `--recovery`: seconds to reopen the engine's directory after its process was killed with
+    /// SIGKILL at the end of this (its last) phase.
+    #[serde(default)]
+    pub recovery_seconds: Option<f64>,
+    /// `--recovery`: live records the reopened engine reports.
+    #[serde(default)]
+    pub recovered_records: Option<u64>,
+    /// User CPU seconds of the whole process during the phase.
+    #[serde(default)]
+    pub cpu_user_seconds: Option<f64>,
+    /// System CPU seconds of the whole process during the phase.
+    #[serde(default)]
+    pub cpu_system_seconds: Option<f64>,
+    /// Operations per CPU-second of the whole process (user and system, background threads
+    /// included): less sensitive than `ops_per_sec` to other work taking the CPUs away, since
+    /// time spent waiting for a CPU is not counted (time waiting for I/O is not counted either).
+    #[serde(default)]
+    pub ops_per_cpu_second: Option<f64>,
+    /// CPU seconds of the runner's worker threads (user and system).
+    #[serde(default)]
+    pub cpu_worker_seconds: Option<f64>,
+    /// CPU seconds of every other thread of the process: the engine's background threads (and
+    /// the harness's main thread, which waits for the workers).
+    #[serde(default)]
+    pub cpu_other_seconds: Option<f64>,
+    /// CPU seconds per thread name of the threads alive at the end of the phase other than the
+    /// workers (an engine's checkpoint, log-sync, flush and compaction threads), where at least
+    /// a millisecond.
+    #[serde(default)]
+    pub cpu_threads: std::collections::BTreeMap<String, f64>,
+    /// The machine's 1-, 5- and 15-minute load averages at the end of the phase.
+    #[serde(default)]
+    pub load_average: Option<[f64; 3]>,
+    /// The 1-minute load average less the cores this process kept busy during the phase: how
+    /// much other work competed for the CPUs (a lagging estimate: the load average is a
+    /// one-minute moving average).
+    #[serde(default)]
+    pub other_load: Option<f64>,
 }
 
 impl RunRecord {
@@ -133,9 +197,43 @@ impl RunRecord {
             memory_peak: None,
             memory_anon: None,
             memory_page_cache: None,
+            finish_seconds: None,
+            ops_per_sec_with_finish: None,
+            io_read_bytes: None,
+            io_write_bytes: None,
+            finish_io_read_bytes: None,
+            finish_io_write_bytes: None,
+            file_bytes: None,
+            recovery_seconds: None,
+            recovered_records: None,
+            cpu_user_seconds: None,
+            cpu_system_seconds: None,
+            ops_per_cpu_second: None,
+            cpu_worker_seconds: None,
+            cpu_other_seconds: None,
+            cpu_threads: Default::default(),
+            load_average: None,
+            other_load: None,
         }
     }
+
+    /// Records the finishing call after the phase: its time and I/O, and throughput with it.
+    pub fn set_finish(&mut self, seconds: f64, io: Option<crate::process::IoCounters>) {
+        self.finish_seconds = Some(seconds);
+        self.ops_per_sec_with_finish = Some(self.ops as f64 / (self.seconds + seconds).max(1e-9));
+        self.finish_io_read_bytes = io.map(|c| c.read_bytes);
+        self.finish_io_write_bytes = io.map(|c| c.write_bytes);
+    }
+
+    /// Whether other work competed for the CPUs during the phase: the load average exceeded
+    /// this process's own use by more than half a core.
+    pub fn machine_busy(&self) -> bool {
+        self.other_load.is_some_and(|l| l > BUSY_OTHER_LOAD)
+    }
 }
+
+/// Load from outside the process above which a phase is flagged as run on a busy machine.
+pub const BUSY_OTHER_LOAD: f64 = 0.5;
 
 /// The JSON document: `{"runs": [...]}`.
 #[derive(Debug, Serialize)]
@@ -197,11 +295,48 @@ fn fmt_ns(ns: f64) -> String {
     }
 }
 
+/// The median of the values present, formatted; `–` when none is.
+fn optional(v: Vec<Option<f64>>, fmt: &dyn Fn(f64) -> String) -> String {
+    let v: Vec<f64> = v.into_iter().flatten().collect();
+    if v.is_empty() {
+        "–".into()
+    } else {
+        fmt(median(v))
+    }
+}
+
+/// A phase's bytes plus its finishing call's, where the phase's were measured.
+fn with_finish(phase: Option<u64>, finish: Option<u64>) -> Option<f64> {
+    phase.map(|p| (p + finish.unwrap_or(0)) as f64)
+}
+
+fn fmt_mb(bytes: f64) -> String {
+    format!("{:.1}", bytes / 1e6)
+}
+
+/// A warning naming the phases that ran while other work competed for the CPUs, if any did.
+pub fn busy_note(runs: &[RunRecord]) -> Option<String> {
+    let busy: Vec<&RunRecord> = runs.iter().filter(|r| r.machine_busy()).collect();
+    let worst = busy.iter().filter_map(|r| r.other_load).fold(0.0, f64::max);
+    (!busy.is_empty()).then(|| {
+        format!(
+            "warning: the machine was busy during {} of {} phases (load average up to {worst:.1} \
+             above what this process used, over {BUSY_OTHER_LOAD}): other work competed for the \
+             CPUs, so these figures are noisier than usual (`other_load` in the JSON)\n",
+            busy.len(),
+            runs.len()
+        )
+    })
+}
+
 /// The summary table: per phase and workload (a `--workload` sequence has several run phases,
 /// one per workload), per engine (in the order given), median throughput with min–max
 /// over repetitions, the ratio of the median to the first engine's, median latency percentiles,
-/// memory per record and the checksum (marked `*` when it differs from the first engine's:
-/// identical operations should give identical answers).
+/// memory per record, the median time of the finishing call after the phase and the throughput
+/// with it charged, the megabytes read from and written to storage (phase and finish), the size
+/// of the engine's files, and the checksum (marked `*` when it differs from the first engine's:
+/// identical operations should give identical answers). Under the tables: a warning when phases
+/// ran on a busy machine, and the recovery times of `--recovery`.
 pub fn summary_table(runs: &[RunRecord]) -> String {
     let mut out = String::new();
     let mut phases: Vec<(&str, &str)> = Vec::new();
@@ -226,6 +361,11 @@ pub fn summary_table(runs: &[RunRecord]) -> String {
         "max",
         "B/rec RSS",
         "B/rec engine",
+        "finish",
+        "ops/s +finish",
+        "MB read",
+        "MB written",
+        "MB files",
         "checksum",
     ];
     for (phase, workload) in phases {
@@ -280,6 +420,29 @@ pub fn summary_table(runs: &[RunRecord]) -> String {
                 fmt_ns(med(&|r| r.latency_ns.max as f64)),
                 bytes(rs.iter().map(|r| r.bytes_per_record).collect()),
                 bytes(rs.iter().map(|r| r.engine_bytes_per_record).collect()),
+                optional(rs.iter().map(|r| r.finish_seconds).collect(), &|s| {
+                    fmt_ns(s * 1e9)
+                }),
+                optional(
+                    rs.iter().map(|r| r.ops_per_sec_with_finish).collect(),
+                    &fmt_ops,
+                ),
+                optional(
+                    rs.iter()
+                        .map(|r| with_finish(r.io_read_bytes, r.finish_io_read_bytes))
+                        .collect(),
+                    &fmt_mb,
+                ),
+                optional(
+                    rs.iter()
+                        .map(|r| with_finish(r.io_write_bytes, r.finish_io_write_bytes))
+                        .collect(),
+                    &fmt_mb,
+                ),
+                optional(
+                    rs.iter().map(|r| r.file_bytes.map(|b| b as f64)).collect(),
+                    &fmt_mb,
+                ),
                 format!("{:016x}{mark}", r0.checksum),
             ]);
         }
@@ -305,6 +468,26 @@ pub fn summary_table(runs: &[RunRecord]) -> String {
             out.push('\n');
         }
         out.push('\n');
+    }
+    if let Some(note) = busy_note(runs) {
+        out.push_str(&note);
+    }
+    if runs.iter().any(|r| r.recovery_seconds.is_some()) {
+        out.push_str(
+            "recovery after kill -9 at the end of the last phase (reopening the directory):\n",
+        );
+        for r in runs.iter().filter(|r| r.recovery_seconds.is_some()) {
+            let _ = writeln!(
+                out,
+                "  {} #{}: {} to reopen, {} records of {} before the kill",
+                r.engine,
+                r.repeat + 1,
+                fmt_ns(r.recovery_seconds.unwrap_or(0.0) * 1e9),
+                r.recovered_records
+                    .map_or("?".to_string(), |n| n.to_string()),
+                r.records
+            );
+        }
     }
     if runs.iter().any(|r| r.threads > 1) {
         out.push_str("(with several threads, operations racing on the same keys may give different checksums)\n");
@@ -342,10 +525,7 @@ mod tests {
             missing: 0,
             scanned: 0,
             counters: Default::default(),
-            memory_limit: None,
-            memory_peak: None,
-            memory_anon: None,
-            memory_page_cache: None,
+            ..Default::default()
         }
     }
 

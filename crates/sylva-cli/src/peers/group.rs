@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 
 use sylva::Error;
@@ -67,9 +68,21 @@ struct State {
 pub(crate) struct GroupCommit {
     state: Mutex<State>,
     committed: Condvar,
+    /// Groups applied (transactions the commit closure ran).
+    groups: AtomicU64,
+    /// Writes applied in them.
+    writes: AtomicU64,
 }
 
 impl GroupCommit {
+    /// `(groups, writes)` applied so far: writes per group is how much concurrent writers shared.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        (
+            self.groups.load(Ordering::Relaxed),
+            self.writes.load(Ordering::Relaxed),
+        )
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         // A leader that panicked (a bug inside a peer) leaves `leading` set; carrying on with the
         // inner state would hang every writer, so poisoning stays visible as a panic here.
@@ -125,6 +138,8 @@ impl GroupCommit {
             .into_iter()
             .chain(queued.iter().map(|(_, op)| op.as_op()))
             .collect();
+        self.groups.fetch_add(1, Ordering::Relaxed);
+        self.writes.fetch_add(ops.len() as u64, Ordering::Relaxed);
         // A panic inside the peer must not leave `leading` set, or every queued writer would wait
         // forever: it fails this group like any other error.
         let committed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| commit(&ops)))
@@ -231,6 +246,11 @@ mod tests {
         assert_eq!(map.len(), 8000);
         assert!(map.values().all(|v| v == b"w"));
         assert!(commits.load(Ordering::Relaxed) <= 32_000);
+        assert_eq!(
+            group.counts(),
+            (commits.load(Ordering::Relaxed) as u64, 32_000),
+            "every group and write counted"
+        );
     }
 
     #[test]

@@ -283,12 +283,15 @@ impl KvStore for LmdbPeer {
             .and_then(|rtxn| self.db.len(&rtxn))
             .unwrap_or(0);
         let info = self.env.info();
+        let (groups, writes) = self.group.counts();
         Stats {
             records,
             bytes_used: dir_bytes(&self.dir),
             counters: vec![
                 ("map_size", info.map_size as u64),
                 ("last_page", info.last_page_number as u64),
+                ("write_txns", groups),
+                ("writes", writes),
             ],
         }
     }

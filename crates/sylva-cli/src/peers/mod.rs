@@ -33,7 +33,7 @@ mod rocksdb;
 mod sled;
 
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -172,23 +172,8 @@ pub(crate) fn create_dir(peer: &str, dir: &Path) -> sylva::Result<()> {
     })
 }
 
-/// Bytes the files under `dir` occupy (their lengths, recursively); `None` if it cannot be read.
-pub(crate) fn dir_bytes(dir: &Path) -> Option<u64> {
-    let mut total = 0u64;
-    let mut pending: Vec<PathBuf> = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d).ok()? {
-            let entry = entry.ok()?;
-            let meta = entry.metadata().ok()?;
-            if meta.is_dir() {
-                pending.push(entry.path());
-            } else {
-                total += meta.len();
-            }
-        }
-    }
-    Some(total)
-}
+/// Bytes the files under `dir` occupy (the benchmark's measure of every engine's files).
+pub(crate) use ycsb::process::dir_bytes;
 
 /// Hands `value`, if there is one, to a `get_into` caller's buffer; whether there was one.
 pub(crate) fn copy_value(value: Option<impl AsRef<[u8]>>, out: &mut Vec<u8>) -> bool {

@@ -228,6 +228,7 @@ impl KvStore for RedbPeer {
             .and_then(|table| table.len().map_err(redb::Error::from))
             .unwrap_or(0);
         let cache = self.db.cache_stats();
+        let (groups, writes) = self.group.counts();
         Stats {
             records,
             bytes_used: dir_bytes(&self.dir),
@@ -235,6 +236,8 @@ impl KvStore for RedbPeer {
                 ("cache_evictions", cache.evictions()),
                 ("cache_read_hits", cache.read_hits()),
                 ("cache_read_misses", cache.read_misses()),
+                ("write_txns", groups),
+                ("writes", writes),
             ],
         }
     }

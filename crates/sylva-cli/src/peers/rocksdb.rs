@@ -223,6 +223,16 @@ impl KvStore for RocksDbPeer {
         Ok(())
     }
 
+    /// The log synced, the memtables flushed to tables (`Flush` with `wait`, so reopening
+    /// replays no log), then `WaitForCompact`: every compaction the flushes scheduled finished.
+    fn finish_deferred(&self) -> sylva::Result<()> {
+        self.sync()?;
+        self.db.flush().map_err(|e| self.err(e))?;
+        self.db
+            .wait_for_compact(&rocksdb::WaitForCompactOptions::default())
+            .map_err(|e| self.err(e))
+    }
+
     fn stats(&self) -> Stats {
         let mut records = 0u64;
         let mut iter = self.db.raw_iterator();

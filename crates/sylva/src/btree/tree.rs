@@ -39,6 +39,9 @@ use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
 use crate::sync::{backoff, Abort, Olc};
 
+/// More inner levels than any tree can have (each at least halves the records below it).
+const MAX_HEIGHT: usize = 64;
+
 /// A B+tree of slotted pages over a node store.
 pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) store: S,
@@ -284,7 +287,7 @@ impl<S: NodeStore> BTree<S> {
         }
         let mut id = upper_child(meta);
         let mut slot = 0;
-        loop {
+        for _level in 0..=MAX_HEIGHT {
             // The child id was read optimistically: validate the parent before touching the
             // child (a paged store loads a page on read_lock, and a torn id must restart, not
             // become a read of a page that does not exist), and again after, as lock coupling
@@ -320,6 +323,15 @@ impl<S: NodeStore> BTree<S> {
             let child = checked(l, v, node.child(idx))?;
             (parent, pl, pv, id, slot) = (id, l, v, child, idx);
         }
+        // Only damaged child pointers (a cycle) make a descent this long: it would never end.
+        pl.validate(pv)?;
+        Err(corrupt(
+            id,
+            format!(
+                "a descent passed more than {MAX_HEIGHT} inner levels (a cycle of child pointers?)"
+            ),
+        )
+        .into())
     }
 
     /// The leaf for `key` and its version.

@@ -86,6 +86,14 @@ impl<S: NodeStore> BTree<S> {
             if leaf.ended || !leaf.more {
                 break;
             }
+            // The next leaf is looked up with `upper ++ [0]`; a leaf whose upper fence lies
+            // below the key that led to it (damaged fences) would lead back to itself forever.
+            if b.next < b.from {
+                return Err(corrupt(
+                    leaf.seen.id,
+                    "the leaf's upper fence is below the key that led to it",
+                ));
+            }
             b.from.clear();
             b.from.extend_from_slice(&b.next);
             b.from.push(0);
@@ -186,7 +194,17 @@ impl<S: NodeStore> BTree<S> {
         let seen = retry(|| self.snapshot_leaf(key, &mut snapshot))?;
         out.clear();
         collect(seen.id, &snapshot, out)?;
-        fences(seen.id, &snapshot)
+        let (lower, upper) = fences(seen.id, &snapshot)?;
+        // A cursor moves on from these fences, so they must hold `key` or it would not move
+        // (damaged fences: the descent's separators and the leaf disagree).
+        let above_lower = lower.is_empty() || key > lower.as_slice();
+        if !above_lower || upper.as_deref().is_some_and(|u| key > u) {
+            return Err(corrupt(
+                seen.id,
+                "the leaf's fences do not hold the key that led to it",
+            ));
+        }
+        Ok((lower, upper))
     }
 }
 

@@ -258,9 +258,9 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn bad(&self, what: &str) -> Error {
-        Error::Corruption {
-            page: 0,
-            detail: format!("log record {}: {what}", self.lsn),
+        Error::LogCorruption {
+            path: None,
+            detail: format!("record {}: {what}", self.lsn),
         }
     }
 

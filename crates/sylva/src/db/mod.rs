@@ -25,6 +25,10 @@
 //!
 //! A directory holds four files: `data.sylva` (the page file), `wal.log` and `wal.2.log` (the
 //! log's two segments) and `LOCK` (held with `flock` while a process has the database open).
+//! Every file operation goes through [`crate::io::Vfs`] and [`crate::io::Io`], so the power-loss
+//! simulation ([`crate::io::SimFs`]) can stand under all of it. A new database is built under a
+//! temporary name and renamed into place, each name made durable by its directory's fsync
+//! ([`Db::open_in`]): a crash while creating leaves a directory that opens.
 //!
 //! **Node store.** The tree's logic is unchanged; only its node store differs: [`store`] maps
 //! the tree's latches onto the pool's page-state words (optimistic reads, exclusive writes; a
@@ -75,14 +79,17 @@
 //!
 //! **Write batches** take the writers' lock exclusively and log the whole batch first as one
 //! record, then apply it; if a crash cuts the batch's page records short, recovery applies the
-//! batch again from that record (every op is idempotent and nothing else was logged after it).
+//! batch again from that record (every op is idempotent and nothing else was logged after it),
+//! logging it as a live batch is logged, so a page it changes and an eviction writes back is
+//! explained by a record if recovery itself is cut short.
 //!
 //! **Durability.** `SyncMode::Always`: a write is durable before it returns (group commit: the
 //! fsync is shared by concurrent writers and happens after the leaf latch is released);
 //! `Batch { ops, interval }`: durable at the next batch boundary (after `ops` writes or once
 //! `interval` has passed) or `sync()`; the boundary's fsync runs on a log sync thread, so the
 //! writer that reaches it does not wait for it ([`log_sync_loop`]); `Never`: at `sync()`,
-//! `checkpoint()` or `close()`.
+//! `checkpoint()` or `close()`. With [`DbOptions::background`] off there are no threads: the
+//! writer that reaches a batch boundary or the checkpoint threshold does the work itself.
 //!
 //! **Failure.** Any error inside a write other than bad input (a failed write or fsync, a
 //! corrupt page) poisons the database: every later call returns [`Error::Poisoned`] until it is
@@ -93,7 +100,6 @@ mod log;
 mod options;
 mod store;
 
-use std::fs::File;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -105,7 +111,7 @@ use parking_lot::Mutex;
 use crate::btree::{self, BTree, CheckReport};
 use crate::buffer::{BufferPool, PoolOptions};
 use crate::error::{Error, Result};
-use crate::io::{sync_dir, FileIo, Io};
+use crate::io::{create_dir_all_durable, Io, LockGuard, OpenFile, OsFs, Vfs};
 use crate::io::{Meta, PageFile, FIRST_DATA_PAGE};
 use crate::kv::{KvStore, Limits, Stats, Visitor};
 use crate::page::PageId;
@@ -124,6 +130,8 @@ pub const WAL_FILE: &str = "wal.log";
 pub const WAL_FILE_2: &str = "wal.2.log";
 /// The lock file in a database directory.
 pub const LOCK_FILE: &str = "LOCK";
+/// A page file being created: renamed to [`DATA_FILE`] once the new database is whole.
+pub const NEW_DATA_FILE: &str = "data.sylva.new";
 
 /// Magic and version of the Db's state in the page file's meta area.
 const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
@@ -228,6 +236,10 @@ pub struct RecoveryReport {
     pub intact_after_cut: Option<u64>,
     /// A write batch whose page records were cut short was applied again from its log record.
     pub batch_reapplied: bool,
+    /// What was wrong with the page file's older meta page (the checkpoint before the one
+    /// recovered from), if anything: a torn write by a crash during a checkpoint, or damage.
+    /// Harmless (the next checkpoint rewrites it); `sylva check` reports it.
+    pub older_meta_damage: Option<String>,
 }
 
 /// A batch operation read back from the log: a put with its value, or a delete.
@@ -300,8 +312,8 @@ pub struct Db {
     options: DbOptions,
     /// Where the page file lives (for error messages).
     path: PathBuf,
-    /// The lock file, `flock`ed for as long as the database is open.
-    _lock: Option<File>,
+    /// The lock on the directory's lock file, held for as long as the database is open.
+    _lock: Option<Box<dyn LockGuard>>,
     closed: AtomicBool,
     recovery: RecoveryReport,
     /// Writes since the last sync (`SyncMode::Batch`), and when that sync was.
@@ -443,12 +455,11 @@ impl Core {
         store.pool.flush_all()?;
         // Most of the data file's sync happens here, not while the file holds allocations back.
         file.sync()?;
-        // The log up to here durable, for two reasons. A page that was dirty when the
-        // checkpoint began and was freed before `flush_all` reached it was not written: the
-        // record that freed it must survive, or recovery would bring the page back with its
-        // older content. And pages allocated so far are in the meta page's page count. (One
-        // allocated after this sync and lost with its record in a crash is only unused space,
-        // never a page in two places.)
+        // The log up to here durable: a page that was dirty when the checkpoint began and was
+        // freed before `flush_all` reached it was not written, so the record that freed it must
+        // survive, or recovery would bring the page back with its older content. (Pages the
+        // file grew by since the checkpoint began are listed free in it, `PageFile::checkpoint`;
+        // redo allocates again those whose records survive.)
         store.wal.sync()?;
         let state = State {
             layout: self.layout,
@@ -521,28 +532,46 @@ fn lower_thread_priority() {
     }
 }
 
-/// Takes an exclusive `flock` on `dir/LOCK` without waiting.
-fn lock_dir(dir: &Path) -> Result<File> {
-    use std::os::fd::AsRawFd;
-    let path = dir.join(LOCK_FILE);
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| Error::io_at(&path, e))?;
-    // SAFETY: flock on a file descriptor we own; no memory is involved.
-    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r != 0 {
-        let e = std::io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-            return Err(Error::Locked {
-                path: dir.to_path_buf(),
-            });
+/// Builds a new, empty database's files in `dir` (module docs of [`Db::open_in`]): a page file
+/// under [`NEW_DATA_FILE`] and both log segments with their headers, all durable with their
+/// names, then renames the page file to [`DATA_FILE`] and makes that durable. What an earlier,
+/// unfinished creation left is removed first.
+fn create_files(vfs: &dyn Vfs, dir: &Path, options: &DbOptions) -> Result<()> {
+    let new = dir.join(NEW_DATA_FILE);
+    for name in [NEW_DATA_FILE, WAL_FILE, WAL_FILE_2] {
+        let path = dir.join(name);
+        if vfs.exists(&path)? {
+            vfs.remove_file(&path)?;
         }
-        return Err(Error::io_at(&path, e));
     }
-    Ok(file)
+    let opened = vfs.open(
+        &new,
+        OpenFile {
+            create: true,
+            direct: options.direct_io,
+        },
+    )?;
+    // Writes both meta pages, each fsynced.
+    drop(PageFile::create_io(
+        opened.io,
+        options.page_size,
+        opened.direct,
+    )?);
+    let segment = |name: &str| -> Result<Box<dyn Io>> {
+        let how = OpenFile {
+            create: true,
+            direct: false,
+        };
+        Ok(vfs.open(&dir.join(name), how)?.io)
+    };
+    // Opening empty segments writes and fsyncs their headers.
+    drop(Wal::open_segments(
+        [segment(WAL_FILE)?, segment(WAL_FILE_2)?],
+        1,
+    )?);
+    vfs.sync_dir(dir)?;
+    vfs.rename(&new, &dir.join(DATA_FILE))?;
+    vfs.sync_dir(dir)
 }
 
 impl Db {
@@ -551,15 +580,27 @@ impl Db {
     /// open, [`Error::NotSylva`] for a directory holding other files or a foreign `data.sylva`,
     /// [`Error::UnsupportedVersion`], and checksum or corruption errors from recovery.
     pub fn open(dir: impl AsRef<Path>, options: DbOptions) -> Result<Db> {
-        let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(|e| Error::io_at(dir, e))?;
+        Self::open_in(&OsFs, dir.as_ref(), options)
+    }
+
+    /// [`Db::open`] on the file system `vfs` (a simulated one in crash tests).
+    ///
+    /// A new database is built whole under a temporary name ([`NEW_DATA_FILE`], the log's
+    /// segments beside it), made durable, and only then renamed to [`DATA_FILE`]; the rename
+    /// is made durable before anything is written to it. So after a crash the directory holds
+    /// either a database or an unfinished creation, which holds nothing acknowledged and is
+    /// started over. Every name the database needs (the directory itself in its parent, the
+    /// log's segments) is durable before `open` returns.
+    pub fn open_in(vfs: &dyn Vfs, dir: &Path, options: DbOptions) -> Result<Db> {
+        create_dir_all_durable(vfs, dir)?;
         let data = dir.join(DATA_FILE);
-        let exists = data.exists();
+        let exists = vfs.exists(&data)?;
         if !exists {
-            let entries = std::fs::read_dir(dir).map_err(|e| Error::io_at(dir, e))?;
-            for entry in entries {
-                let name = entry.map_err(|e| Error::io_at(dir, e))?.file_name();
-                if name != LOCK_FILE && name != WAL_FILE && name != WAL_FILE_2 {
+            for name in vfs.list(dir)? {
+                if ![LOCK_FILE, WAL_FILE, WAL_FILE_2, NEW_DATA_FILE]
+                    .iter()
+                    .any(|n| name == *n)
+                {
                     return Err(Error::NotSylva {
                         path: dir.to_path_buf(),
                         expected: "database directory",
@@ -571,20 +612,38 @@ impl Db {
                 }
             }
         }
-        let lock = lock_dir(dir)?;
-        let (file, meta) = if exists {
-            let (f, m) = PageFile::open(&data, options.direct_io)?;
-            (f, Some(m))
-        } else {
-            let f = PageFile::create(&data, options.page_size, options.direct_io)?;
-            sync_dir(dir)?;
-            (f, None)
+        let lock = vfs.lock(&dir.join(LOCK_FILE), dir)?;
+        if !exists {
+            create_files(vfs, dir, &options)?;
+        }
+        let opened = vfs.open(
+            &data,
+            OpenFile {
+                create: false,
+                direct: options.direct_io,
+            },
+        )?;
+        let (file, meta) = PageFile::open_io(opened.io, opened.direct)?;
+        // A version 1 directory has no second segment: create it, durably.
+        let mut created = false;
+        let mut segment = |name: &str| -> Result<Box<dyn Io>> {
+            let path = dir.join(name);
+            created |= !vfs.exists(&path)?;
+            Ok(vfs
+                .open(
+                    &path,
+                    OpenFile {
+                        create: true,
+                        direct: false,
+                    },
+                )?
+                .io)
         };
-        let wal_io: [Box<dyn Io>; 2] = [
-            Box::new(FileIo::open(&dir.join(WAL_FILE), true)?),
-            Box::new(FileIo::open(&dir.join(WAL_FILE_2), true)?),
-        ];
-        Self::start(file, meta, wal_io, options, Some(lock), data)
+        let wal_io = [segment(WAL_FILE)?, segment(WAL_FILE_2)?];
+        if created {
+            vfs.sync_dir(dir)?;
+        }
+        Self::start(file, Some(meta), wal_io, options, Some(lock), data)
     }
 
     /// Opens a database over the given page-file and log I/O (the log's two segments), without
@@ -612,7 +671,7 @@ impl Db {
         meta: Option<Meta>,
         wal_io: [Box<dyn Io>; 2],
         options: DbOptions,
-        lock: Option<File>,
+        lock: Option<Box<dyn LockGuard>>,
         path: PathBuf,
     ) -> Result<Db> {
         let state = match &meta {
@@ -620,6 +679,7 @@ impl Db {
             None => None,
         };
         let checkpoint_lsn = state.map_or(1, |s| s.checkpoint_lsn);
+        let file_meta_damage = file.meta_damage_at_open().map(str::to_owned);
         let (wal, recovered) = Wal::open_segments(wal_io, checkpoint_lsn)?;
         let wal = Arc::new(wal);
         let pool = BufferPool::new(
@@ -657,6 +717,7 @@ impl Db {
             _lock: lock,
             closed: AtomicBool::new(false),
             recovery: RecoveryReport {
+                older_meta_damage: file_meta_damage,
                 cut_bytes: recovered.cut_bytes,
                 intact_after_cut: recovered.intact_after_cut,
                 ..RecoveryReport::default()
@@ -665,7 +726,8 @@ impl Db {
             last_sync: Mutex::new(Instant::now()),
             checkpointer: Arc::default(),
             checkpoint_thread: Mutex::new(None),
-            syncer: matches!(options.sync, SyncMode::Batch { .. }).then(Arc::default),
+            syncer: (options.background && matches!(options.sync, SyncMode::Batch { .. }))
+                .then(Arc::default),
             sync_thread: Mutex::new(None),
         };
         if state.is_some() {
@@ -675,6 +737,9 @@ impl Db {
             db.core.checkpoint_quiet()?;
         }
         db.core.tree.store.logging.store(true, Ordering::Release);
+        if !options.background {
+            return Ok(db);
+        }
         let (core, checkpointer) = (db.core.clone(), db.checkpointer.clone());
         let thread = std::thread::Builder::new()
             .name("sylva-checkpoint".into())
@@ -751,12 +816,20 @@ impl Db {
         }
         self.recovery.records_redone = redone;
         if let Some(ops) = pending {
+            // Applied again as a live batch is, logged: a page this changes may be written
+            // back (evicted) before recovery's checkpoint, and a crash then must find its
+            // change covered by a record with the page's LSN, or the next redo would compare
+            // LSNs against a page holding changes no record explains (and miscount records).
+            store.logging.store(true, Ordering::Release);
             for (k, v) in ops {
                 match v {
                     Some(v) => self.core.tree.put(&k, &v)?,
                     None => drop(self.core.tree.delete(&k)?),
                 }
             }
+            let mut end = Vec::new();
+            log::batch_end(&mut end);
+            store.append_record(&end)?;
             self.recovery.batch_reapplied = true;
         }
         Ok(())
@@ -957,7 +1030,13 @@ impl Db {
         if self.core.tree.store.log_bytes.load(Ordering::Relaxed) > self.options.checkpoint_bytes
             && !self.core.checkpointing.swap(true, Ordering::AcqRel)
         {
-            self.checkpointer.request();
+            if self.options.background {
+                self.checkpointer.request();
+            } else {
+                let r = self.core.checkpoint_now();
+                self.core.checkpointing.store(false, Ordering::Release);
+                self.guard(r)?;
+            }
         }
         Ok(())
     }
@@ -1136,6 +1215,13 @@ impl KvStore for Db {
 
     fn sync(&self) -> Result<()> {
         Db::sync(self)
+    }
+
+    /// The log synced, then a checkpoint: the dirty pages written back, so recovery would redo
+    /// nothing.
+    fn finish_deferred(&self) -> Result<()> {
+        Db::sync(self)?;
+        self.checkpoint()
     }
 
     fn stats(&self) -> Stats {

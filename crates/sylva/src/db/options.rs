@@ -38,6 +38,11 @@ pub struct DbOptions {
     /// ([`crate::btree::Options::redistribute`]). Default true, unlike the in-memory tree's
     /// default: the database's space target (`tests/space_random_inserts.rs`) relies on it.
     pub redistribute: bool,
+    /// Run checkpoints and `Batch`'s boundary fsyncs on background threads (the default,
+    /// `true`), or in the writer that triggers them (`false`): no threads, and the same calls
+    /// then make the same file operations in the same order, which the power-loss simulation
+    /// relies on to replay a crash from its seed.
+    pub background: bool,
 }
 
 impl Default for DbOptions {
@@ -54,12 +59,13 @@ impl Default for DbOptions {
             fuzzy_checkpoints: true,
             direct_io: true,
             redistribute: true,
+            background: true,
         }
     }
 }
 
 /// The option keys [`DbOptions::set`] accepts.
-pub const OPTION_KEYS: [&str; 10] = [
+pub const OPTION_KEYS: [&str; 11] = [
     "sync",
     "batch_ops",
     "batch_ms",
@@ -70,6 +76,7 @@ pub const OPTION_KEYS: [&str; 10] = [
     "checkpoint",
     "direct_io",
     "redistribute",
+    "background",
 ];
 
 fn number(key: &str, value: &str) -> Result<u64, String> {
@@ -81,7 +88,8 @@ fn number(key: &str, value: &str) -> Result<u64, String> {
 impl DbOptions {
     /// Sets one option from its string form: `sync=always|batch|never`, `batch_ops=N`,
     /// `batch_ms=N`, `cache_bytes=N`, `page_size=N`, `layout=NAME`, `checkpoint_bytes=N`,
-    /// `checkpoint=fuzzy|quiet`, `direct_io=true|false`, `redistribute=true|false`.
+    /// `checkpoint=fuzzy|quiet`, `direct_io=true|false`, `redistribute=true|false`,
+    /// `background=true|false`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let batch = |s: SyncMode| match s {
             SyncMode::Batch { ops, interval } => (ops, interval),
@@ -130,6 +138,7 @@ impl DbOptions {
             }
             "direct_io" => self.direct_io = parse_bool(key, value)?,
             "redistribute" => self.redistribute = parse_bool(key, value)?,
+            "background" => self.background = parse_bool(key, value)?,
             _ => {
                 return Err(format!(
                     "unknown db option '{key}'; valid options: {}",

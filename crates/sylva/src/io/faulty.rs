@@ -2,8 +2,8 @@
 //!
 //! Faults are armed on a shared handle and fire once, on the next matching call: a failed write,
 //! a short write (part of the buffer reaches the file, then an error), a torn write (part reaches
-//! the file and the call reports success, as a crash mid-write would leave it), a failed fsync, and
-//! a bit flipped in the data a read returns.
+//! the file and the call reports success, as a crash mid-write would leave it), a failed fsync, a
+//! failed read, and a bit flipped in the data a read returns.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,6 +26,8 @@ pub enum Fault {
     FailSync,
     /// The next read returns its data with bit `bit` (counted from the buffer's start) flipped.
     FlipBit(usize),
+    /// The next read fails (`EIO`) and returns nothing.
+    FailRead,
 }
 
 /// An `Io` wrapper that injects armed faults.
@@ -81,6 +83,9 @@ fn injected(what: &str) -> Error {
 
 impl<I: Io> Io for FaultyIo<I> {
     fn read_at(&self, buf: &mut [u8], offset: u64) -> Result<()> {
+        if self.take(|f| matches!(f, Fault::FailRead)).is_some() {
+            return Err(injected("failed read"));
+        }
         self.inner.read_at(buf, offset)?;
         if let Some(Fault::FlipBit(bit)) = self.take(|f| matches!(f, Fault::FlipBit(_))) {
             if let Some(byte) = buf.get_mut(bit / 8) {

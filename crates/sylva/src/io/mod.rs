@@ -1,14 +1,19 @@
-//! The lowest layer: positioned reads and writes on one file, behind the [`Io`] trait so tests can
-//! put a fault-injecting implementation ([`FaultyIo`]) under everything above.
+//! The lowest layer: positioned reads and writes on one file behind the [`Io`] trait, and the
+//! directory operations (create, open, list, rename, directory fsync, lock) behind [`Vfs`], so
+//! tests can put a fault-injecting file ([`FaultyIo`]) or a whole simulated file system that
+//! loses power ([`SimFs`]) under everything above.
 //!
-//! Everything above (`wal`, later the page file and the buffer pool) goes through `Io`; nothing
-//! above calls `std::fs` on a data file directly. Every error carries the file's path.
+//! Everything above (the log, the page file, the buffer pool, `Db`) goes through `Io` and `Vfs`;
+//! nothing above calls `std::fs`. [`FileIo`] and [`OsFs`] are the operating system's. Every error
+//! carries the file's path.
 
 mod aligned;
 mod faulty;
 mod mem;
 mod page_file;
 pub mod page_header;
+mod sim;
+mod vfs;
 
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
@@ -18,6 +23,8 @@ pub use aligned::{AlignedBuf, IO_ALIGN};
 pub use faulty::{Fault, FaultHandle, FaultyIo};
 pub use mem::MemIo;
 pub use page_file::{Meta, PageFile, FIRST_DATA_PAGE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+pub use sim::{SimFs, SimOptions, SECTOR};
+pub use vfs::{create_dir_all_durable, LockGuard, OpenFile, Opened, OsFs, Vfs};
 
 use crate::error::{Error, Result};
 
@@ -140,11 +147,4 @@ impl Io for FileIo {
     fn path(&self) -> &Path {
         &self.path
     }
-}
-
-/// `fsync`s a directory, so a file created or renamed in it survives a crash.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io_at(dir, e))
 }

@@ -162,7 +162,7 @@ impl Wal {
     }
 
     /// Like [`Wal::open`], but a log whose damage lost synced records
-    /// ([`Recovered::hole_was_synced`]) is refused with [`Error::Corruption`] and left as it is,
+    /// ([`Recovered::hole_was_synced`]) is refused with [`Error::LogCorruption`] and left as it is,
     /// and so is a log whose first LSN is above `min_next_lsn` (it no longer reaches back to the
     /// checkpoint the caller recovers from). A hole in records that were never synced is cut
     /// like a torn tail.
@@ -173,7 +173,7 @@ impl Wal {
     /// Like [`Wal::open_strict`], over two segments that [`Wal::rotate`] uses in turn (the
     /// database opens its log this way). Recovery returns the records of both in LSN order when
     /// they continue each other, else only those of the newer one if it reaches back to
-    /// `min_next_lsn`; a gap recovery would need is [`Error::Corruption`].
+    /// `min_next_lsn`; a gap recovery would need is [`Error::LogCorruption`].
     pub fn open_segments(
         segments: [Box<dyn Io>; 2],
         min_next_lsn: u64,
@@ -198,32 +198,31 @@ impl Wal {
             });
         }
         let path = |i: usize| segments[i].path().display().to_string();
-        let (active, used) = arrange(&scans, min_next_lsn).map_err(|detail| Error::Corruption {
-            page: 0,
-            detail: format!("the log {} and {}: {detail}", path(0), path(1)),
-        })?;
+        let (active, used) =
+            arrange(&scans, min_next_lsn).map_err(|detail| Error::LogCorruption {
+                path: None,
+                detail: format!("{} and {}: {detail}", path(0), path(1)),
+            })?;
         let scan = &scans[active];
         let cut_bytes = scan.len.max(HEADER_LEN) - scan.end;
         let first_start = used.first().map_or(scan.start_lsn, |&i| scans[i].start_lsn);
         if strict {
             if let Some(at) = scan.intact_after_cut.filter(|_| scan.hole_was_synced) {
-                return Err(Error::Corruption {
-                    page: 0,
+                return Err(Error::LogCorruption {
+                    path: Some(segments[active].path().to_path_buf()),
                     detail: format!(
-                        "the log {} is damaged at offset {}, and an intact record at offset {at} says the damaged \
+                        "damaged at offset {}, and an intact record at offset {at} says the damaged \
                          records had been synced: acknowledged records are unreadable; the log is left as it is",
-                        path(active),
                         scan.end
                     ),
                 });
             }
             if first_start > min_next_lsn {
-                return Err(Error::Corruption {
-                    page: 0,
+                return Err(Error::LogCorruption {
+                    path: Some(segments[active].path().to_path_buf()),
                     detail: format!(
-                        "the log {} starts at LSN {first_start}, after the checkpoint being recovered \
-                         (LSN {min_next_lsn}): the newest checkpoint is damaged and the log no longer covers the one before",
-                        path(active)
+                        "it starts at LSN {first_start}, after the checkpoint being recovered \
+                         (LSN {min_next_lsn}): the newest checkpoint is damaged and the log no longer covers the one before"
                     ),
                 });
             }
@@ -696,18 +695,15 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
             (min_next_lsn, VERSION)
         }
         Header::BadChecksum => {
-            return Err(Error::Corruption {
-                page: 0,
-                detail: format!("{}: log header checksum mismatch", path.display()),
+            return Err(Error::LogCorruption {
+                path: Some(path),
+                detail: "header checksum mismatch".into(),
             })
         }
     };
-    let body_len = usize::try_from(len - HEADER_LEN).map_err(|_| Error::Corruption {
-        page: 0,
-        detail: format!(
-            "{}: log of {len} bytes is too large to recover in memory",
-            path.display()
-        ),
+    let body_len = usize::try_from(len - HEADER_LEN).map_err(|_| Error::LogCorruption {
+        path: Some(path.clone()),
+        detail: format!("{len} bytes is too large to recover in memory"),
     })?;
     let mut body = vec![0u8; body_len];
     io.read_at(&mut body, HEADER_LEN)?;

@@ -222,7 +222,7 @@ fn a_hole_in_synced_records_is_refused_and_one_in_an_unsynced_tail_is_cut() {
     let err = open_strict(&path)
         .err()
         .expect("a synced hole must be refused");
-    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(matches!(err, Error::LogCorruption { .. }), "{err}");
     assert_eq!(
         std::fs::read(&path).expect("read"),
         damaged,
@@ -251,7 +251,7 @@ fn a_hole_in_synced_records_is_refused_and_one_in_an_unsynced_tail_is_cut() {
     let err = open_strict(&path)
         .err()
         .expect("a synced hole must be refused");
-    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(matches!(err, Error::LogCorruption { .. }), "{err}");
 }
 
 #[test]
@@ -292,7 +292,7 @@ fn a_version_1_log_is_read_appended_to_and_becomes_version_2_at_truncation() {
     bytes[HEADER_LEN as usize + record::FRAME_LEN_V1] ^= 1;
     std::fs::write(&path, &bytes).expect("write");
     let err = open_strict(&path).err().expect("refused");
-    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(matches!(err, Error::LogCorruption { .. }), "{err}");
 }
 
 #[test]
@@ -559,7 +559,7 @@ fn rotation_keeps_both_segments_until_a_checkpoint_covers_the_old_one() {
     let err = open_pair(dir.path(), 11)
         .err()
         .expect("records 11..16 are gone");
-    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(matches!(err, Error::LogCorruption { .. }), "{err}");
 }
 
 #[test]
@@ -604,7 +604,7 @@ fn a_gap_between_segments_that_recovery_needs_is_refused() {
     bytes[n - 3] ^= 0x40;
     std::fs::write(&a, &bytes).expect("write");
     let err = open_pair(dir.path(), 3).err().expect("refused");
-    assert!(matches!(err, Error::Corruption { .. }), "{err}");
+    assert!(matches!(err, Error::LogCorruption { .. }), "{err}");
     // Recovery from LSN 6 does not need the old segment.
     let (_, rec) = open_pair(dir.path(), 6).expect("opens");
     assert_eq!(lsns(&rec), vec![6, 7, 8]);

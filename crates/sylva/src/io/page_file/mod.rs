@@ -17,15 +17,13 @@
 //! the file is opened buffered and [`PageFile::direct_io`] says so.
 
 use std::collections::BTreeSet;
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use parking_lot::Mutex;
 
 use super::aligned::{AlignedBuf, IO_ALIGN};
 use super::page_header::{seal, verify, PageHeader, PageKind, PAGE_HEADER_LEN};
-use super::{FileIo, Io};
+use super::{Io, OpenFile, OsFs, Vfs};
 use crate::error::{Error, Result};
 
 /// Smallest and largest page sizes.
@@ -57,6 +55,9 @@ struct State {
 struct FuzzyFree {
     listed: BTreeSet<u64>,
     untouched: BTreeSet<u64>,
+    /// The page count when it began: pages the file grew by since are allocations after the
+    /// checkpoint's log position, whose records a crash may lose.
+    page_count: u64,
 }
 
 /// What a checkpoint recorded, as read back at open.
@@ -74,6 +75,8 @@ pub struct PageFile {
     page_size: usize,
     direct: bool,
     state: Mutex<State>,
+    /// What was wrong with the meta page open did not take (module docs), if anything.
+    meta_damage: Option<String>,
 }
 
 fn le_u64(b: &[u8], at: usize) -> u64 {
@@ -92,22 +95,9 @@ fn io_starts_with_magic(io: &dyn Io) -> Result<bool> {
     Ok(&first[0..4] == super::page_header::PAGE_MAGIC)
 }
 
-fn open_file(path: &Path, create: bool, direct: bool) -> Result<(FileIo, bool)> {
-    if direct {
-        let attempt = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(create)
-            .truncate(false)
-            .custom_flags(libc::O_DIRECT)
-            .open(path);
-        match attempt {
-            Ok(file) => return Ok((FileIo::from_file(file, path), true)),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {}
-            Err(e) => return Err(Error::io_at(path, e)),
-        }
-    }
-    Ok((FileIo::open(path, create)?, false))
+fn open_file(path: &Path, create: bool, direct: bool) -> Result<(Box<dyn Io>, bool)> {
+    let opened = OsFs.open(path, OpenFile { create, direct })?;
+    Ok((opened.io, opened.direct))
 }
 
 impl PageFile {
@@ -119,14 +109,14 @@ impl PageFile {
                 limit: MAX_PAGE_SIZE,
             });
         }
-        if path.exists() {
+        if OsFs.exists(path)? {
             return Err(Error::io_at(
                 path,
                 std::io::Error::from(std::io::ErrorKind::AlreadyExists),
             ));
         }
         let (io, direct) = open_file(path, true, direct)?;
-        Self::create_io(Box::new(io), page_size, direct)
+        Self::create_io(io, page_size, direct)
     }
 
     /// Creates a new, empty page file over `io` (which should be empty); `direct` tells whether
@@ -142,6 +132,7 @@ impl PageFile {
             io,
             page_size,
             direct,
+            meta_damage: None,
             state: Mutex::new(State {
                 page_count: FIRST_DATA_PAGE,
                 free: BTreeSet::new(),
@@ -159,7 +150,7 @@ impl PageFile {
     /// Opens an existing page file, reading its newest valid meta page and free list.
     pub fn open(path: &Path, direct: bool) -> Result<(Self, Meta)> {
         let (io, direct) = open_file(path, false, direct)?;
-        Self::open_io(Box::new(io), direct)
+        Self::open_io(io, direct)
     }
 
     /// Opens a page file over any [`Io`] (`direct` says whether it bypasses the page cache).
@@ -183,7 +174,7 @@ impl PageFile {
         // known: try every legal size and keep the valid meta page (of either slot) with the
         // highest sequence whose recorded size is the size it was read at. A torn meta page 0
         // so never hides an intact meta page 1.
-        let mut best: Option<(u64, usize, AlignedBuf)> = None;
+        let mut best: Option<(u64, usize, u64, AlignedBuf)> = None;
         let mut errors = Vec::new();
         let mut size = MIN_PAGE_SIZE;
         while size <= MAX_PAGE_SIZE {
@@ -198,8 +189,8 @@ impl PageFile {
                         if h.kind == PageKind::Meta && le_u32(&buf, META_BODY) as usize == size =>
                     {
                         let seq = le_u64(&buf, META_BODY + 8);
-                        if best.as_ref().is_none_or(|(s, _, _)| seq > *s) {
-                            best = Some((seq, size, buf));
+                        if best.as_ref().is_none_or(|(s, _, _, _)| seq > *s) {
+                            best = Some((seq, size, id, buf));
                         }
                     }
                     Ok(_) => {}
@@ -211,16 +202,36 @@ impl PageFile {
             }
             size *= 2;
         }
-        let Some((sequence, page_size, meta)) = best else {
+        let Some((sequence, page_size, meta_id, meta)) = best else {
             return Err(Error::Corruption {
                 page: 0,
                 detail: format!("no valid meta page: {}", errors.join("; ")),
             });
         };
+        // The other slot holds the checkpoint before (or, in a new file, the same empty one).
+        // A crash while a checkpoint wrote it leaves it torn, which is harmless, and so is
+        // damage to it; but damage is worth reporting, so it is remembered for `check`.
+        let other = 1 - meta_id;
+        let mut buf = AlignedBuf::new(page_size);
+        let meta_damage = match io.read_at(&mut buf, other * page_size as u64) {
+            Err(e) => Some(format!("meta page {other} could not be read: {e}")),
+            Ok(()) => match verify(&buf, other) {
+                Err(e) => Some(format!("meta page {other} (the older): {e}")),
+                Ok(h) if h.kind != PageKind::Meta => Some(format!(
+                    "meta page {other} (the older) is a {:?} page",
+                    h.kind
+                )),
+                Ok(_) if le_u32(&buf, META_BODY) as usize != page_size => Some(format!(
+                    "meta page {other} (the older) records another page size"
+                )),
+                Ok(_) => None,
+            },
+        };
         let file = PageFile {
             io,
             page_size,
             direct,
+            meta_damage,
             state: Mutex::new(State {
                 page_count: FIRST_DATA_PAGE,
                 free: BTreeSet::new(),
@@ -291,6 +302,13 @@ impl PageFile {
         self.page_size
     }
 
+    /// What was wrong, when the file was opened, with the meta page not taken (the older
+    /// checkpoint's): a crash during a checkpoint leaves it torn, and damage to it is harmless
+    /// too (the next checkpoint rewrites it), but [`crate::Db::check`] reports it.
+    pub fn meta_damage_at_open(&self) -> Option<&str> {
+        self.meta_damage.as_deref()
+    }
+
     /// Whether the file bypasses the OS page cache (`O_DIRECT`).
     pub fn direct_io(&self) -> bool {
         self.direct
@@ -316,18 +334,30 @@ impl PageFile {
         self.state.lock().chain.len() as u64
     }
 
-    fn check_range(&self, first: u64, pages: usize) -> Result<()> {
+    /// Checks that `pages` pages from `first` are data pages of the file. A read of others
+    /// follows a damaged page id (a child pointer, say): corruption; a write of others is the
+    /// caller's mistake.
+    fn check_range(&self, first: u64, pages: usize, read: bool) -> Result<()> {
         let count = self.state.lock().page_count;
-        if first < FIRST_DATA_PAGE || first + pages as u64 > count {
-            return Err(Error::InvalidArgument {
-                what: format!(
-                    "pages {first}..{} are not data pages of this file",
-                    first + pages as u64
-                ),
-                limit: count as usize,
-            });
+        let end = first.saturating_add(pages as u64);
+        if first >= FIRST_DATA_PAGE && end <= count {
+            return Ok(());
         }
-        Ok(())
+        let what = format!(
+            "pages {first}..{end} are not data pages of this file, which has pages \
+             {FIRST_DATA_PAGE}..{count} (0 and 1 are its meta pages)"
+        );
+        Err(if read {
+            Error::Corruption {
+                page: first,
+                detail: format!("a damaged page id: {what}"),
+            }
+        } else {
+            Error::InvalidArgument {
+                what,
+                limit: (count as usize).saturating_mul(self.page_size),
+            }
+        })
     }
 
     /// Reads page `id` into `buf` (one page long) and verifies it is an intact page of `kind`.
@@ -339,7 +369,7 @@ impl PageFile {
     /// Reads `kinds.len()` contiguous pages from `first` into `buf` in one I/O and verifies each.
     pub fn read_run(&self, first: u64, buf: &mut AlignedBuf, kinds: &[PageKind]) -> Result<()> {
         let n = kinds.len();
-        self.check_range(first, n)?;
+        self.check_range(first, n, true)?;
         if buf.len() < n * self.page_size {
             return Err(Error::InvalidArgument {
                 what: format!("buffer of {} bytes for {n} pages", buf.len()),
@@ -365,7 +395,7 @@ impl PageFile {
     /// pool's frames are) and verifies it, whatever its kind.
     pub fn read_frame(&self, id: u64, frame: &mut [u8]) -> Result<PageHeader> {
         self.check_frame(frame)?;
-        self.check_range(id, 1)?;
+        self.check_range(id, 1, true)?;
         match self.io.read_at(frame, id * self.page_size as u64) {
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
                 return Err(Error::Corruption {
@@ -381,7 +411,7 @@ impl PageFile {
     /// Seals `frame` as page `id` of `kind` at `lsn` and writes it (see [`PageFile::read_frame`]).
     pub fn write_frame(&self, id: u64, frame: &mut [u8], kind: PageKind, lsn: u64) -> Result<()> {
         self.check_frame(frame)?;
-        self.check_range(id, 1)?;
+        self.check_range(id, 1, false)?;
         seal(frame, kind, id, lsn);
         self.io.write_at(frame, id * self.page_size as u64)
     }
@@ -418,7 +448,7 @@ impl PageFile {
         buf: &mut AlignedBuf,
         pages: &[(PageKind, u64)],
     ) -> Result<()> {
-        self.check_range(first, pages.len())?;
+        self.check_range(first, pages.len(), false)?;
         if buf.len() < pages.len() * self.page_size {
             return Err(Error::InvalidArgument {
                 what: format!("buffer of {} bytes for {} pages", buf.len(), pages.len()),
@@ -437,7 +467,7 @@ impl PageFile {
         bytes: &mut [u8],
         pages: &[(PageKind, u64)],
     ) -> Result<()> {
-        self.check_range(first, pages.len())?;
+        self.check_range(first, pages.len(), false)?;
         if bytes.len() != pages.len() * self.page_size
             || !(bytes.as_ptr() as usize).is_multiple_of(IO_ALIGN)
         {
@@ -571,6 +601,7 @@ impl PageFile {
         st.fuzzy = Some(FuzzyFree {
             listed: st.free.clone(),
             untouched: st.free.clone(),
+            page_count: st.page_count,
         });
     }
 
@@ -593,13 +624,19 @@ impl PageFile {
         let fuzzy = st.fuzzy.take();
         // The new chain lists every free page plus the old chain's pages (free once this meta
         // lands), and is written to pages that are neither.
-        let (free_listed, mut candidates) = match fuzzy {
-            Some(f) => (f.listed, f.untouched),
-            None => (st.free.clone(), st.free.clone()),
+        // For a fuzzy checkpoint, the pages the file grew by since it began are listed free
+        // too: the state it records is the one of its beginning, when they did not exist.
+        // Redo marks each in use again from the record that allocated it; one whose record a
+        // crash lost stays free, instead of counted in the file but neither free nor in use
+        // (and perhaps never written, past the file's end).
+        let (free_listed, mut candidates, grown) = match fuzzy {
+            Some(f) => (f.listed, f.untouched, f.page_count..st.page_count),
+            None => (st.free.clone(), st.free.clone(), 0..0),
         };
         let mut listed: Vec<u64> = free_listed
             .iter()
             .copied()
+            .chain(grown)
             .chain(st.chain.iter().copied())
             .collect();
         let per_page = Self::ids_per_free_page(self.page_size);
