@@ -74,8 +74,9 @@ fn wal_v1_opens_with_its_records() {
     let (wal, rec) =
         Wal::open(Box::new(FileIo::open(&p, false).expect("open")), 1).expect("open v1 log");
     assert_eq!(rec.cut_bytes, 0);
-    assert_eq!(rec.records.len(), 20);
-    for (i, (lsn, payload)) in rec.records.iter().enumerate() {
+    let records = wal.recovered_records().expect("replay");
+    assert_eq!(records.len(), 20);
+    for (i, (lsn, payload)) in records.iter().enumerate() {
         assert_eq!(
             (*lsn, payload.clone()),
             (i as u64 + 1, wal_payload(i as u64 + 1))
@@ -87,9 +88,9 @@ fn wal_v1_opens_with_its_records() {
 #[test]
 fn wal_v1_with_a_torn_tail_loses_only_the_torn_record() {
     let (_d, p) = scratch("wal-v1-torn.log");
-    let (_, rec) =
+    let (wal, rec) =
         Wal::open(Box::new(FileIo::open(&p, false).expect("open")), 1).expect("open torn log");
-    assert_eq!(rec.records.len(), 19);
+    assert_eq!(wal.recovered_records().expect("replay").len(), 19);
     assert!(rec.cut_bytes > 0);
 }
 

@@ -731,7 +731,7 @@ impl Db {
             sync_thread: Mutex::new(None),
         };
         if state.is_some() {
-            db.redo(checkpoint_lsn, &recovered.records)?;
+            db.redo(checkpoint_lsn)?;
         }
         if state.is_none() || db.recovery.records_redone > 0 || recovered.cut_bytes > 0 {
             db.core.checkpoint_quiet()?;
@@ -757,31 +757,33 @@ impl Db {
         Ok(db)
     }
 
-    /// Redoes the log from `checkpoint_lsn` (see the module docs).
-    fn redo(&mut self, checkpoint_lsn: u64, records: &[(u64, Vec<u8>)]) -> Result<()> {
-        let store = &self.core.tree.store;
+    /// Redoes the log from `checkpoint_lsn` (see the module docs), streaming its records.
+    fn redo(&mut self, checkpoint_lsn: u64) -> Result<()> {
+        let core = self.core.clone();
+        let this = &*self;
+        let store = &core.tree.store;
         let image_len = store.page_size_bytes();
         let mut pending: Option<Vec<OwnedOp>> = None;
         let mut redone = 0;
-        for (lsn, payload) in records {
-            let lsn = *lsn;
+        // Record by record as the log is read again: memory does not grow with the log.
+        store.wal.replay(|lsn, payload| {
             if lsn < checkpoint_lsn {
-                continue;
+                return Ok(());
             }
             match log::decode(lsn, payload, image_len)? {
                 Record::Put { page, key, value } => {
-                    self.redo_page(page, lsn, |t| t.redo_put(page, key, value).map(drop))?
+                    this.redo_page(page, lsn, |t| t.redo_put(page, key, value).map(drop))?
                 }
                 Record::Delete { page, key } => {
-                    self.redo_page(page, lsn, |t| t.redo_delete(page, key).map(drop))?
+                    this.redo_page(page, lsn, |t| t.redo_delete(page, key).map(drop))?
                 }
                 Record::PagesEdit {
                     changed,
                     parent,
                     edit,
                 } => {
-                    self.install_images(lsn, &changed)?;
-                    self.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))?;
+                    this.install_images(lsn, &changed)?;
+                    this.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))?;
                 }
                 Record::Pages {
                     changed,
@@ -789,9 +791,9 @@ impl Db {
                     delta,
                 } => {
                     let pool = &store.pool;
-                    let installed = self.install_images(lsn, &changed)?;
+                    let installed = this.install_images(lsn, &changed)?;
                     if installed && delta != 0 {
-                        let records = &self.core.tree.records;
+                        let records = &this.core.tree.records;
                         if delta > 0 {
                             records.fetch_add(delta as u64, Ordering::Relaxed);
                         } else {
@@ -813,7 +815,8 @@ impl Db {
                 Record::BatchEnd => pending = None,
             }
             redone += 1;
-        }
+            Ok(())
+        })?;
         self.recovery.records_redone = redone;
         if let Some(ops) = pending {
             // Applied again as a live batch is, logged: a page this changes may be written

@@ -6,8 +6,38 @@ use std::time::Duration;
 use super::*;
 use crate::io::{Fault, FaultyIo, FileIo};
 
-fn open(path: &Path) -> (Wal, Recovered) {
-    Wal::open(Box::new(FileIo::open(path, true).expect("open file")), 1).expect("open wal")
+/// What recovery found, with its records read into memory by [`Wal::replay`].
+struct Rec {
+    records: Vec<(u64, Vec<u8>)>,
+    cut_bytes: u64,
+    intact_after_cut: Option<u64>,
+    hole_was_synced: bool,
+}
+
+/// An opened log and what recovery found, its records read back.
+fn read_back(opened: Result<(Wal, Recovered)>) -> Result<(Wal, Rec)> {
+    let (wal, r) = opened?;
+    let records = wal.recovered_records()?;
+    assert_eq!(
+        records.len() as u64,
+        r.records,
+        "replay returns what the scan counted"
+    );
+    let rec = Rec {
+        records,
+        cut_bytes: r.cut_bytes,
+        intact_after_cut: r.intact_after_cut,
+        hole_was_synced: r.hole_was_synced,
+    };
+    Ok((wal, rec))
+}
+
+fn open(path: &Path) -> (Wal, Rec) {
+    read_back(Wal::open(
+        Box::new(FileIo::open(path, true).expect("open file")),
+        1,
+    ))
+    .expect("open wal")
 }
 
 /// Appends a record and makes it durable, as the database does under `SyncMode::Always`.
@@ -23,7 +53,7 @@ fn payload(i: u64) -> Vec<u8> {
         .into_bytes()
 }
 
-fn lsns(r: &Recovered) -> Vec<u64> {
+fn lsns(r: &Rec) -> Vec<u64> {
     r.records.iter().map(|(l, _)| *l).collect()
 }
 
@@ -208,8 +238,11 @@ fn damage_record(path: &Path, offsets: &[u64], lsn: u64) -> Vec<u8> {
     bytes
 }
 
-fn open_strict(path: &Path) -> Result<(Wal, Recovered)> {
-    Wal::open_strict(Box::new(FileIo::open(path, true).expect("open file")), 1)
+fn open_strict(path: &Path) -> Result<(Wal, Rec)> {
+    read_back(Wal::open_strict(
+        Box::new(FileIo::open(path, true).expect("open file")),
+        1,
+    ))
 }
 
 #[test]
@@ -502,17 +535,17 @@ fn a_torn_header_over_an_empty_log_recovers_empty() {
     h[17] ^= 0xFF;
     std::fs::write(&path, h).expect("write");
     let (io, _) = FaultyIo::new(FileIo::open(&path, false).expect("open"));
-    let (wal, rec) = Wal::open(Box::new(io), 40).expect("recovers");
+    let (wal, rec) = read_back(Wal::open(Box::new(io), 40)).expect("recovers");
     assert!(rec.records.is_empty());
     assert_eq!(wal.append(b"x").expect("append"), 40);
 }
 
 /// A two-segment log over `dir/a` and `dir/b`, as the database opens its log.
-fn open_pair(dir: &Path, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
+fn open_pair(dir: &Path, min_next_lsn: u64) -> Result<(Wal, Rec)> {
     let io = |name: &str| -> Box<dyn Io> {
         Box::new(FileIo::open(&dir.join(name), true).expect("open file"))
     };
-    Wal::open_segments([io("a"), io("b")], min_next_lsn)
+    read_back(Wal::open_segments([io("a"), io("b")], min_next_lsn))
 }
 
 fn append_n(wal: &Wal, lsns: std::ops::Range<u64>) {
@@ -627,13 +660,20 @@ fn an_empty_segment_with_an_old_header_starts_over_at_the_next_lsn() {
         .and_then(|f| f.set_len(HEADER_LEN))
         .expect("cut");
     {
-        let (wal, rec) =
-            Wal::open(Box::new(FileIo::open(&path, true).expect("file")), 4).expect("open");
+        let (wal, rec) = read_back(Wal::open(
+            Box::new(FileIo::open(&path, true).expect("file")),
+            4,
+        ))
+        .expect("open");
         assert!(rec.records.is_empty());
         append_n(&wal, 4..6);
         wal.sync().expect("sync");
     }
-    let (_, rec) = Wal::open(Box::new(FileIo::open(&path, true).expect("file")), 4).expect("open");
+    let (_, rec) = read_back(Wal::open(
+        Box::new(FileIo::open(&path, true).expect("file")),
+        4,
+    ))
+    .expect("open");
     assert_eq!(
         lsns(&rec),
         vec![4, 5],
