@@ -280,9 +280,6 @@ fn progress_bar(len: usize, message: String) -> ProgressBar {
 
 /// Runs `sylva bench`: the measurements, then the table and the JSON file.
 pub fn run(args: BenchArgs) -> Result<(), String> {
-    if let Some(suite) = &args.suite {
-        return crate::suite::run(suite, &args);
-    }
     let records = measure(&args)?;
     let child = crate::children::is_child();
     if !child {

@@ -57,7 +57,13 @@ fn main() {
                 .skip_while(|a| a != "bench")
                 .skip(1)
                 .collect();
-            bench::run(*args).map(|()| Outcome::Done)
+            // `--suite` runs a predefined comparison (which measures through `bench`),
+            // otherwise one benchmark.
+            match &args.suite {
+                Some(suite) => suite::run(suite, &args),
+                None => bench::run(*args),
+            }
+            .map(|()| Outcome::Done)
         }
         Command::Put(args) => tools::put(args),
         Command::Get(args) => tools::get(args),

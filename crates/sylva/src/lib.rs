@@ -25,6 +25,7 @@ mod kv;
 pub mod mem;
 mod memmap;
 pub mod page;
+mod sync;
 pub mod wal;
 
 pub use db::{

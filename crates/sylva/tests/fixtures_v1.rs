@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use sylva::io::page_header::PageKind;
 use sylva::io::{FileIo, PageFile};
-use sylva::wal::{SyncMode, Wal};
+use sylva::wal::Wal;
 use sylva::Error;
 
 fn fixture(name: &str) -> PathBuf {
@@ -37,14 +37,11 @@ fn regenerate() {
     std::fs::create_dir_all(&dir).expect("mkdir");
     let wal_path = dir.join("wal-v1.log");
     let _ = std::fs::remove_file(&wal_path);
-    let (wal, _) = Wal::open(
-        Box::new(FileIo::open(&wal_path, true).expect("open")),
-        SyncMode::Always,
-        1,
-    )
-    .expect("wal");
+    let (wal, _) =
+        Wal::open(Box::new(FileIo::open(&wal_path, true).expect("open")), 1).expect("wal");
     for i in 1..=20 {
-        wal.append(&wal_payload(i)).expect("append");
+        let lsn = wal.append(&wal_payload(i)).expect("append");
+        wal.sync_to(lsn).expect("sync");
     }
     drop(wal);
     let mut bytes = std::fs::read(&wal_path).expect("read");
@@ -74,15 +71,12 @@ fn regenerate() {
 #[test]
 fn wal_v1_opens_with_its_records() {
     let (_d, p) = scratch("wal-v1.log");
-    let (wal, rec) = Wal::open(
-        Box::new(FileIo::open(&p, false).expect("open")),
-        SyncMode::Never,
-        1,
-    )
-    .expect("open v1 log");
+    let (wal, rec) =
+        Wal::open(Box::new(FileIo::open(&p, false).expect("open")), 1).expect("open v1 log");
     assert_eq!(rec.cut_bytes, 0);
-    assert_eq!(rec.records.len(), 20);
-    for (i, (lsn, payload)) in rec.records.iter().enumerate() {
+    let records = wal.recovered_records().expect("replay");
+    assert_eq!(records.len(), 20);
+    for (i, (lsn, payload)) in records.iter().enumerate() {
         assert_eq!(
             (*lsn, payload.clone()),
             (i as u64 + 1, wal_payload(i as u64 + 1))
@@ -94,13 +88,9 @@ fn wal_v1_opens_with_its_records() {
 #[test]
 fn wal_v1_with_a_torn_tail_loses_only_the_torn_record() {
     let (_d, p) = scratch("wal-v1-torn.log");
-    let (_, rec) = Wal::open(
-        Box::new(FileIo::open(&p, false).expect("open")),
-        SyncMode::Never,
-        1,
-    )
-    .expect("open torn log");
-    assert_eq!(rec.records.len(), 19);
+    let (wal, rec) =
+        Wal::open(Box::new(FileIo::open(&p, false).expect("open")), 1).expect("open torn log");
+    assert_eq!(wal.recovered_records().expect("replay").len(), 19);
     assert!(rec.cut_bytes > 0);
 }
 

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use sylva::io::FileIo;
-use sylva::wal::{SyncMode, Wal};
+use sylva::wal::Wal;
 
 fn payload(lsn: u64) -> Vec<u8> {
     let mut p = format!("lsn {lsn}:").into_bytes();
@@ -19,23 +19,15 @@ fn payload(lsn: u64) -> Vec<u8> {
     p
 }
 
-fn mode(name: &str) -> SyncMode {
-    match name {
-        "always" => SyncMode::Always,
-        _ => SyncMode::Batch {
-            ops: 64,
-            interval: Duration::from_millis(5),
-        },
-    }
-}
-
-fn open(dir: &Path, mode: SyncMode) -> (Wal, sylva::wal::Recovered) {
-    Wal::open(
+/// Opens the log and reads back what recovery found.
+fn open(dir: &Path) -> (Wal, Vec<(u64, Vec<u8>)>) {
+    let (wal, _) = Wal::open(
         Box::new(FileIo::open(&dir.join("wal"), true).expect("open file")),
-        mode,
         1,
     )
-    .expect("open wal")
+    .expect("open wal");
+    let records = wal.recovered_records().expect("replay");
+    (wal, records)
 }
 
 #[test]
@@ -44,13 +36,15 @@ fn crash_child() {
         return;
     };
     let mode_name = std::env::var("SYLVA_WAL_CRASH_MODE").unwrap_or_default();
-    let (wal, _) = open(Path::new(&dir), mode(&mode_name));
+    let (wal, _) = open(Path::new(&dir));
     let mut n = wal.next_lsn();
     loop {
         let lsn = wal.append(&payload(n)).expect("append");
         assert_eq!(lsn, n);
         n += 1;
         if mode_name == "always" {
+            // As the database does under `SyncMode::Always`: durable before acknowledged.
+            wal.sync_to(lsn).expect("sync");
             println!("ack {lsn}");
         } else if lsn % 50 == 0 {
             wal.sync().expect("sync");
@@ -100,13 +94,13 @@ fn crash_rounds(mode_name: &str) {
         child.wait().expect("reap child");
         let acked = reader.join().expect("reader thread");
 
-        let (_, rec) = open(dir.path(), mode(mode_name));
-        let last = rec.records.last().map_or(0, |r| r.0);
+        let (_, records) = open(dir.path());
+        let last = records.last().map_or(0, |r| r.0);
         assert!(
             last >= acked,
             "round {round}: acknowledged up to {acked} but recovered only up to {last}"
         );
-        for (i, (lsn, p)) in rec.records.iter().enumerate() {
+        for (i, (lsn, p)) in records.iter().enumerate() {
             assert_eq!(
                 *lsn,
                 i as u64 + 1,

@@ -142,7 +142,7 @@ impl<S: NodeStore> BTree<S> {
             Ok(true) => {
                 let logged = self.store.log_pages(&[seen.id], &[]);
                 l.unlock();
-                logged
+                logged.map(drop)
             }
             Ok(false) => {
                 l.unlock_hint();

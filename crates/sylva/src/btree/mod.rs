@@ -4,8 +4,8 @@
 //! Files and the paper sections they implement:
 //! - [`options`]: the layouts of the paper's ablation (Figure 7) plus `adaptive`, and the page
 //!   size;
-//! - `tree`: descent, get/put/delete, split and merge (section 2), optimistic lock coupling
-//!   (section 7.1);
+//! - `tree`: descent, get/put/delete, split (section 2), optimistic lock coupling (section 7.1);
+//! - `merge`: merge at ≥ 3/4 empty (section 2);
 //! - `walk`: scans and range maps over records copied from each leaf and validated;
 //! - `leaf`: leaf split, merge and layout conversion over every leaf kind (comparison,
 //!   fingerprinting, semi-dense, fully-dense), with the dense split and the partition-aware
@@ -78,6 +78,7 @@ mod adapt;
 mod check;
 mod kv;
 mod leaf;
+mod merge;
 pub mod options;
 mod records;
 pub(crate) use records::Records;
@@ -86,7 +87,8 @@ pub(crate) mod store;
 mod tree;
 mod walk;
 
+pub use crate::sync::{Abort, Latch, Olc};
 pub use check::CheckReport;
 pub use options::{Layout, Options};
-pub use store::{Abort, Latch, MemNodeStore, NodeLatch, NodeStore, Olc, ParentEdit};
+pub use store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit};
 pub use tree::{max_key_len, max_value_len, BTree};

@@ -44,7 +44,7 @@
 //! (the paper's policy), on by default in the database (`DbOptions::redistribute`).
 
 use super::leaf::{collect, fences, op_counter, Records};
-use super::store::{Abort, NodeLatch, NodeStore, Olc, ParentEdit};
+use super::store::{NodeLatch, NodeStore, ParentEdit};
 use super::tree::{BTree, WriteGuard};
 use crate::error::Result;
 use crate::page::build::leaf_separator_near;
@@ -52,6 +52,7 @@ use crate::page::dense::{Dense, KIND_DENSE_LEAF};
 use crate::page::semidense::{self, SemiDense, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::{slot_len, Slotted};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_LEAF};
+use crate::sync::{Abort, Olc};
 use std::sync::atomic::Ordering;
 
 /// A neighbour takes records only if at least `1/MIN_FREE_DIVISOR` of its page is free: less

@@ -2,7 +2,8 @@
 //!
 //! The tree addresses nodes only by [`PageId`] and never keeps a Rust reference from one node
 //! into another, so a later buffer pool can implement [`NodeStore`] over a page file. Each page
-//! has a versioned [`Latch`] (optimistic lock coupling, paper section 7.1 / Leis et al.).
+//! has a versioned latch (optimistic lock coupling, paper section 7.1 / Leis et al.): the tree
+//! reaches it through [`NodeLatch`]; the in-memory store's is [`Latch`] (`crate::sync`).
 //!
 //! [`MemNodeStore`] keeps pages in chunks that are never moved or returned to the allocator
 //! before the store is dropped: a reader holding a stale page id can always read the bytes it
@@ -10,116 +11,13 @@
 //! reused; their latch versions keep counting so no stale reader validates against them.
 
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::page::PageId;
-
-/// A versioned latch: bit 0 obsolete, bit 1 write-locked, bits 2.. a version counter that
-/// every write unlock advances.
-#[derive(Debug, Default)]
-pub struct Latch(AtomicU64);
-
-const OBSOLETE: u64 = 1;
-const LOCKED: u64 = 2;
-const STEP: u64 = 4;
-
-/// Why an optimistic operation could not complete.
-pub enum Abort {
-    /// A page changed underneath; start the operation again.
-    Restart,
-    /// A real error.
-    Fail(Error),
-}
-
-impl From<Error> for Abort {
-    fn from(e: Error) -> Self {
-        Abort::Fail(e)
-    }
-}
-
-/// The result of an optimistic step.
-pub type Olc<T> = std::result::Result<T, Abort>;
-
-impl Latch {
-    /// Waits until the latch is not write-locked and returns its version. `Restart` if the page
-    /// was freed.
-    #[inline]
-    pub(crate) fn read_lock(&self) -> Olc<u64> {
-        let mut spins = 0u32;
-        loop {
-            let v = self.0.load(Ordering::Acquire);
-            if v & OBSOLETE != 0 {
-                return Err(Abort::Restart);
-            }
-            if v & LOCKED == 0 {
-                return Ok(v);
-            }
-            backoff(&mut spins);
-        }
-    }
-
-    /// Whether the version is still `v` (nothing was written since `read_lock` returned it).
-    #[inline]
-    pub(crate) fn validate(&self, v: u64) -> Olc<()> {
-        // Orders the optimistic reads before this check.
-        std::sync::atomic::fence(Ordering::Acquire);
-        if self.0.load(Ordering::Relaxed) == v {
-            Ok(())
-        } else {
-            Err(Abort::Restart)
-        }
-    }
-
-    /// Takes the write lock if the version is still `v`.
-    #[inline]
-    pub(crate) fn upgrade(&self, v: u64) -> Olc<()> {
-        self.0
-            .compare_exchange(v, v | LOCKED, Ordering::Acquire, Ordering::Relaxed)
-            .map(|_| ())
-            .map_err(|_| Abort::Restart)
-    }
-
-    /// Releases the write lock and advances the version.
-    #[inline]
-    pub(crate) fn unlock(&self) {
-        let v = self.0.load(Ordering::Relaxed);
-        self.0
-            .store((v & !(LOCKED | OBSOLETE)) + STEP, Ordering::Release);
-    }
-
-    /// Releases the write lock marking the page freed.
-    fn unlock_obsolete(&self) {
-        let v = self.0.load(Ordering::Relaxed);
-        self.0.store(
-            ((v & !(LOCKED | OBSOLETE)) + STEP) | OBSOLETE,
-            Ordering::Release,
-        );
-    }
-
-    /// Takes a freed page's latch for reuse, write-locked.
-    fn lock_for_reuse(&self) {
-        let v = self.0.load(Ordering::Relaxed);
-        self.0.store(
-            ((v & !(LOCKED | OBSOLETE)) + STEP) | LOCKED,
-            Ordering::Release,
-        );
-    }
-}
-
-/// Spin briefly, then yield: on a machine with fewer cores than threads a spinning waiter would
-/// otherwise burn the holder's time slice.
-#[inline]
-pub(crate) fn backoff(spins: &mut u32) {
-    *spins += 1;
-    if *spins < 64 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
-    }
-}
+use crate::sync::{Latch, Olc};
 
 /// A page's latch as the tree uses it: a cheap handle (`Copy`), one per access.
 pub trait NodeLatch: Copy {
@@ -162,8 +60,10 @@ impl NodeLatch for &Latch {
 /// Fixed-size node pages addressed by id, each with a latch.
 ///
 /// The logging hooks are how a durable store learns what changed: the tree calls them while it
-/// still holds the write latches of the pages named, after changing them. An in-memory store
-/// ignores them.
+/// still holds the write latches of the pages named, after changing them. Each returns the LSN
+/// of the record it appended (0 if it logged nothing), which the tree hands back to its caller
+/// (`BTree::put_logged`): what a write must make durable before it is acknowledged. An
+/// in-memory store ignores them.
 pub trait NodeStore: Send + Sync {
     /// The latch handle of one page.
     type Latch<'a>: NodeLatch
@@ -202,22 +102,22 @@ pub trait NodeStore: Send + Sync {
     /// `key` was put into leaf `leaf` with `value` (by the leaf's own insert or overwrite);
     /// `inserted` if it was not there before.
     #[inline]
-    fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<()> {
+    fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<u64> {
         let _ = (leaf, key, value, inserted);
-        Ok(())
+        Ok(0)
     }
     /// `key` was removed from leaf `leaf`.
     #[inline]
-    fn log_delete(&self, leaf: PageId, key: &[u8]) -> Result<()> {
+    fn log_delete(&self, leaf: PageId, key: &[u8]) -> Result<u64> {
         let _ = (leaf, key);
-        Ok(())
+        Ok(0)
     }
     /// The pages `changed` were rewritten in some other way (split, merge, new root, layout
     /// conversion, sort), and the pages `freed` are about to be freed.
     #[inline]
-    fn log_pages(&self, changed: &[PageId], freed: &[PageId]) -> Result<()> {
+    fn log_pages(&self, changed: &[PageId], freed: &[PageId]) -> Result<u64> {
         let _ = (changed, freed);
-        Ok(())
+        Ok(0)
     }
     /// The pages `changed` were rewritten (a split or a redistribution), and inner page
     /// `parent` changed only by `edit`: a durable store may log the edit instead of the
@@ -228,9 +128,9 @@ pub trait NodeStore: Send + Sync {
         changed: &[PageId],
         parent: PageId,
         edit: &ParentEdit<'_>,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         let _ = (changed, parent, edit);
-        Ok(())
+        Ok(0)
     }
 }
 

@@ -1,6 +1,6 @@
-//! The tree: optimistic lock coupling over a [`NodeStore`], point operations, split and merge
-//! (paper sections 2 and 7.1). A leaf split first offers a deferred split with a neighbour
-//! (`super::redistribute`).
+//! The tree: optimistic lock coupling over a [`NodeStore`], point operations and split (paper
+//! sections 2 and 7.1); merge is in `super::merge`. A leaf split first offers a deferred split
+//! with a neighbour (`super::redistribute`).
 //!
 //! The first page allocated is a metadata node: an inner node with no keys whose upper child is
 //! the root, so a root split is an ordinary split whose parent is that page (as in LeanStore and
@@ -26,9 +26,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::adapt::Seen;
-use super::leaf::{semi_dense_underfull, LeafPlan};
+use super::leaf::LeafPlan;
 use super::options::Options;
-use super::store::{backoff, Abort, MemNodeStore, NodeLatch, NodeStore, Olc, ParentEdit};
+use super::store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit};
 use crate::error::{Error, Result};
 use crate::kv::{Limits, Stats};
 use crate::page::build::{self, Builder, NodeSpec};
@@ -37,6 +37,7 @@ use crate::page::fingerprint;
 use crate::page::semidense::{SemiDense, SemiDenseMut, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
+use crate::sync::{backoff, Abort, Olc};
 
 /// More inner levels than any tree can have (each at least halves the records below it).
 const MAX_HEIGHT: usize = 64;
@@ -56,7 +57,7 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) records: AtomicU64,
     limits: Limits,
     pub(crate) splits: AtomicU64,
-    merges: AtomicU64,
+    pub(crate) merges: AtomicU64,
     pub(crate) conversions: AtomicU64,
     pub(crate) redistributions: AtomicU64,
     pub(crate) splits_2to3: AtomicU64,
@@ -264,7 +265,7 @@ impl<S: NodeStore> BTree<S> {
 
     /// Descends to the leaf whose range holds `key`. With `target`, stops at the parent of
     /// page `target` instead and returns `(parent, parent version, target version)`.
-    fn descend(&self, key: &[u8], target: Option<PageId>) -> Olc<(PageId, u64, u64)> {
+    pub(crate) fn descend(&self, key: &[u8], target: Option<PageId>) -> Olc<(PageId, u64, u64)> {
         let d = self.descend_to(key, target)?;
         Ok(match target {
             Some(_) => (d.parent.id, d.parent.version, d.version),
@@ -438,6 +439,13 @@ impl<S: NodeStore> BTree<S> {
 
     /// Inserts or overwrites `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.put_logged(key, value).map(drop)
+    }
+
+    /// [`BTree::put`], returning the LSN of the last record the store's logging hooks appended
+    /// for it (0 if they logged nothing): the log up to it holds the put. A thread's records
+    /// get rising LSNs, so that is the highest of the put's records.
+    pub(crate) fn put_logged(&self, key: &[u8], value: &[u8]) -> Result<u64> {
         self.limits.check_key(key)?;
         self.limits.check_value(value)?;
         let _gate = self.store.write_gate();
@@ -445,23 +453,24 @@ impl<S: NodeStore> BTree<S> {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
             l.upgrade(v)?;
-            let outcome = {
+            let (outcome, lsn) = {
                 let _g = WriteGuard(l);
                 let outcome = self.leaf_put(id, key, value)?;
+                let mut lsn = 0;
                 if let Put::Done { inserted } = outcome {
-                    self.store.log_put(id, key, value, inserted)?;
+                    lsn = self.store.log_put(id, key, value, inserted)?;
                     if self.adapt_after_point_write(id, self.page_mut(id)?)? {
-                        self.store.log_pages(&[id], &[])?;
+                        lsn = self.store.log_pages(&[id], &[])?;
                     }
                 }
-                outcome
+                (outcome, lsn)
             };
             match outcome {
                 Put::Done { inserted } => {
                     if inserted {
                         self.records.fetch_add(1, Ordering::Relaxed);
                     }
-                    Ok(())
+                    Ok(lsn)
                 }
                 Put::NeedsSplit => {
                     self.split(id, key, value.len())?;
@@ -715,30 +724,36 @@ impl<S: NodeStore> BTree<S> {
 
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.delete_logged(key).map(|(found, _)| found)
+    }
+
+    /// [`BTree::delete`], also returning the LSN of the last record logged for it, a merge's
+    /// included (as [`BTree::put_logged`]).
+    pub(crate) fn delete_logged(&self, key: &[u8]) -> Result<(bool, u64)> {
         self.limits.check_key(key)?;
         let _gate = self.store.write_gate();
-        let (found, underfull) = retry(|| {
+        let (found, underfull, mut lsn) = retry(|| {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
             l.upgrade(v)?;
             let _g = WriteGuard(l);
             if !self.apply_delete(id, key)? {
-                return Ok((false, None));
+                return Ok((false, None, 0));
             }
-            self.store.log_delete(id, key)?;
+            let mut lsn = self.store.log_delete(id, key)?;
             let underfull = self.underfull(id)?;
             if self.adapt_after_point_write(id, self.page_mut(id)?)? {
-                self.store.log_pages(&[id], &[])?;
+                lsn = self.store.log_pages(&[id], &[])?;
             }
-            Ok((true, underfull.then_some(id)))
+            Ok((true, underfull.then_some(id), lsn))
         })?;
         if found {
             self.records.fetch_sub(1, Ordering::Relaxed);
         }
         if let Some(id) = underfull {
-            self.try_merge(id, key)?;
+            self.try_merge(id, key, &mut lsn)?;
         }
-        Ok(found)
+        Ok((found, lsn))
     }
 
     /// Removes `key` from leaf `id` (write-latched by the caller); returns whether it was there.
@@ -769,100 +784,6 @@ impl<S: NodeStore> BTree<S> {
             node.remove(idx);
         }
         Ok(true)
-    }
-
-    /// Whether leaf `id` (write-latched by the caller) is empty enough to merge: a dense leaf
-    /// under a quarter full, a slotted one with 3/4 of its page free, a semi-dense one either
-    /// way (`leaf::semi_dense_underfull`).
-    fn underfull(&self, id: PageId) -> Result<bool> {
-        let page = self.page(id).map_err(|_| corrupt(id, "leaf vanished"))?;
-        if page[0] == KIND_SEMI_DENSE_LEAF {
-            return semi_dense_underfull(id, page);
-        }
-        if page[0] == KIND_DENSE_LEAF {
-            let d = Dense::new(id, page)?;
-            return Ok(d.count() * 4 < d.capacity());
-        }
-        let free = Slotted::new(id, page)?.free_space_after_compaction();
-        Ok(free >= self.options.page_size * 3 / 4)
-    }
-
-    /// Merges page `target` with a neighbour under the same parent if the result fits
-    /// (section 2: merge at ≥ 3/4 empty). Best effort: gives up quietly on contention.
-    fn try_merge(&self, target: PageId, key: &[u8]) -> Result<()> {
-        let parent_underfull = match self.merge_once(target, key) {
-            Ok(p) => p,
-            Err(Abort::Restart) => None,
-            Err(Abort::Fail(e)) => return Err(e),
-        };
-        if let Some(pid) = parent_underfull {
-            self.try_merge(pid, key)?;
-        }
-        Ok(())
-    }
-
-    /// One merge attempt; returns the parent if it is now underfull itself.
-    fn merge_once(&self, target: PageId, key: &[u8]) -> Olc<Option<PageId>> {
-        let (pid, pv, tv) = self.descend(key, Some(target))?;
-        if pid == self.meta {
-            return Ok(None);
-        }
-        let (pl, tl) = (self.latch(pid)?, self.latch(target)?);
-        pl.upgrade(pv)?;
-        let _pg = WriteGuard(pl);
-        tl.upgrade(tv)?;
-        let tg = WriteGuard(tl);
-        let p = Slotted::new(pid, self.page(pid)?)?;
-        let (pos, _) = p.lower_bound(key)?;
-        if p.child(pos)? != target {
-            return Err(Abort::Restart);
-        }
-        let (left, right, sep_idx) = if pos < p.count() {
-            (target, p.child(pos + 1)?, pos)
-        } else if pos > 0 {
-            (p.child(pos - 1)?, target, pos - 1)
-        } else {
-            return Ok(None);
-        };
-        let other = if left == target { right } else { left };
-        let ol = self.latch(other)?;
-        ol.upgrade(ol.read_lock()?)?;
-        let og = WriteGuard(ol);
-        for id in [left, right] {
-            let page = self.page_mut(id)?;
-            if page[0] == KIND_FP_LEAF && self.sort_fp_leaf(id, page)? {
-                self.store.log_pages(&[id], &[])?;
-            }
-        }
-        let (lp, rp) = (self.page(left)?, self.page(right)?);
-        let merged = if lp[0] == KIND_INNER {
-            let (lv, rv) = (Slotted::new(left, lp)?, Slotted::new(right, rp)?);
-            if rv.kind() != KIND_INNER {
-                return Err(corrupt(pid, "neighbours of different levels").into());
-            }
-            let mut merged = vec![0u8; self.options.page_size];
-            if !build::merge(&lv, &rv, self.flags, self.truncate, &mut merged)? {
-                return Ok(None);
-            }
-            merged
-        } else {
-            match self.plan_leaf_merge((left, lp), (right, rp))? {
-                Some(m) => m,
-                None => return Ok(None),
-            }
-        };
-        self.page_mut(right)?.copy_from_slice(&merged);
-        let mut pm = SlottedMut::new(pid, self.page_mut(pid)?)?;
-        pm.remove(sep_idx);
-        let parent_free = pm.view().free_space_after_compaction();
-        self.store.log_pages(&[right, pid], &[left])?;
-        // Free the left page: its guard must not unlock it again.
-        let (lg, rg) = if left == target { (tg, og) } else { (og, tg) };
-        std::mem::forget(lg);
-        self.store.free(left)?;
-        drop(rg);
-        self.merges.fetch_add(1, Ordering::Relaxed);
-        Ok((parent_free >= self.options.page_size * 3 / 4).then_some(pid))
     }
 
     /// Counts and counters.

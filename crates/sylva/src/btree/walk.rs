@@ -15,13 +15,14 @@
 
 use super::adapt::Seen;
 use super::leaf::{collect, fences, Records};
-use super::store::{Abort, NodeLatch, NodeStore, Olc};
+use super::store::{NodeLatch, NodeStore};
 use super::tree::{checked, retry, BTree, ChildPos, WriteGuard};
 use crate::error::Result;
 use crate::page::dense::{Dense, SlotKeys, KIND_DENSE_LEAF};
 use crate::page::semidense::{SemiDense, KIND_SEMI_DENSE_LEAF};
 use crate::page::slotted::Slotted;
 use crate::page::{cmp_keys, corrupt, fingerprint, free_gap, PageId, KIND_FP_LEAF};
+use crate::sync::{Abort, Olc};
 
 impl<S: NodeStore> BTree<S> {
     /// Walks records in key order from the first key `>= start`, stopping before `end` (when
@@ -485,7 +486,7 @@ mod tests {
         }
     }
 
-    fn ok<T>(r: crate::btree::store::Olc<T>) -> T {
+    fn ok<T>(r: crate::sync::Olc<T>) -> T {
         match r {
             Ok(t) => t,
             Err(_) => panic!("restart or error in a single-threaded test"),

@@ -31,6 +31,16 @@
 //! single page straight from the frame, holding the exclusive lock: nobody uses a page that is
 //! being evicted, so there is no one to hold up.
 //!
+//! The clock's lock (the list of resident pages and the hand) is held to choose a victim, not
+//! to write one back: the evicting thread releases it for the log flush and the write, and takes
+//! it again to drop the page from the list. Meanwhile other threads run the clock and load pages
+//! (passing over the locked victim); a reader of the victim waits for its lock as for a writer's,
+//! then loads it from the file, which holds its bytes by then (the write ends before the page
+//! is released evicted, and nothing else can lock, load or reuse it until then). A checkpoint's
+//! flush that meets the victim waits for the lock too, so the page is in the file before the
+//! flush ends. Several threads may so write victims back at once, and together evict up to one
+//! page each more than the budget needs.
+//!
 //! **Checkpoint write-back from a copy.** [`BufferPool::flush_all`] walks the resident pages in
 //! page order and writes each run of consecutive dirty pages with one write (up to 1 MiB), but
 //! never holds a writer for the I/O: for each page it takes the *writing* mode, copies the frame
@@ -60,7 +70,9 @@
 //! each page it writes, which is small next to sealing (a CRC32C of the page) and the write.
 //!
 //! **WAL rule.** Before a dirty page (or a copy of it) is written back, the log is made durable
-//! up to the page's LSN (its header's LSN field, which the engine sets under the page's lock).
+//! up to the page's LSN (its header's LSN field, which the engine sets under the page's lock),
+//! through [`LogFlush`], the one thing the pool asks of a log (the database's is its `Wal`). The
+//! header's fields are read and written through [`crate::io::page_header`]'s accessors.
 //! A flush syncs the log before it starts, and again before a run only if one of its copies is
 //! newer than that; it never fsyncs while holding a page.
 //!
@@ -76,16 +88,24 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
-use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
+use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
-use crate::wal::Wal;
+use crate::sync::backoff;
 use region::Region;
 use state::{
     is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, LOCKED, MARKED,
 };
+
+/// What the pool needs of a write-ahead log: the WAL rule, a page reaches the file only after
+/// the log records up to its LSN are durable.
+pub trait LogFlush: Send + Sync {
+    /// Makes every record up to and including `lsn` durable (every record appended so far if
+    /// `lsn` is past the last), and returns the LSN below which every record is durable.
+    fn flush_to(&self, lsn: u64) -> Result<u64>;
+}
 
 /// Buffer-pool settings.
 #[derive(Debug, Clone, Copy)]
@@ -195,7 +215,7 @@ struct Clock {
 /// Pages of a [`PageFile`], cached within a memory budget.
 pub struct BufferPool {
     file: PageFile,
-    wal: Option<Arc<Wal>>,
+    log: Option<Arc<dyn LogFlush>>,
     frames: Region,
     states: Region,
     capacity: u64,
@@ -215,21 +235,14 @@ pub struct BufferPool {
     writebacks: AtomicU64,
 }
 
-/// Spin briefly, then yield (on 2 cores a spinning waiter can starve the holder).
-#[inline]
-fn backoff(spins: &mut u32) {
-    *spins += 1;
-    if *spins < 64 {
-        std::hint::spin_loop();
-    } else {
-        std::thread::yield_now();
-    }
-}
-
 impl BufferPool {
-    /// A pool over `file`; `wal`, when given, is synced up to a page's LSN before the page is
+    /// A pool over `file`; `log`, when given, is flushed up to a page's LSN before the page is
     /// written back.
-    pub fn new(file: PageFile, wal: Option<Arc<Wal>>, options: PoolOptions) -> Result<Self> {
+    pub fn new(
+        file: PageFile,
+        log: Option<Arc<dyn LogFlush>>,
+        options: PoolOptions,
+    ) -> Result<Self> {
         let page_size = file.page_size();
         let capacity = options.reserve_bytes / page_size as u64;
         let frames = Region::reserve((capacity as usize).saturating_mul(page_size))?;
@@ -240,7 +253,7 @@ impl BufferPool {
         let run_pages = ((total / 16) as usize).clamp(1, (MAX_RUN_BYTES / page_size).max(1));
         Ok(BufferPool {
             file,
-            wal,
+            log,
             frames,
             states,
             capacity,
@@ -413,20 +426,33 @@ impl BufferPool {
         }
     }
 
+    /// The common header of page `id`'s frame. Read it holding the page's lock, or between
+    /// [`BufferPool::read_lock`] and a successful [`BufferPool::validate`].
+    fn header(&self, id: u64) -> &[u8] {
+        // SAFETY: the header is the first `PAGE_HEADER_LEN` bytes of the frame, inside our
+        // mapping; a reader without the lock validates what it read (as for `data`).
+        unsafe { std::slice::from_raw_parts(self.frame(id).as_ptr(), PAGE_HEADER_LEN) }
+    }
+
+    /// The common header of page `id`'s frame, to change it.
+    ///
+    /// # Safety
+    /// The caller holds the page's exclusive lock (as for [`BufferPool::frame_slice`]).
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn header_mut(&self, id: u64) -> &mut [u8] {
+        // SAFETY: as for `header`; only the lock holder writes (the caller's obligation).
+        unsafe { std::slice::from_raw_parts_mut(self.frame(id).as_ptr(), PAGE_HEADER_LEN) }
+    }
+
     /// The LSN in page `id`'s header (the caller holds the lock or validates afterwards).
     pub fn page_lsn(&self, id: u64) -> u64 {
-        let mut b = [0u8; 8];
-        // SAFETY: bytes 16..24 of the frame are the header's LSN field, inside our mapping.
-        unsafe {
-            std::ptr::copy_nonoverlapping(self.frame(id).add(16).as_ptr(), b.as_mut_ptr(), 8)
-        };
-        u64::from_le_bytes(b)
+        page_header::lsn(self.header(id))
     }
 
     /// Sets the kind in page `id`'s header (the caller holds the lock).
     pub fn set_kind(&self, id: u64, kind: PageKind) {
-        // SAFETY: byte 6 of the frame is the header's kind; the caller holds the lock.
-        unsafe { *self.frame(id).add(6).as_ptr() = kind as u8 }
+        // SAFETY: the caller holds the page's lock.
+        page_header::set_kind(unsafe { self.header_mut(id) }, kind);
     }
 
     /// Releases the exclusive lock of page `id`; `dirty` if the holder changed it.
@@ -438,15 +464,8 @@ impl BufferPool {
 
     /// Sets the LSN in page `id`'s header (the caller holds the lock).
     pub fn set_lsn(&self, id: u64, lsn: u64) {
-        // SAFETY: bytes 16..24 of the frame are the header's LSN field; the caller holds the
-        // page's exclusive lock, so no one else writes them.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                lsn.to_le_bytes().as_ptr(),
-                self.frame(id).add(16).as_ptr(),
-                8,
-            )
-        }
+        // SAFETY: the caller holds the page's exclusive lock, so no one else writes it.
+        page_header::set_lsn(unsafe { self.header_mut(id) }, lsn);
     }
 
     /// The whole frame of page `id`, header included.
@@ -504,7 +523,7 @@ impl BufferPool {
         // SAFETY: the page was just allocated and is exclusively locked by us.
         let frame = unsafe { self.frame_slice(id) };
         frame.fill(0);
-        frame[6] = kind as u8;
+        page_header::set_kind(frame, kind);
         self.resident.fetch_add(1, Ordering::Relaxed);
         self.clock.lock().pages.push(id);
         Ok(id)
@@ -563,16 +582,33 @@ impl BufferPool {
                 clock.hand += 1;
                 continue;
             }
+            let at = clock.hand;
             if s & DIRTY != 0 {
-                if let Err(e) = self.write_back(id) {
+                // Written back without the clock (module docs, eviction): other threads make
+                // room and load pages meanwhile; only this page, locked, waits for the I/O.
+                if let Err(e) = MutexGuard::unlocked(&mut clock, || self.write_back(id)) {
                     st.unlock(0, true);
                     return Err(e);
                 }
             }
-            self.frames
-                .discard(id as usize * self.page_size, self.page_size)?;
-            let hand = clock.hand;
-            clock.pages.swap_remove(hand);
+            if let Err(e) = self
+                .frames
+                .discard(id as usize * self.page_size, self.page_size)
+            {
+                st.unlock(0, false); // still resident, and clean: its bytes are in the file
+                return Err(e);
+            }
+            // The entry is where the hand found it unless, while the clock was released, it
+            // was the last one and a removal moved it (`swap_remove`): rare, so a search then.
+            // Nothing else removes or adds it while we hold the page.
+            let at = if clock.pages.get(at) == Some(&id) {
+                Some(at)
+            } else {
+                clock.pages.iter().position(|&p| p == id)
+            };
+            if let Some(at) = at {
+                clock.pages.swap_remove(at);
+            }
             self.resident.fetch_sub(1, Ordering::Relaxed);
             self.evictions.fetch_add(1, Ordering::Relaxed);
             st.unlock(EVICTED, false);
@@ -583,8 +619,7 @@ impl BufferPool {
     /// The kind and LSN in the header of page `id` (locked or held for writing by the caller),
     /// for writing it (or its copy) back.
     fn frame_header(&self, id: u64) -> Result<(PageKind, u64)> {
-        // SAFETY: byte 6 of the frame is the header's kind; the caller holds the page's lock.
-        let kind_byte = unsafe { *self.frame(id).add(6).as_ptr() };
+        let kind_byte = page_header::kind_byte(self.header(id));
         let kind = PageKind::from_u8(kind_byte).ok_or_else(|| Error::Corruption {
             page: id,
             detail: format!("frame has unknown page kind {kind_byte}"),
@@ -595,9 +630,9 @@ impl BufferPool {
     /// Writes page `id` (locked by the caller) to the file, after the log covering it.
     fn write_back(&self, id: u64) -> Result<()> {
         let (kind, lsn) = self.frame_header(id)?;
-        if let Some(wal) = &self.wal {
+        if let Some(log) = &self.log {
             if lsn > 0 {
-                wal.sync_to(lsn)?;
+                log.flush_to(lsn)?;
             }
         }
         // SAFETY: the caller holds the page's exclusive lock.
@@ -613,17 +648,16 @@ impl BufferPool {
     /// page before it began is in the file.
     pub fn flush_all(&self) -> Result<()> {
         // Make the log durable first: most copies need nothing more, so most runs are written
-        // without a log fsync in between.
-        if let Some(wal) = &self.wal {
-            wal.sync()?;
-        }
+        // without a log fsync in between. `durable`: how far the log is known durable; asked
+        // again (a lock) only for a run whose LSN is past it.
+        let mut durable = match &self.log {
+            Some(log) => log.flush_to(u64::MAX)?,
+            None => 0,
+        };
         // One flush at a time: so a page in flight is always one of our own run's (and a
         // page that is neither dirty nor in flight is in the file).
         let mut buf = self.flush_buf.lock();
         let buf = buf.get_or_insert_with(|| self.file.buffer(self.run_pages));
-        // How far the log is known durable; re-read from the log (a lock) only for a run
-        // whose LSN is past it.
-        let mut durable = self.wal.as_ref().map_or(0, |w| w.durable_below());
         let mut pages: Vec<u64> = self.clock.lock().pages.clone();
         pages.sort_unstable();
         pages.dedup();
@@ -693,13 +727,10 @@ impl BufferPool {
             return Ok(());
         }
         let result = (|| {
-            if let Some(wal) = self.wal.as_ref().filter(|_| run.max_lsn > 0) {
-                if run.max_lsn >= *durable {
-                    *durable = wal.durable_below();
-                }
+            if let Some(log) = self.log.as_ref().filter(|_| run.max_lsn > 0) {
                 if run.max_lsn >= *durable {
                     // No page is held meanwhile: in flight, they are only kept from eviction.
-                    wal.sync_to(run.max_lsn)?;
+                    *durable = log.flush_to(run.max_lsn)?;
                 }
             }
             self.file.write_frames(

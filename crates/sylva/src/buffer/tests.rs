@@ -3,13 +3,13 @@ use std::sync::Arc;
 use super::*;
 use crate::io::page_header::PAGE_HEADER_LEN;
 use crate::io::FileIo;
-use crate::wal::SyncMode;
+use crate::wal::Wal;
 
-fn pool(dir: &std::path::Path, budget_pages: u64, wal: Option<Arc<Wal>>) -> BufferPool {
+fn pool(dir: &std::path::Path, budget_pages: u64, log: Option<Arc<dyn LogFlush>>) -> BufferPool {
     let file = PageFile::create(&dir.join("pages"), 4096, true).expect("create");
     BufferPool::new(
         file,
-        wal,
+        log,
         PoolOptions {
             budget_bytes: budget_pages * 4096,
             reserve_bytes: 1 << 32,
@@ -131,7 +131,7 @@ fn a_corrupt_page_is_an_error_every_time_not_a_panic() {
 fn dirty_pages_reach_disk_only_after_their_log() {
     let dir = tempfile::tempdir().expect("tempdir");
     let io = FileIo::open(&dir.path().join("wal"), true).expect("wal file");
-    let (wal, _) = Wal::open(Box::new(io), SyncMode::Never, 1).expect("wal");
+    let (wal, _) = Wal::open(Box::new(io), 1).expect("wal");
     let wal = Arc::new(wal);
     let p = pool(dir.path(), 16, Some(wal.clone()));
     let mut last = 0;
@@ -238,11 +238,25 @@ fn a_write_back_leaves_readers_valid_and_a_change_does_not() {
 
 #[test]
 fn flushes_racing_writers_and_readers_lose_no_update() {
-    // Every word of a page holds the same counter, so a torn page shows in a validated read.
+    race_writers_flushes_and_readers(256, 1);
+}
+
+/// The same with a budget of a third of the pages and two writers: pages are evicted all the
+/// while, dirty ones written back by the thread that needs room while writers, readers and
+/// flushes go on.
+#[test]
+fn evictions_racing_writers_flushes_and_readers_lose_no_update() {
+    race_writers_flushes_and_readers(24, 2);
+}
+
+/// Over 64 pages in a pool of `budget_pages`: `writers` threads each increment the counter that
+/// fills every word of its own pages 20,000 times, one thread flushes all the while, one checks
+/// that no validated read sees a torn page; then every update must be in the file.
+fn race_writers_flushes_and_readers(budget_pages: u64, writers: usize) {
     let dir = tempfile::tempdir().expect("tempdir");
     const WRITES: u64 = 20_000;
     let ids: Vec<u64> = {
-        let p = pool(dir.path(), 256, None);
+        let p = pool(dir.path(), budget_pages, None);
         let ids: Vec<u64> = (0..64)
             .map(|_| {
                 let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
@@ -250,33 +264,45 @@ fn flushes_racing_writers_and_readers_lose_no_update() {
                 id
             })
             .collect();
-        let done = std::sync::atomic::AtomicBool::new(false);
+        let done = std::sync::atomic::AtomicUsize::new(0);
         std::thread::scope(|s| {
             let (p, ids, done) = (&p, &ids, &done);
+            let running = move || done.load(Ordering::Relaxed) < writers;
             s.spawn(move || {
-                while !done.load(Ordering::Relaxed) {
+                while running() {
                     p.flush_all().expect("flush");
                 }
             });
-            s.spawn(move || {
-                for n in 0..WRITES {
-                    let id = ids[(n as usize * 7) % ids.len()];
-                    p.lock(id).expect("lock");
-                    // SAFETY: (test) the exclusive lock is held.
-                    let data = unsafe {
-                        std::slice::from_raw_parts_mut(p.data(id).as_ptr(), p.usable_size())
-                    };
-                    let c = u64::from_le_bytes(data[..8].try_into().expect("8 bytes")) + 1;
-                    for chunk in data.chunks_exact_mut(8) {
-                        chunk.copy_from_slice(&c.to_le_bytes());
+            for w in 0..writers {
+                s.spawn(move || {
+                    // Counts this writer done even if it panics, so the others stop and the
+                    // test fails instead of hanging.
+                    struct Finished<'a>(&'a std::sync::atomic::AtomicUsize);
+                    impl Drop for Finished<'_> {
+                        fn drop(&mut self) {
+                            self.0.fetch_add(1, Ordering::Relaxed);
+                        }
                     }
-                    p.unlock(id, true);
-                }
-                done.store(true, Ordering::Relaxed);
-            });
+                    let _finished = Finished(done);
+                    let own = ids.len() / writers;
+                    for n in 0..WRITES {
+                        let id = ids[(n as usize * 7) % own * writers + w];
+                        p.lock(id).expect("lock");
+                        // SAFETY: (test) the exclusive lock is held.
+                        let data = unsafe {
+                            std::slice::from_raw_parts_mut(p.data(id).as_ptr(), p.usable_size())
+                        };
+                        let c = u64::from_le_bytes(data[..8].try_into().expect("8 bytes")) + 1;
+                        for chunk in data.chunks_exact_mut(8) {
+                            chunk.copy_from_slice(&c.to_le_bytes());
+                        }
+                        p.unlock(id, true);
+                    }
+                });
+            }
             s.spawn(move || {
                 let mut x = 99u64;
-                while !done.load(Ordering::Relaxed) {
+                while running() {
                     x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
                     let id = ids[(x >> 33) as usize % ids.len()];
                     let v = p.read_lock(id).expect("read_lock").expect("not freed");
@@ -294,6 +320,9 @@ fn flushes_racing_writers_and_readers_lose_no_update() {
                 }
             });
         });
+        if budget_pages < 64 {
+            assert!(p.stats().evictions > WRITES / 10, "{:?}", p.stats());
+        }
         p.checkpoint(b"").expect("checkpoint");
         ids
     };
@@ -301,7 +330,7 @@ fn flushes_racing_writers_and_readers_lose_no_update() {
     let (file, _) = PageFile::open(&dir.path().join("pages"), true).expect("open");
     let p = pool_over(file, 256);
     let total: u64 = ids.iter().map(|&id| read_first_word(&p, id)).sum();
-    assert_eq!(total, WRITES, "an update was lost");
+    assert_eq!(total, WRITES * writers as u64, "an update was lost");
 }
 
 #[test]
@@ -647,4 +676,75 @@ fn a_page_freed_and_reused_in_flight_waits_for_the_old_write() {
     assert_eq!(first_word_on_disk(&p, victim), 101, "the old copy landed");
     p.flush_all().expect("flush");
     assert_eq!(first_word_on_disk(&p, victim), 777, "then the new page");
+}
+
+/// Eviction writes its victim back without holding the clock: while that write is stalled,
+/// other threads still load pages (each load runs the clock), and a flush waits for the victim.
+#[test]
+fn readers_keep_loading_pages_while_an_eviction_write_back_is_stalled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 34);
+    // Every page resident at the end is dirty: the next allocation's victim must be written.
+    let ids = dirty_pages(&p, 100);
+    let word = |id: u64| 100 + ids.iter().position(|&i| i == id).expect("ours") as u64;
+    gate.arm();
+    std::thread::scope(|s| {
+        let _open = OpenOnDrop(&gate);
+        let evictor = s.spawn(|| {
+            let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+            p.unlock(id, true);
+        });
+        gate.wait_for_write();
+        let locked: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|&id| p.state(id).expect("state").load() & LOCKED != 0)
+            .collect();
+        assert_eq!(locked.len(), 1, "one victim, held for its write");
+        let victim = locked[0];
+        assert_state(&p, victim, DIRTY, EVICTED, "written back, not yet evicted");
+
+        // Another thread reads every other page: most miss, and each load makes room by
+        // running the clock (their victims' writes pass the gate, which holds one write).
+        let misses = p.stats().misses;
+        let (done, finished) = std::sync::mpsc::channel();
+        let (p, ids) = (&p, &ids);
+        s.spawn(move || {
+            for (i, &id) in ids.iter().enumerate() {
+                if id != victim {
+                    assert_eq!(read_first_word(p, id), 100 + i as u64, "page {id}");
+                }
+            }
+            let _ = done.send(());
+        });
+        assert!(
+            finished
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok(),
+            "the reads waited for the stalled write-back"
+        );
+        assert!(p.stats().misses >= misses + 60, "{:?}", p.stats());
+        assert_state(p, victim, LOCKED, EVICTED, "its write is still stalled");
+
+        // A flush that meets the victim waits for its write: the page was dirty when the
+        // flush began, so it must be in the file when the flush ends.
+        let flush = s.spawn(|| p.flush_all());
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !flush.is_finished(),
+            "the flush ended before the victim's write"
+        );
+        gate.open();
+        flush.join().expect("flush thread").expect("flush");
+        evictor.join().expect("evictor");
+        assert_state(
+            p,
+            victim,
+            EVICTED,
+            LOCKED | DIRTY,
+            "evicted after its write",
+        );
+        assert_eq!(first_word_on_disk(p, victim), word(victim));
+        assert_eq!(read_first_word(p, victim), word(victim), "and loads again");
+    });
 }

@@ -117,7 +117,7 @@ use crate::kv::{KvStore, Limits, Stats, Visitor};
 use crate::page::PageId;
 use crate::wal::{SyncMode, Wal};
 use log::Record;
-use store::{stamp_kind, PoolStore, LAST_LSN};
+use store::{stamp_kind, PoolStore};
 
 pub use cursor::Cursor;
 pub use options::{DbOptions, OPTION_KEYS};
@@ -731,7 +731,7 @@ impl Db {
             sync_thread: Mutex::new(None),
         };
         if state.is_some() {
-            db.redo(checkpoint_lsn, &recovered.records)?;
+            db.redo(checkpoint_lsn)?;
         }
         if state.is_none() || db.recovery.records_redone > 0 || recovered.cut_bytes > 0 {
             db.core.checkpoint_quiet()?;
@@ -757,31 +757,33 @@ impl Db {
         Ok(db)
     }
 
-    /// Redoes the log from `checkpoint_lsn` (see the module docs).
-    fn redo(&mut self, checkpoint_lsn: u64, records: &[(u64, Vec<u8>)]) -> Result<()> {
-        let store = &self.core.tree.store;
+    /// Redoes the log from `checkpoint_lsn` (see the module docs), streaming its records.
+    fn redo(&mut self, checkpoint_lsn: u64) -> Result<()> {
+        let core = self.core.clone();
+        let this = &*self;
+        let store = &core.tree.store;
         let image_len = store.page_size_bytes();
         let mut pending: Option<Vec<OwnedOp>> = None;
         let mut redone = 0;
-        for (lsn, payload) in records {
-            let lsn = *lsn;
+        // Record by record as the log is read again: memory does not grow with the log.
+        store.wal.replay(|lsn, payload| {
             if lsn < checkpoint_lsn {
-                continue;
+                return Ok(());
             }
             match log::decode(lsn, payload, image_len)? {
                 Record::Put { page, key, value } => {
-                    self.redo_page(page, lsn, |t| t.redo_put(page, key, value).map(drop))?
+                    this.redo_page(page, lsn, |t| t.redo_put(page, key, value).map(drop))?
                 }
                 Record::Delete { page, key } => {
-                    self.redo_page(page, lsn, |t| t.redo_delete(page, key).map(drop))?
+                    this.redo_page(page, lsn, |t| t.redo_delete(page, key).map(drop))?
                 }
                 Record::PagesEdit {
                     changed,
                     parent,
                     edit,
                 } => {
-                    self.install_images(lsn, &changed)?;
-                    self.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))?;
+                    this.install_images(lsn, &changed)?;
+                    this.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))?;
                 }
                 Record::Pages {
                     changed,
@@ -789,9 +791,9 @@ impl Db {
                     delta,
                 } => {
                     let pool = &store.pool;
-                    let installed = self.install_images(lsn, &changed)?;
+                    let installed = this.install_images(lsn, &changed)?;
                     if installed && delta != 0 {
-                        let records = &self.core.tree.records;
+                        let records = &this.core.tree.records;
                         if delta > 0 {
                             records.fetch_add(delta as u64, Ordering::Relaxed);
                         } else {
@@ -813,7 +815,8 @@ impl Db {
                 Record::BatchEnd => pending = None,
             }
             redone += 1;
-        }
+            Ok(())
+        })?;
         self.recovery.records_redone = redone;
         if let Some(ops) = pending {
             // Applied again as a live batch is, logged: a page this changes may be written
@@ -944,18 +947,18 @@ impl Db {
     /// Inserts or overwrites `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_open()?;
-        let r = self.core.tree.put(key, value);
-        self.guard(r)?;
-        self.after_write(1)
+        let r = self.core.tree.put_logged(key, value);
+        let lsn = self.guard(r)?;
+        self.after_write(1, lsn)
     }
 
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.check_open()?;
-        let r = self.core.tree.delete(key);
-        let found = self.guard(r)?;
+        let r = self.core.tree.delete_logged(key);
+        let (found, lsn) = self.guard(r)?;
         if found {
-            self.after_write(1)?;
+            self.after_write(1, lsn)?;
         }
         Ok(found)
     }
@@ -998,15 +1001,16 @@ impl Db {
             log::batch_end(&mut buf);
             store.append_record(&buf)
         })();
-        self.guard(r)?;
-        self.after_write(batch.ops.len() as u64)
+        let lsn = self.guard(r)?;
+        self.after_write(batch.ops.len() as u64, lsn)
     }
 
-    /// Durability and checkpoint duties after a write of `ops` operations.
-    fn after_write(&self, ops: u64) -> Result<()> {
+    /// Durability and checkpoint duties after a write of `ops` operations whose last log record
+    /// is `lsn`.
+    fn after_write(&self, ops: u64, lsn: u64) -> Result<()> {
         let wal = &self.core.tree.store.wal;
         let r = match self.options.sync {
-            SyncMode::Always => wal.sync_to(LAST_LSN.with(|l| l.get())),
+            SyncMode::Always => wal.sync_to(lsn),
             SyncMode::Batch {
                 ops: batch_ops,
                 interval,

@@ -8,7 +8,9 @@
 //! Logging: see the module docs of [`crate::db`]. Each hook runs while the tree holds the write
 //! latches of the pages it names, appends one record and stores its LSN in those pages'
 //! headers, so a page never reaches disk before the record that produced it (the pool's WAL
-//! rule) and records of one page are in the log in the order the page saw them.
+//! rule) and records of one page are in the log in the order the page saw them. It returns the
+//! LSN to the tree, which hands the last one of an operation to `Db` (what `Sync::Always` makes
+//! durable before the write returns).
 
 use std::cell::{Cell, RefCell};
 use std::ptr::NonNull;
@@ -18,17 +20,16 @@ use std::sync::Arc;
 use parking_lot::{RwLock, RwLockReadGuard};
 
 use super::log::{self, Image};
-use crate::btree::{Abort, NodeLatch, NodeStore, Olc, ParentEdit};
+use crate::btree::{NodeLatch, NodeStore, ParentEdit};
 use crate::buffer::BufferPool;
 use crate::error::Result;
 use crate::io::page_header::PageKind;
 use crate::io::FIRST_DATA_PAGE;
 use crate::page::{free_gap, PageId, KIND_INNER};
+use crate::sync::{Abort, Olc};
 use crate::wal::Wal;
 
 thread_local! {
-    /// The LSN of the last record this thread appended (what a `Sync::Always` write waits for).
-    pub(crate) static LAST_LSN: Cell<u64> = const { Cell::new(0) };
     /// This thread holds the write gate exclusively (a batch or a checkpoint): its own writes
     /// pass the gate without taking it again.
     static GATE_OWNER: Cell<bool> = const { Cell::new(false) };
@@ -154,9 +155,9 @@ impl PoolStore {
         self.pool.usable_size()
     }
 
-    /// Appends a record that names no page (a write batch's start or end).
-    pub(crate) fn append_record(&self, payload: &[u8]) -> Result<()> {
-        self.append(payload, &[]).map(drop)
+    /// Appends a record that names no page (a write batch's start or end); returns its LSN.
+    pub(crate) fn append_record(&self, payload: &[u8]) -> Result<u64> {
+        self.append(payload, &[]).map(|(lsn, _)| lsn)
     }
 
     /// The image of page `id` (the caller holds its lock): its engine bytes, without the free
@@ -174,8 +175,9 @@ impl PoolStore {
         }
     }
 
-    /// Appends `payload` as a record changing `pages`; returns the bytes it added to the log.
-    fn append(&self, payload: &[u8], pages: &[PageId]) -> Result<u64> {
+    /// Appends `payload` as a record changing `pages`; returns its LSN and the bytes it added to
+    /// the log.
+    fn append(&self, payload: &[u8], pages: &[PageId]) -> Result<(u64, u64)> {
         let lsn = self.wal.append(payload)?;
         for &id in pages {
             self.pool.set_lsn(id, lsn);
@@ -183,8 +185,7 @@ impl PoolStore {
         let bytes = payload.len() as u64 + 16;
         self.log_bytes.fetch_add(bytes, Ordering::Relaxed);
         self.log_written.fetch_add(bytes, Ordering::Relaxed);
-        LAST_LSN.with(|l| l.set(lsn));
-        Ok(bytes)
+        Ok((lsn, bytes))
     }
 
     /// Whether page `id` needs a full image (its last logged change is older than the last
@@ -193,7 +194,8 @@ impl PoolStore {
         self.pool.page_lsn(id) < self.checkpoint_lsn.load(Ordering::Relaxed)
     }
 
-    fn log_images(&self, changed: &[PageId], freed: &[PageId], delta: i64) -> Result<u64> {
+    /// Logs the full images of `changed`; returns the record's LSN and bytes.
+    fn log_images(&self, changed: &[PageId], freed: &[PageId], delta: i64) -> Result<(u64, u64)> {
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::pages(&mut b, changed, freed, delta, |id| self.image(id));
@@ -201,11 +203,12 @@ impl PoolStore {
         })
     }
 
-    /// A put or delete logged as the leaf's full image (its first change since a checkpoint).
-    fn log_first_change(&self, leaf: PageId, delta: i64) -> Result<()> {
-        let bytes = self.log_images(&[leaf], &[], delta)?;
+    /// A put or delete logged as the leaf's full image (its first change since a checkpoint);
+    /// returns the record's LSN.
+    fn log_first_change(&self, leaf: PageId, delta: i64) -> Result<u64> {
+        let (lsn, bytes) = self.log_images(&[leaf], &[], delta)?;
         self.log_fpw.fetch_add(bytes, Ordering::Relaxed);
-        Ok(())
+        Ok(lsn)
     }
 }
 
@@ -252,9 +255,9 @@ impl NodeStore for PoolStore {
             .saturating_sub(FIRST_DATA_PAGE + f.free_pages() + f.free_list_pages())
     }
 
-    fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<()> {
+    fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<u64> {
         if !self.logging.load(Ordering::Relaxed) {
-            return Ok(());
+            return Ok(0);
         }
         if self.needs_image(leaf) {
             return self.log_first_change(leaf, i64::from(inserted));
@@ -262,13 +265,13 @@ impl NodeStore for PoolStore {
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::put(&mut b, leaf, key, value);
-            self.append(&b, &[leaf]).map(drop)
+            self.append(&b, &[leaf]).map(|(lsn, _)| lsn)
         })
     }
 
-    fn log_delete(&self, leaf: PageId, key: &[u8]) -> Result<()> {
+    fn log_delete(&self, leaf: PageId, key: &[u8]) -> Result<u64> {
         if !self.logging.load(Ordering::Relaxed) {
-            return Ok(());
+            return Ok(0);
         }
         if self.needs_image(leaf) {
             return self.log_first_change(leaf, -1);
@@ -276,15 +279,15 @@ impl NodeStore for PoolStore {
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::delete(&mut b, leaf, key);
-            self.append(&b, &[leaf]).map(drop)
+            self.append(&b, &[leaf]).map(|(lsn, _)| lsn)
         })
     }
 
-    fn log_pages(&self, changed: &[PageId], freed: &[PageId]) -> Result<()> {
+    fn log_pages(&self, changed: &[PageId], freed: &[PageId]) -> Result<u64> {
         if !self.logging.load(Ordering::Relaxed) {
-            return Ok(());
+            return Ok(0);
         }
-        self.log_images(changed, freed, 0).map(drop)
+        self.log_images(changed, freed, 0).map(|(lsn, _)| lsn)
     }
 
     fn log_pages_edit(
@@ -292,21 +295,21 @@ impl NodeStore for PoolStore {
         changed: &[PageId],
         parent: PageId,
         edit: &ParentEdit<'_>,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         if !self.logging.load(Ordering::Relaxed) {
-            return Ok(());
+            return Ok(0);
         }
         let mut all = Vec::with_capacity(changed.len() + 1);
         all.extend_from_slice(changed);
         all.push(parent);
         if self.needs_image(parent) {
             // The parent's first change since the checkpoint: its image, as for any page.
-            return self.log_images(&all, &[], 0).map(drop);
+            return self.log_images(&all, &[], 0).map(|(lsn, _)| lsn);
         }
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::pages_edit(&mut b, changed, |id| self.image(id), parent, edit);
-            self.append(&b, &all).map(drop)
+            self.append(&b, &all).map(|(lsn, _)| lsn)
         })
     }
 }

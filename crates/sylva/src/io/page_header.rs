@@ -20,6 +20,11 @@ pub const PAGE_MAGIC: &[u8; 4] = b"SYpg";
 /// The page format version this build writes and reads.
 pub const PAGE_VERSION: u16 = 1;
 
+/// Where the page kind is in the header.
+const KIND_AT: usize = 6;
+/// Where the LSN is in the header.
+const LSN_AT: std::ops::Range<usize> = 16..24;
+
 /// What a page holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
@@ -58,6 +63,31 @@ pub struct PageHeader {
     pub lsn: u64,
 }
 
+/// The kind byte of a page's header (`header`: the page, or at least its first
+/// [`PAGE_HEADER_LEN`] bytes); [`PageKind::from_u8`] tells whether it is a kind.
+#[inline]
+pub fn kind_byte(header: &[u8]) -> u8 {
+    header[KIND_AT]
+}
+
+/// Sets the kind in a page's header.
+#[inline]
+pub fn set_kind(header: &mut [u8], kind: PageKind) {
+    header[KIND_AT] = kind as u8;
+}
+
+/// The LSN in a page's header.
+#[inline]
+pub fn lsn(header: &[u8]) -> u64 {
+    le_u64(&header[LSN_AT])
+}
+
+/// Sets the LSN in a page's header.
+#[inline]
+pub fn set_lsn(header: &mut [u8], lsn: u64) {
+    header[LSN_AT].copy_from_slice(&lsn.to_le_bytes());
+}
+
 fn crc_of(page: &[u8]) -> u32 {
     let c = crc32c::crc32c(&page[..24]);
     let c = crc32c::crc32c_append(c, &[0u8; 4]);
@@ -68,10 +98,10 @@ fn crc_of(page: &[u8]) -> u32 {
 pub fn seal(page: &mut [u8], kind: PageKind, id: u64, lsn: u64) {
     page[0..4].copy_from_slice(PAGE_MAGIC);
     page[4..6].copy_from_slice(&PAGE_VERSION.to_le_bytes());
-    page[6] = kind as u8;
+    set_kind(page, kind);
     page[7] = 0;
     page[8..16].copy_from_slice(&id.to_le_bytes());
-    page[16..24].copy_from_slice(&lsn.to_le_bytes());
+    set_lsn(page, lsn);
     page[28..32].fill(0);
     let crc = crc_of(page);
     page[24..28].copy_from_slice(&crc.to_le_bytes());
@@ -113,9 +143,9 @@ pub fn verify(page: &[u8], id: u64) -> Result<PageHeader> {
             detail: format!("page format version {version}; this build reads {PAGE_VERSION}"),
         });
     }
-    let kind = PageKind::from_u8(page[6]).ok_or_else(|| Error::Corruption {
+    let kind = PageKind::from_u8(kind_byte(page)).ok_or_else(|| Error::Corruption {
         page: id,
-        detail: format!("unknown page kind {}", page[6]),
+        detail: format!("unknown page kind {}", kind_byte(page)),
     })?;
     let stored_id = le_u64(&page[8..16]);
     if stored_id != id {
@@ -127,7 +157,7 @@ pub fn verify(page: &[u8], id: u64) -> Result<PageHeader> {
     Ok(PageHeader {
         kind,
         id,
-        lsn: le_u64(&page[16..24]),
+        lsn: lsn(page),
     })
 }
 

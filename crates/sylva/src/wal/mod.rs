@@ -22,14 +22,15 @@
 //! recovery after a crash reads through in its search for intact records beyond a cut: opening
 //! after a crash took 4.95 s against 1.23 s, so it was dropped.
 //!
-//! **Durability modes** ([`SyncMode`]), after the PA-Tree paper's strong and weak persistent
-//! buffering (section III.C): `Always` makes a record durable before `append` returns (strong);
-//! `Batch { ops, interval }` makes it durable at the next batch boundary — after `ops` records or
-//! once `interval` has passed since the last sync, checked at each append — or at an explicit
-//! [`Wal::sync`] (weak; the paper syncs every 1,000 updates); `Never` writes to the OS when the
-//! buffer fills and fsyncs only on `sync`. What is written without an fsync is handed to the
-//! device at once ([`crate::io::Io::start_writeback`], RocksDB's `wal_bytes_per_sync` idea), so
-//! that a later fsync does not find a gigabyte of dirty log to write while writers wait.
+//! **Durability.** The log does not decide when to fsync: [`Wal::append`] only buffers the
+//! record and returns its LSN, and the caller makes records durable with [`Wal::sync_to`] (up to
+//! an LSN) or [`Wal::sync`] (everything appended). The policy, [`SyncMode`], is applied in one
+//! place, by the database after each write (`Db::after_write`): `Always` syncs to the write's
+//! last LSN before the write returns, `Batch` at batch boundaries, `Never` only on an explicit
+//! sync. The buffer is handed to the OS without an fsync once it holds 1 MiB (`WRITE_BEHIND`),
+//! and what is written that way goes to the device at once
+//! ([`crate::io::Io::start_writeback`], RocksDB's `wal_bytes_per_sync` idea), so that a later
+//! fsync does not find a gigabyte of dirty log to write while writers wait.
 //!
 //! **Page cache.** Only recovery reads the log, so what a sync has made durable is dropped from
 //! the OS page cache at once ([`crate::io::Io::drop_cache`], `posix_fadvise(DONTNEED)`), a
@@ -60,30 +61,40 @@
 //! synced flush when nothing was appended after it (no later record makes the claim); that cut
 //! is reported like a torn tail. Recovery itself never needs a human: the log that remains is
 //! always a valid prefix.
+//!
+//! Recovery reads the log twice, through a window of 1 MiB (or one record, if larger), and never
+//! holds it whole: [`Wal::open`] checks every record and counts them, then the caller reads them
+//! with [`Wal::replay`] (from the OS page cache, as a rule). Memory during recovery so does not
+//! grow with the log's length (`tests/wal_recovery_memory.rs`).
 
 pub mod record;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::buffer::LogFlush;
 use crate::error::{Error, Result};
 use crate::io::Io;
 use record::{
-    decode_header, decode_record, encode_header, encode_record, Header, HEADER_LEN, VERSION,
+    decode_header, decode_record, encode_header, encode_record, Decoded, Header, FRAME_LEN,
+    FRAME_LEN_V1, HEADER_LEN, MAX_PAYLOAD, VERSION,
 };
 
-/// When appended records become durable.
+/// When a database's writes become durable (the modes after the PA-Tree paper's strong and weak
+/// persistent buffering, section III.C). The log itself does not apply it: its user does, with
+/// [`Wal::sync_to`] and [`Wal::sync`] (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
-    /// Durable before `append` returns.
+    /// Durable before the write returns.
     Always,
-    /// Durable after `ops` records or `interval`, whichever comes first, or at `sync()`.
+    /// Durable after `ops` writes or `interval`, whichever comes first, or at `sync()` (the
+    /// paper syncs every 1,000 updates).
     Batch {
-        /// Records per batch.
+        /// Writes per batch.
         ops: u64,
-        /// Longest time between syncs while appends keep coming.
+        /// Longest time between syncs while writes keep coming.
         interval: Duration,
     },
     /// Durable only at `sync()`.
@@ -120,9 +131,6 @@ struct State {
     starts: [u64; 2],
     /// Bytes in the segment that is not active (its records precede the active one's).
     other_len: u64,
-    /// Records appended since the last sync, and when it was.
-    since_sync: u64,
-    last_sync: Instant,
     /// The active segment's bytes below this offset (a multiple of [`OS_PAGE`]) are durable
     /// and dropped from the page cache; those from it up to the last sync are dropped next.
     uncached_below: u64,
@@ -131,8 +139,8 @@ struct State {
 /// What recovery found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Recovered {
-    /// Every intact record, in LSN order.
-    pub records: Vec<(u64, Vec<u8>)>,
+    /// Intact records recovery found (read them with [`Wal::replay`]), in the segments it uses.
+    pub records: u64,
     /// Bytes of torn tail that were cut off (0 after a clean shutdown).
     pub cut_bytes: u64,
     /// File offset of an intact record with a later LSN found beyond the cut, if any.
@@ -146,7 +154,9 @@ pub struct Recovered {
 /// The write-ahead log over one file, or over two segments used in turn (see [`Wal::rotate`]).
 pub struct Wal {
     segments: Vec<Box<dyn Io>>,
-    mode: SyncMode,
+    /// The recovered records, for [`Wal::replay`]: per segment, in LSN order, the byte range
+    /// they fill and the file's format version.
+    recovered: Vec<Recovery>,
     state: Mutex<State>,
     flushed: Condvar,
     poisoned: AtomicBool,
@@ -156,8 +166,8 @@ impl Wal {
     /// Opens (or creates, if the file is empty) the log in `io`, recovering its records. The next
     /// record's LSN is one past the last recovered record, and at least `min_next_lsn` (so LSNs
     /// stay monotonic across a checkpoint that emptied the log).
-    pub fn open(io: Box<dyn Io>, mode: SyncMode, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
-        Self::open_with(vec![io], mode, min_next_lsn, false)
+    pub fn open(io: Box<dyn Io>, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
+        Self::open_with(vec![io], min_next_lsn, false)
     }
 
     /// Like [`Wal::open`], but a log whose damage lost synced records
@@ -166,7 +176,7 @@ impl Wal {
     /// checkpoint the caller recovers from). A hole in records that were never synced is cut
     /// like a torn tail.
     pub fn open_strict(io: Box<dyn Io>, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
-        Self::open_with(vec![io], SyncMode::Never, min_next_lsn, true)
+        Self::open_with(vec![io], min_next_lsn, true)
     }
 
     /// Like [`Wal::open_strict`], over two segments that [`Wal::rotate`] uses in turn (the
@@ -177,12 +187,11 @@ impl Wal {
         segments: [Box<dyn Io>; 2],
         min_next_lsn: u64,
     ) -> Result<(Wal, Recovered)> {
-        Self::open_with(segments.into(), SyncMode::Never, min_next_lsn, true)
+        Self::open_with(segments.into(), min_next_lsn, true)
     }
 
     fn open_with(
         segments: Vec<Box<dyn Io>>,
-        mode: SyncMode,
         min_next_lsn: u64,
         strict: bool,
     ) -> Result<(Wal, Recovered)> {
@@ -232,19 +241,26 @@ impl Wal {
             io.set_file_len(scan.end)?;
             io.sync()?;
         }
-        let mut records = Vec::new();
+        let mut recovered = Vec::new();
+        let mut last_lsn = None;
         for &i in &used {
-            if !scans[i].records.is_empty() {
+            if scans[i].count > 0 {
                 // Records a crashed process left in the page cache may not be on disk yet; the
                 // records appended from now on claim that these are (see `State::durable_below`).
                 segments[i].sync()?;
+                last_lsn = Some(scans[i].start_lsn + scans[i].count - 1);
+                recovered.push(Recovery {
+                    segment: i,
+                    end: scans[i].end,
+                    version: scans[i].version,
+                    first_lsn: scans[i].start_lsn,
+                    count: scans[i].count,
+                });
             }
-            records.extend(std::mem::take(&mut scans[i].records));
         }
         let scan = &scans[active];
-        let next_lsn = records
-            .last()
-            .map_or(scan.start_lsn, |(lsn, _)| lsn + 1)
+        let next_lsn = last_lsn
+            .map_or(scan.start_lsn, |lsn| lsn + 1)
             .max(min_next_lsn);
         let mut version = scan.version;
         let mut starts = [scan.start_lsn; 2];
@@ -256,6 +272,8 @@ impl Wal {
             // older than `min_next_lsn`, which the caller's checkpoint covers. Start it over, so
             // the records appended next have the LSNs its header promises.
             start_over(&**io, next_lsn)?;
+            // Its records, if any, are all older than `min_next_lsn`: none to replay.
+            recovered.retain(|r| r.segment != active);
             version = VERSION;
             starts[active] = next_lsn;
             write_offset = HEADER_LEN;
@@ -276,17 +294,16 @@ impl Wal {
             active,
             starts,
             other_len,
-            since_sync: 0,
-            last_sync: Instant::now(),
             uncached_below: 0,
         };
         let (intact_after_cut, hole_was_synced) = (
             scans[active].intact_after_cut,
             scans[active].hole_was_synced,
         );
+        let records = recovered.iter().map(|r| r.count).sum();
         let wal = Wal {
             segments,
-            mode,
+            recovered,
             state: Mutex::new(state),
             flushed: Condvar::new(),
             poisoned: AtomicBool::new(false),
@@ -302,7 +319,9 @@ impl Wal {
         ))
     }
 
-    /// Appends a record and returns its LSN; under `SyncMode::Always` it is durable on return.
+    /// Appends a record and returns its LSN. It is durable once [`Wal::sync_to`] of that LSN (or
+    /// a later one) or [`Wal::sync`] has returned; until then it is buffered, or written to the OS
+    /// without an fsync.
     pub fn append(&self, payload: &[u8]) -> Result<u64> {
         if payload.len() > record::MAX_PAYLOAD {
             return Err(Error::InvalidArgument {
@@ -319,19 +338,9 @@ impl Wal {
         st.next_lsn += 1;
         let (version, synced_below) = (st.version, st.durable_below);
         encode_record(&mut st.buf, version, lsn, synced_below, payload);
-        st.since_sync += 1;
-        let need_sync = match self.mode {
-            SyncMode::Always => true,
-            SyncMode::Batch { ops, interval } => {
-                st.since_sync >= ops || st.last_sync.elapsed() >= interval
-            }
-            SyncMode::Never => false,
-        };
         let need_write = st.buf.len() >= WRITE_BEHIND;
         drop(st);
-        if need_sync {
-            self.commit(lsn, true)?;
-        } else if need_write {
+        if need_write {
             self.commit(lsn, false)?;
         }
         Ok(lsn)
@@ -357,14 +366,14 @@ impl Wal {
 
     /// Makes every record appended so far durable.
     pub fn sync(&self) -> Result<()> {
-        let last = self.state.lock().next_lsn.saturating_sub(1);
-        self.commit(last, true)
+        self.commit(u64::MAX, true).map(drop)
     }
 
-    /// Makes every record up to and including `lsn` durable (the WAL rule: the buffer pool calls
-    /// this before writing back a page whose last change is `lsn`).
+    /// Makes every record up to and including `lsn` durable (every record appended so far if
+    /// `lsn` is past the last): a `SyncMode::Always` write waits for its last record so. The
+    /// buffer pool's WAL rule does the same through [`LogFlush`].
     pub fn sync_to(&self, lsn: u64) -> Result<()> {
-        self.commit(lsn, true)
+        self.commit(lsn, true).map(drop)
     }
 
     /// Every record with an LSN below this is durable.
@@ -489,8 +498,6 @@ impl Wal {
         buf.clear();
         st.buf = buf;
         st.durable_below = next_lsn;
-        st.since_sync = 0;
-        st.last_sync = Instant::now();
         st.active = other;
         st.starts[other] = next_lsn;
         st.write_offset = HEADER_LEN;
@@ -509,15 +516,17 @@ impl Wal {
         }
     }
 
-    /// Returns once the record `lsn` is durable, leading a flush if no other thread is; with
-    /// `durable` false (a write-behind), once the buffer is written, or at once if another
-    /// thread's flush is in flight.
-    fn commit(&self, lsn: u64, durable: bool) -> Result<()> {
+    /// Returns once the record `lsn` is durable (every record appended so far if `lsn` is past
+    /// the last), leading a flush if no other thread is; with `durable` false (a write-behind),
+    /// once the buffer is written, or at once if another thread's flush is in flight. Returns
+    /// the LSN below which every record is durable.
+    fn commit(&self, lsn: u64, durable: bool) -> Result<u64> {
         let mut st = self.state.lock();
+        let lsn = lsn.min(st.next_lsn.saturating_sub(1));
         loop {
             self.check_poisoned()?;
             if st.durable_below > lsn || (!durable && st.buf.is_empty() && !st.flushing) {
-                return Ok(());
+                return Ok(st.durable_below);
             }
             if st.flushing {
                 if !durable {
@@ -525,7 +534,7 @@ impl Wal {
                     // sync's fsync: the record stays buffered, and the next append past the
                     // threshold, or the next sync, writes it. The buffer so grows by what is
                     // appended during one flush.
-                    return Ok(());
+                    return Ok(st.durable_below);
                 }
                 self.flushed.wait(&mut st);
                 continue;
@@ -564,12 +573,10 @@ impl Wal {
             }
             if durable {
                 st.durable_below = covers_below;
-                st.since_sync = 0;
-                st.last_sync = Instant::now();
             }
             self.flushed.notify_all();
             if !durable {
-                return Ok(());
+                return Ok(st.durable_below);
             }
             // Drop what this sync made durable from the page cache, outside the lock. The
             // segment cannot change meanwhile in a way that matters: a rotation drops the rest
@@ -585,6 +592,13 @@ impl Wal {
             }
             st = self.state.lock();
         }
+    }
+}
+
+/// The buffer pool's WAL rule over this log.
+impl LogFlush for Wal {
+    fn flush_to(&self, lsn: u64) -> Result<u64> {
+        self.commit(lsn, true)
     }
 }
 
@@ -606,8 +620,8 @@ fn arrange(scans: &[Scan], min_next_lsn: u64) -> std::result::Result<(usize, Vec
     if scans.len() == 1 {
         return Ok((0, vec![0]));
     }
-    let full = |i: usize| !scans[i].records.is_empty();
-    let end = |i: usize| scans[i].start_lsn + scans[i].records.len() as u64;
+    let full = |i: usize| scans[i].count > 0;
+    let end = |i: usize| scans[i].start_lsn + scans[i].count;
     Ok(match (full(0), full(1)) {
         (false, false) => (usize::from(scans[1].start_lsn > scans[0].start_lsn), vec![]),
         (true, false) | (false, true) => {
@@ -640,8 +654,7 @@ fn arrange(scans: &[Scan], min_next_lsn: u64) -> std::result::Result<(usize, Vec
 struct Scan {
     /// The file's length.
     len: u64,
-    records: Vec<(u64, Vec<u8>)>,
-    /// How many records there were (set when `records` is handed on).
+    /// Intact records from the header on.
     count: u64,
     /// Offset just past the last intact record.
     end: u64,
@@ -656,7 +669,6 @@ impl Scan {
     fn empty(start_lsn: u64) -> Scan {
         Scan {
             len: HEADER_LEN,
-            records: Vec::new(),
             count: 0,
             end: HEADER_LEN,
             start_lsn,
@@ -707,50 +719,153 @@ fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
             })
         }
     };
-    let body_len = usize::try_from(len - HEADER_LEN).map_err(|_| Error::LogCorruption {
-        path: Some(path.clone()),
-        detail: format!("{len} bytes is too large to recover in memory"),
-    })?;
-    let mut body = vec![0u8; body_len];
-    io.read_at(&mut body, HEADER_LEN)?;
-    let mut records = Vec::new();
-    let mut at = 0usize;
+    // The records are checked front to back through a bounded window (not read whole into
+    // memory): recovery's memory does not grow with the log.
+    let mut window = Window::new(io, len);
+    let mut at = HEADER_LEN;
+    let mut count = 0u64;
     let mut expect = start_lsn;
-    while at < body.len() {
-        match decode_record(&body[at..], version) {
-            Some(r) if r.lsn == expect => {
-                records.push((r.lsn, r.payload.to_vec()));
-                at += r.size;
-                expect += 1;
-            }
-            _ => break,
+    while let Some(r) = window.record(at, version, expect)? {
+        if r.lsn != expect {
+            break;
         }
+        at += r.size as u64;
+        count += 1;
+        expect += 1;
     }
     // Beyond the cut: intact records with later LSNs, and whether one of them says the first
     // missing LSN (`expect`) had been synced.
     let mut intact_after_cut = None;
     let mut hole_was_synced = false;
     let mut q = at + 1;
-    while q < body.len() && !hole_was_synced {
-        match decode_record(&body[q..], version) {
+    while q < len && !hole_was_synced {
+        match window.record(q, version, expect)? {
             Some(r) if r.lsn >= expect => {
-                intact_after_cut.get_or_insert(HEADER_LEN + q as u64);
+                intact_after_cut.get_or_insert(q);
                 hole_was_synced = r.synced_below.is_none_or(|s| s > expect);
-                q += r.size;
+                q += r.size as u64;
             }
             _ => q += 1,
         }
     }
     Ok(Scan {
         len,
-        count: records.len() as u64,
-        records,
-        end: HEADER_LEN + at as u64,
+        count,
+        end: at,
         start_lsn,
         version,
         intact_after_cut,
         hole_was_synced,
     })
+}
+
+/// Where the records of one segment that recovery found lie, for [`Wal::replay`].
+struct Recovery {
+    segment: usize,
+    /// Offset just past the last of them.
+    end: u64,
+    version: u32,
+    first_lsn: u64,
+    count: u64,
+}
+
+/// Reads a log file through a window of at least [`Window::CHUNK`] bytes (or one record, if
+/// larger), so recovery holds at most that much of the file at a time.
+struct Window<'a> {
+    io: &'a dyn Io,
+    len: u64,
+    buf: Vec<u8>,
+    /// The file offset of `buf[0]`.
+    start: u64,
+}
+
+impl<'a> Window<'a> {
+    const CHUNK: usize = 1 << 20;
+
+    fn new(io: &'a dyn Io, len: u64) -> Self {
+        Window {
+            io,
+            len,
+            buf: Vec::new(),
+            start: 0,
+        }
+    }
+
+    /// Up to `need` bytes from offset `at` (fewer at the end of the file).
+    fn bytes(&mut self, at: u64, need: usize) -> Result<&[u8]> {
+        let end = at.saturating_add(need as u64).min(self.len);
+        let have = self.start + self.buf.len() as u64;
+        if at < self.start || end > have {
+            let n = (end.saturating_sub(at))
+                .max(Self::CHUNK as u64)
+                .min(self.len.saturating_sub(at)) as usize;
+            self.buf.resize(n, 0);
+            self.io.read_at(&mut self.buf, at)?;
+            self.start = at;
+        }
+        let from = (at - self.start) as usize;
+        let to = (end.max(at) - self.start) as usize;
+        Ok(&self.buf[from..to])
+    }
+
+    /// The intact record at `at`, if there is one whose LSN is at least `min_lsn` (a record
+    /// with an older LSN is not looked at whole: beyond a cut, most offsets are not records,
+    /// and reading a garbage length's worth of bytes at each would be slow).
+    fn record(&mut self, at: u64, version: u32, min_lsn: u64) -> Result<Option<Decoded<'_>>> {
+        let frame_len = if version == 1 {
+            FRAME_LEN_V1
+        } else {
+            FRAME_LEN
+        };
+        let frame = self.bytes(at, frame_len)?;
+        if frame.len() < frame_len {
+            return Ok(None);
+        }
+        let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
+        let mut lsn = [0u8; 8];
+        lsn.copy_from_slice(&frame[8..16]);
+        if len > MAX_PAYLOAD || u64::from_le_bytes(lsn) < min_lsn {
+            return Ok(None);
+        }
+        Ok(decode_record(self.bytes(at, frame_len + len)?, version))
+    }
+}
+
+impl Wal {
+    /// Calls `apply` with every record recovery found (LSN and payload), in LSN order, reading
+    /// the segments again through a bounded window: the memory it needs does not grow with the
+    /// log. Call it before appending (it reads what the log held when opened).
+    pub fn replay(&self, mut apply: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
+        for r in &self.recovered {
+            let io = &*self.segments[r.segment];
+            let mut window = Window::new(io, r.end);
+            let mut at = HEADER_LEN;
+            for lsn in r.first_lsn..r.first_lsn + r.count {
+                let Some(record) = window.record(at, r.version, lsn)? else {
+                    return Err(Error::LogCorruption {
+                        path: Some(io.path().to_path_buf()),
+                        detail: format!(
+                            "record {lsn} at offset {at}, intact when the log was opened, no longer is"
+                        ),
+                    });
+                };
+                apply(record.lsn, record.payload)?;
+                at += record.size as u64;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every record recovery found, in memory (for tests and tools; recovery itself uses
+    /// [`Wal::replay`]).
+    pub fn recovered_records(&self) -> Result<Vec<(u64, Vec<u8>)>> {
+        let mut out = Vec::new();
+        self.replay(|lsn, payload| {
+            out.push((lsn, payload.to_vec()));
+            Ok(())
+        })?;
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

@@ -6,13 +6,45 @@ use std::time::Duration;
 use super::*;
 use crate::io::{Fault, FaultyIo, FileIo};
 
-fn open(path: &Path, mode: SyncMode) -> (Wal, Recovered) {
-    Wal::open(
+/// What recovery found, with its records read into memory by [`Wal::replay`].
+struct Rec {
+    records: Vec<(u64, Vec<u8>)>,
+    cut_bytes: u64,
+    intact_after_cut: Option<u64>,
+    hole_was_synced: bool,
+}
+
+/// An opened log and what recovery found, its records read back.
+fn read_back(opened: Result<(Wal, Recovered)>) -> Result<(Wal, Rec)> {
+    let (wal, r) = opened?;
+    let records = wal.recovered_records()?;
+    assert_eq!(
+        records.len() as u64,
+        r.records,
+        "replay returns what the scan counted"
+    );
+    let rec = Rec {
+        records,
+        cut_bytes: r.cut_bytes,
+        intact_after_cut: r.intact_after_cut,
+        hole_was_synced: r.hole_was_synced,
+    };
+    Ok((wal, rec))
+}
+
+fn open(path: &Path) -> (Wal, Rec) {
+    read_back(Wal::open(
         Box::new(FileIo::open(path, true).expect("open file")),
-        mode,
         1,
-    )
+    ))
     .expect("open wal")
+}
+
+/// Appends a record and makes it durable, as the database does under `SyncMode::Always`.
+fn append_durable(wal: &Wal, payload: &[u8]) -> Result<u64> {
+    let lsn = wal.append(payload)?;
+    wal.sync_to(lsn)?;
+    Ok(lsn)
 }
 
 fn payload(i: u64) -> Vec<u8> {
@@ -21,7 +53,7 @@ fn payload(i: u64) -> Vec<u8> {
         .into_bytes()
 }
 
-fn lsns(r: &Recovered) -> Vec<u64> {
+fn lsns(r: &Rec) -> Vec<u64> {
     r.records.iter().map(|(l, _)| *l).collect()
 }
 
@@ -89,32 +121,27 @@ impl Io for Watched {
 #[test]
 fn records_survive_reopen_in_every_mode() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for (i, mode) in [
-        SyncMode::Always,
-        SyncMode::Batch {
-            ops: 10,
-            interval: Duration::from_secs(1),
-        },
-        SyncMode::Never,
-    ]
-    .into_iter()
-    .enumerate()
-    {
+    // The modes as the database applies them: a sync after every record (`Always`), after
+    // every 10 (`Batch`), none until the end (`Never`).
+    for (i, mode) in [1, 10, u64::MAX].into_iter().enumerate() {
         let path = dir.path().join(format!("wal{i}"));
-        let (wal, rec) = open(&path, mode);
+        let (wal, rec) = open(&path);
         assert!(rec.records.is_empty());
         for n in 0..100 {
-            assert_eq!(
-                wal.append(&payload(n)).expect("append"),
-                n + 1,
-                "LSNs count from min_next_lsn"
-            );
+            let lsn = wal.append(&payload(n)).expect("append");
+            assert_eq!(lsn, n + 1, "LSNs count from min_next_lsn");
+            if lsn % mode == 0 {
+                wal.sync_to(lsn).expect("sync");
+            }
         }
         wal.sync().expect("sync");
         drop(wal);
-        let (wal, rec) = open(&path, mode);
-        assert_eq!(rec.cut_bytes, 0, "{mode:?}: a clean log has no torn tail");
-        assert_eq!(rec.records.len(), 100, "{mode:?}");
+        let (wal, rec) = open(&path);
+        assert_eq!(
+            rec.cut_bytes, 0,
+            "sync every {mode}: a clean log has no torn tail"
+        );
+        assert_eq!(rec.records.len(), 100, "sync every {mode}");
         for (n, (lsn, p)) in rec.records.iter().enumerate() {
             assert_eq!(
                 (*lsn, p.as_slice()),
@@ -133,9 +160,9 @@ fn records_survive_reopen_in_every_mode() {
 fn a_torn_tail_is_cut_at_every_possible_byte() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wal");
-    let (wal, _) = open(&path, SyncMode::Always);
+    let (wal, _) = open(&path);
     for n in 0..5 {
-        wal.append(&payload(n)).expect("append");
+        append_durable(&wal, &payload(n)).expect("append");
     }
     let full = wal.bytes();
     let last_start = full - (FRAME_LEN_FOR_TEST + payload(4).len()) as u64;
@@ -143,14 +170,14 @@ fn a_torn_tail_is_cut_at_every_possible_byte() {
     let pristine = std::fs::read(&path).expect("read");
     for cut in last_start..full {
         std::fs::write(&path, &pristine[..cut as usize]).expect("write");
-        let (wal, rec) = open(&path, SyncMode::Always);
+        let (wal, rec) = open(&path);
         assert_eq!(lsns(&rec), vec![1, 2, 3, 4], "cut at {cut}");
         assert_eq!(rec.cut_bytes, cut - last_start, "cut at {cut}");
         assert_eq!(rec.intact_after_cut, None);
         // The log goes on from the cut, and a second recovery sees the new record.
-        assert_eq!(wal.append(b"after").expect("append"), 5);
+        assert_eq!(append_durable(&wal, b"after").expect("append"), 5);
         drop(wal);
-        let (_, rec) = open(&path, SyncMode::Always);
+        let (_, rec) = open(&path);
         assert_eq!(lsns(&rec), vec![1, 2, 3, 4, 5]);
         assert_eq!(rec.records[4].1, b"after");
     }
@@ -162,17 +189,17 @@ const FRAME_LEN_FOR_TEST: usize = record::FRAME_LEN;
 fn damage_in_the_middle_keeps_the_prefix_and_reports_intact_records_beyond() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wal");
-    let (wal, _) = open(&path, SyncMode::Always);
+    let (wal, _) = open(&path);
     let mut offsets = vec![wal.bytes()];
     for n in 0..10 {
-        wal.append(&payload(n)).expect("append");
+        append_durable(&wal, &payload(n)).expect("append");
         offsets.push(wal.bytes());
     }
     drop(wal);
     let mut bytes = std::fs::read(&path).expect("read");
     bytes[offsets[4] as usize + 20] ^= 0x40; // inside record 5's payload
     std::fs::write(&path, &bytes).expect("write");
-    let (_, rec) = open(&path, SyncMode::Always);
+    let (_, rec) = open(&path);
     assert_eq!(lsns(&rec), vec![1, 2, 3, 4]);
     assert_eq!(
         rec.intact_after_cut,
@@ -181,13 +208,18 @@ fn damage_in_the_middle_keeps_the_prefix_and_reports_intact_records_beyond() {
     );
 }
 
-/// Writes records 1..=10 under `mode`, with an explicit sync after record `sync_after` (0: none);
-/// returns the file offset of each record and one past the last.
+/// Writes records 1..=10 as the database does under `mode` (`Always`: each durable before the
+/// next; otherwise no sync), with an explicit sync after record `sync_after` (0: none); returns
+/// the file offset of each record and one past the last.
 fn ten_records(path: &Path, mode: SyncMode, sync_after: u64) -> Vec<u64> {
-    let (wal, _) = open(path, mode);
+    let (wal, _) = open(path);
     let mut offsets = vec![wal.bytes()];
     for n in 1..=10 {
-        wal.append(&payload(n)).expect("append");
+        if mode == SyncMode::Always {
+            append_durable(&wal, &payload(n)).expect("append");
+        } else {
+            wal.append(&payload(n)).expect("append");
+        }
         if n == sync_after {
             wal.sync().expect("sync");
         }
@@ -206,8 +238,11 @@ fn damage_record(path: &Path, offsets: &[u64], lsn: u64) -> Vec<u8> {
     bytes
 }
 
-fn open_strict(path: &Path) -> Result<(Wal, Recovered)> {
-    Wal::open_strict(Box::new(FileIo::open(path, true).expect("open file")), 1)
+fn open_strict(path: &Path) -> Result<(Wal, Rec)> {
+    read_back(Wal::open_strict(
+        Box::new(FileIo::open(path, true).expect("open file")),
+        1,
+    ))
 }
 
 #[test]
@@ -266,11 +301,11 @@ fn a_version_1_log_is_read_appended_to_and_becomes_version_2_at_truncation() {
         record::encode_record(&mut bytes, 1, lsn, 0, &payload(lsn));
     }
     std::fs::write(&path, &bytes).expect("write");
-    let (wal, rec) = open(&path, SyncMode::Always);
+    let (wal, rec) = open(&path);
     assert_eq!(lsns(&rec), vec![1, 2, 3]);
-    wal.append(&payload(4)).expect("append");
+    append_durable(&wal, &payload(4)).expect("append");
     drop(wal);
-    let (wal, rec) = open(&path, SyncMode::Always);
+    let (wal, rec) = open(&path);
     assert_eq!(
         lsns(&rec),
         vec![1, 2, 3, 4],
@@ -278,11 +313,11 @@ fn a_version_1_log_is_read_appended_to_and_becomes_version_2_at_truncation() {
     );
     assert_eq!(rec.records[3].1, payload(4));
     wal.truncate().expect("truncate");
-    wal.append(&payload(5)).expect("append");
+    append_durable(&wal, &payload(5)).expect("append");
     drop(wal);
     let on_disk = std::fs::read(&path).expect("read");
     assert_eq!(on_disk[8], 2, "the rewritten header is version 2");
-    let (_, rec) = open(&path, SyncMode::Always);
+    let (_, rec) = open(&path);
     assert_eq!(lsns(&rec), vec![5]);
 
     // A version 1 log makes no claims, so any hole before intact records is refused.
@@ -300,14 +335,14 @@ fn concurrent_committers_share_fsyncs() {
     let watch = Watch::default();
     let syncs = watch.syncs.clone();
     let io = Watched::new(&path, Duration::from_millis(2), &watch);
-    let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("open wal");
+    let (wal, _) = Wal::open(Box::new(io), 1).expect("open wal");
     let before = syncs.load(Ordering::Relaxed);
     std::thread::scope(|s| {
         for t in 0..4u64 {
             let wal = &wal;
             s.spawn(move || {
                 for n in 0..100 {
-                    wal.append(&payload(t * 1000 + n)).expect("append");
+                    append_durable(wal, &payload(t * 1000 + n)).expect("append");
                 }
             });
         }
@@ -318,7 +353,7 @@ fn concurrent_committers_share_fsyncs() {
         "400 commits from 4 threads took {used} fsyncs; group commit should share them"
     );
     drop(wal);
-    let (_, rec) = open(&path, SyncMode::Always);
+    let (_, rec) = open(&path);
     assert_eq!(lsns(&rec), (1..=400).collect::<Vec<_>>());
 }
 
@@ -328,7 +363,7 @@ fn a_write_behind_does_not_wait_for_a_sync_in_flight() {
     let path = dir.path().join("wal");
     let watch = Watch::default();
     let io = Watched::new(&path, Duration::from_millis(800), &watch);
-    let (wal, _) = Wal::open(Box::new(io), SyncMode::Never, 1).expect("open wal");
+    let (wal, _) = Wal::open(Box::new(io), 1).expect("open wal");
     let big = vec![7u8; 60 << 10];
     wal.append(&big).expect("append");
     let syncs_before = watch.syncs.load(Ordering::Relaxed);
@@ -353,39 +388,38 @@ fn a_write_behind_does_not_wait_for_a_sync_in_flight() {
     wal.sync().expect("sync");
     let appended = 1 + 2 * WRITE_BEHIND / big.len();
     drop(wal);
-    let (_, rec) = open(&path, SyncMode::Never);
+    let (_, rec) = open(&path);
     assert_eq!(rec.records.len(), appended, "every record reaches the file");
 }
 
+/// The sync policy is the caller's (the database's `after_write`): the log fsyncs only when
+/// asked to.
 #[test]
-fn batch_mode_syncs_at_batch_boundaries() {
+fn appends_never_fsync_and_one_sync_covers_them_all() {
     let dir = tempfile::tempdir().expect("tempdir");
     let watch = Watch::default();
     let syncs = watch.syncs.clone();
     let io = Watched::new(&dir.path().join("wal"), Duration::from_millis(2), &watch);
-    let (wal, _) = Wal::open(
-        Box::new(io),
-        SyncMode::Batch {
-            ops: 10,
-            interval: Duration::from_secs(3600),
-        },
-        1,
-    )
-    .expect("wal");
+    let (wal, _) = Wal::open(Box::new(io), 1).expect("wal");
     let before = syncs.load(Ordering::Relaxed);
     for n in 0..95 {
         wal.append(&payload(n)).expect("append");
     }
+    assert_eq!(syncs.load(Ordering::Relaxed) - before, 0, "appends only");
+    assert_eq!(wal.durable_below(), 1, "nothing durable yet");
+    wal.sync_to(40).expect("sync");
+    assert_eq!(syncs.load(Ordering::Relaxed) - before, 1);
     assert_eq!(
-        syncs.load(Ordering::Relaxed) - before,
-        9,
-        "one fsync per 10 records"
+        wal.durable_below(),
+        96,
+        "one fsync covers every record buffered"
     );
+    wal.sync_to(95).expect("sync");
     wal.sync().expect("sync");
     assert_eq!(
         syncs.load(Ordering::Relaxed) - before,
-        10,
-        "sync() covers the partial batch"
+        1,
+        "nothing left to sync"
     );
 }
 
@@ -396,13 +430,13 @@ fn a_failed_fsync_poisons_and_acknowledged_records_survive() {
     for fault in [Fault::FailSync, Fault::FailWrite, Fault::ShortWrite(10)] {
         let _ = std::fs::remove_file(&path);
         let (io, faults) = FaultyIo::new(FileIo::open(&path, true).expect("open"));
-        let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("wal");
+        let (wal, _) = Wal::open(Box::new(io), 1).expect("wal");
         for n in 0..20 {
-            wal.append(&payload(n)).expect("append");
+            append_durable(&wal, &payload(n)).expect("append");
         }
         faults.arm(fault);
         assert!(
-            wal.append(b"doomed").is_err(),
+            append_durable(&wal, b"doomed").is_err(),
             "{fault:?}: the failing commit reports an error"
         );
         assert!(
@@ -414,7 +448,7 @@ fn a_failed_fsync_poisons_and_acknowledged_records_survive() {
             "{fault:?}: sync is refused too"
         );
         drop(wal);
-        let (_, rec) = open(&path, SyncMode::Always);
+        let (_, rec) = open(&path);
         assert!(
             rec.records.len() >= 20,
             "{fault:?}: acknowledged records lost"
@@ -428,14 +462,14 @@ fn a_torn_write_reported_as_success_is_cut_on_recovery() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wal");
     let (io, faults) = FaultyIo::new(FileIo::open(&path, true).expect("open"));
-    let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("wal");
+    let (wal, _) = Wal::open(Box::new(io), 1).expect("wal");
     for n in 0..10 {
-        wal.append(&payload(n)).expect("append");
+        append_durable(&wal, &payload(n)).expect("append");
     }
     faults.arm(Fault::TornWrite(7));
-    let _ = wal.append(b"torn record, the crash happened mid-write");
+    let _ = append_durable(&wal, b"torn record, the crash happened mid-write");
     drop(wal);
-    let (_, rec) = open(&path, SyncMode::Always);
+    let (_, rec) = open(&path);
     assert_eq!(lsns(&rec), (1..=10).collect::<Vec<_>>());
     assert_eq!(rec.cut_bytes, 7);
 }
@@ -444,7 +478,7 @@ fn a_torn_write_reported_as_success_is_cut_on_recovery() {
 fn truncate_empties_the_log_and_lsns_go_on() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wal");
-    let (wal, _) = open(&path, SyncMode::Never);
+    let (wal, _) = open(&path);
     for n in 0..50 {
         wal.append(&payload(n)).expect("append");
     }
@@ -453,7 +487,7 @@ fn truncate_empties_the_log_and_lsns_go_on() {
     assert_eq!(wal.append(b"x").expect("append"), 51);
     wal.sync().expect("sync");
     drop(wal);
-    let (wal, rec) = open(&path, SyncMode::Never);
+    let (wal, rec) = open(&path);
     assert_eq!(lsns(&rec), vec![51]);
     assert_eq!(wal.next_lsn(), 52);
 }
@@ -463,35 +497,23 @@ fn foreign_and_future_files_are_refused_clearly() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wal");
     std::fs::write(&path, b"this is somebody's shopping list, not a log at all").expect("write");
-    let err = Wal::open(
-        Box::new(FileIo::open(&path, false).expect("open")),
-        SyncMode::Never,
-        1,
-    )
-    .err()
-    .expect("must fail");
+    let err = Wal::open(Box::new(FileIo::open(&path, false).expect("open")), 1)
+        .err()
+        .expect("must fail");
     assert!(matches!(err, Error::NotSylva { .. }), "{err}");
     std::fs::write(&path, b"tiny").expect("write");
-    let err = Wal::open(
-        Box::new(FileIo::open(&path, false).expect("open")),
-        SyncMode::Never,
-        1,
-    )
-    .err()
-    .expect("must fail");
+    let err = Wal::open(Box::new(FileIo::open(&path, false).expect("open")), 1)
+        .err()
+        .expect("must fail");
     assert!(matches!(err, Error::NotSylva { .. }), "{err}");
     let mut future = record::encode_header(1);
     future[8] = 9;
     let crc = crc32c::crc32c_append(crc32c::crc32c(&future[0..12]), &future[16..32]);
     future[12..16].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&path, future).expect("write");
-    let err = Wal::open(
-        Box::new(FileIo::open(&path, false).expect("open")),
-        SyncMode::Never,
-        1,
-    )
-    .err()
-    .expect("must fail");
+    let err = Wal::open(Box::new(FileIo::open(&path, false).expect("open")), 1)
+        .err()
+        .expect("must fail");
     assert!(
         matches!(
             err,
@@ -513,17 +535,17 @@ fn a_torn_header_over_an_empty_log_recovers_empty() {
     h[17] ^= 0xFF;
     std::fs::write(&path, h).expect("write");
     let (io, _) = FaultyIo::new(FileIo::open(&path, false).expect("open"));
-    let (wal, rec) = Wal::open(Box::new(io), SyncMode::Always, 40).expect("recovers");
+    let (wal, rec) = read_back(Wal::open(Box::new(io), 40)).expect("recovers");
     assert!(rec.records.is_empty());
     assert_eq!(wal.append(b"x").expect("append"), 40);
 }
 
 /// A two-segment log over `dir/a` and `dir/b`, as the database opens its log.
-fn open_pair(dir: &Path, min_next_lsn: u64) -> Result<(Wal, Recovered)> {
+fn open_pair(dir: &Path, min_next_lsn: u64) -> Result<(Wal, Rec)> {
     let io = |name: &str| -> Box<dyn Io> {
         Box::new(FileIo::open(&dir.join(name), true).expect("open file"))
     };
-    Wal::open_segments([io("a"), io("b")], min_next_lsn)
+    read_back(Wal::open_segments([io("a"), io("b")], min_next_lsn))
 }
 
 fn append_n(wal: &Wal, lsns: std::ops::Range<u64>) {
@@ -626,8 +648,9 @@ fn an_empty_segment_with_an_old_header_starts_over_at_the_next_lsn() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wal");
     {
-        let (wal, _) = open(&path, SyncMode::Always);
+        let (wal, _) = open(&path);
         append_n(&wal, 1..4);
+        wal.sync().expect("sync");
     }
     // A truncation cut short after the cut, before the new header: the old header (start 1)
     // over an empty log, and a checkpoint that says the next LSN is 4.
@@ -637,20 +660,19 @@ fn an_empty_segment_with_an_old_header_starts_over_at_the_next_lsn() {
         .and_then(|f| f.set_len(HEADER_LEN))
         .expect("cut");
     {
-        let (wal, rec) = Wal::open(
+        let (wal, rec) = read_back(Wal::open(
             Box::new(FileIo::open(&path, true).expect("file")),
-            SyncMode::Always,
             4,
-        )
+        ))
         .expect("open");
         assert!(rec.records.is_empty());
         append_n(&wal, 4..6);
+        wal.sync().expect("sync");
     }
-    let (_, rec) = Wal::open(
+    let (_, rec) = read_back(Wal::open(
         Box::new(FileIo::open(&path, true).expect("file")),
-        SyncMode::Always,
         4,
-    )
+    ))
     .expect("open");
     assert_eq!(
         lsns(&rec),
@@ -664,9 +686,9 @@ fn synced_log_pages_leave_the_page_cache_and_the_page_being_appended_to_stays() 
     let dir = tempfile::tempdir().expect("tempdir");
     let watch = Watch::default();
     let io = Watched::new(&dir.path().join("wal"), Duration::ZERO, &watch);
-    let (wal, _) = Wal::open(Box::new(io), SyncMode::Always, 1).expect("open wal");
+    let (wal, _) = Wal::open(Box::new(io), 1).expect("open wal");
     for n in 0..2_000 {
-        wal.append(&payload(n)).expect("append");
+        append_durable(&wal, &payload(n)).expect("append");
     }
     let drops = watch.drops.lock();
     let mut next = 0;

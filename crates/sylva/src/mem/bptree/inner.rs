@@ -35,7 +35,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering::Relaxed};
 
 use super::leaf::{prefetch_bytes, prefetch_slice, PREFETCH_LIMIT};
-use crate::btree::store::Latch;
+use crate::sync::{backoff, Latch};
 
 /// A key type internal nodes can hold: encodable in one 64-bit word.
 ///
@@ -297,7 +297,7 @@ impl<K: InnerKey> InnerPtr<K> {
                     return InnerWrite { node: self };
                 }
             }
-            crate::btree::store::backoff(&mut spins);
+            backoff(&mut spins);
         }
     }
 }
