@@ -3,10 +3,10 @@
 //! its tree into (section 7).
 //!
 //! **Translation.** Page `i` lives at a fixed virtual address, `base + i × page size`, inside one
-//! large `MAP_NORESERVE` reservation ([`region`]); no hash table maps page ids to frames. Only
+//! large `MAP_NORESERVE` reservation (`region`); no hash table maps page ids to frames. Only
 //! resident pages consume memory; eviction hands the memory back with `madvise(MADV_DONTNEED)`.
 //!
-//! **Latching.** Each page has one state word ([`state`]): an exclusive lock bit, residency,
+//! **Latching.** Each page has one state word (`state`): an exclusive lock bit, residency,
 //! a clock mark, a dirty bit and a version. Readers are optimistic: [`BufferPool::read_lock`]
 //! returns a version, the reader reads the frame, [`BufferPool::validate`] says whether it may
 //! trust what it read. Readers never write shared memory, except to clear a clock mark (a page
@@ -45,7 +45,7 @@
 //! page order and writes each run of consecutive dirty pages with one write (up to 1 MiB), but
 //! never holds a writer for the I/O: for each page it takes the *writing* mode, copies the frame
 //! into the run's slot of an aligned buffer and, in one atomic step, releases the page, clears
-//! its dirty bit and marks it *in flight* (`IN_FLIGHT`, [`state`]). Then the log is made durable
+//! its dirty bit and marks it *in flight* (`IN_FLIGHT`, `state`). Then the log is made durable
 //! up to the copies' highest LSN (the WAL rule, for the copy), the copies' headers are sealed
 //! (checksum, id, LSN) in the buffer and the run is written from the buffer. Writers held the
 //! page only for its 4 KiB copy; one that changes it after the copy sets the dirty bit again, and

@@ -10,7 +10,7 @@
 //! open, the records of both are returned in LSN order when one continues the other.
 //!
 //! **Dropping a segment in steps.** The segment a finished checkpoint no longer needs is cut
-//! from its end [`DROP_STEP`] bytes at a time, each cut followed by an fsync, and only then
+//! from its end `DROP_STEP` bytes at a time, each cut followed by an fsync, and only then
 //! emptied ([`Wal::drop_other`], on the checkpoint thread). Cut in one go, a gigabyte's blocks
 //! were freed by one journal commit, which on a filesystem mounted with `discard` (this
 //! machine's ext4) waits for the device to trim them all, and every fsync of the active segment
