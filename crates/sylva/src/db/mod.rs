@@ -95,9 +95,16 @@
 //! corrupt page) poisons the database: every later call returns [`Error::Poisoned`] until it is
 //! reopened, and recovery decides what really reached disk.
 
+mod background;
+mod batch;
+mod checkpoint;
+mod create;
 mod cursor;
+mod kv;
 mod log;
 mod options;
+mod recovery;
+mod state;
 mod store;
 
 use std::ops::Bound;
@@ -113,12 +120,16 @@ use crate::buffer::{BufferPool, PoolOptions};
 use crate::error::{Error, Result};
 use crate::io::{create_dir_all_durable, Io, LockGuard, OpenFile, OsFs, Vfs};
 use crate::io::{Meta, PageFile, FIRST_DATA_PAGE};
-use crate::kv::{KvStore, Limits, Stats, Visitor};
-use crate::page::PageId;
+use crate::kv::Limits;
 use crate::wal::{SyncMode, Wal};
-use log::Record;
-use store::{stamp_kind, PoolStore};
+use store::PoolStore;
 
+use background::{checkpoint_loop, log_sync_loop, Trigger};
+use batch::BatchOp;
+use create::create_files;
+use state::State;
+
+pub use batch::WriteBatch;
 pub use cursor::Cursor;
 pub use options::{DbOptions, OPTION_KEYS};
 
@@ -132,57 +143,6 @@ pub const WAL_FILE_2: &str = "wal.2.log";
 pub const LOCK_FILE: &str = "LOCK";
 /// A page file being created: renamed to [`DATA_FILE`] once the new database is whole.
 pub const NEW_DATA_FILE: &str = "data.sylva.new";
-
-/// Magic and version of the Db's state in the page file's meta area.
-const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
-/// Version 2 added the log's second segment (`wal.2.log`): a build that knows only `wal.log`
-/// must refuse such a directory rather than miss records in the second file. Version 1
-/// directories are read (their log is one file; the second segment is created empty).
-const STATE_VERSION: u32 = 2;
-const OLDEST_STATE_VERSION: u32 = 1;
-const STATE_LEN: usize = 40;
-
-/// An atomic group of puts and deletes for [`Db::write`]: after a crash either all of them
-/// happened or none.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WriteBatch {
-    ops: Vec<BatchOp>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum BatchOp {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
-}
-
-impl WriteBatch {
-    /// An empty batch.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Adds a put.
-    pub fn put(&mut self, key: &[u8], value: &[u8]) -> &mut Self {
-        self.ops.push(BatchOp::Put(key.to_vec(), value.to_vec()));
-        self
-    }
-
-    /// Adds a delete.
-    pub fn delete(&mut self, key: &[u8]) -> &mut Self {
-        self.ops.push(BatchOp::Delete(key.to_vec()));
-        self
-    }
-
-    /// Operations in the batch.
-    pub fn len(&self) -> usize {
-        self.ops.len()
-    }
-
-    /// Whether the batch is empty.
-    pub fn is_empty(&self) -> bool {
-        self.ops.is_empty()
-    }
-}
 
 /// What `Db::stats` reports.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -242,69 +202,6 @@ pub struct RecoveryReport {
     pub older_meta_damage: Option<String>,
 }
 
-/// A batch operation read back from the log: a put with its value, or a delete.
-type OwnedOp = (Vec<u8>, Option<Vec<u8>>);
-
-/// The Db's state recorded at a checkpoint (in the page file's meta area; `docs/format.md`).
-#[derive(Debug, Clone, Copy)]
-struct State {
-    layout: btree::Layout,
-    meta_page: PageId,
-    records: u64,
-    /// Redo starts at this LSN.
-    checkpoint_lsn: u64,
-}
-
-impl State {
-    fn encode(&self) -> [u8; STATE_LEN] {
-        let mut b = [0u8; STATE_LEN];
-        b[0..8].copy_from_slice(STATE_MAGIC);
-        b[8..12].copy_from_slice(&STATE_VERSION.to_le_bytes());
-        b[12] = self.layout.code();
-        b[16..24].copy_from_slice(&self.meta_page.to_le_bytes());
-        b[24..32].copy_from_slice(&self.records.to_le_bytes());
-        b[32..40].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
-        b
-    }
-
-    fn decode(path: &Path, user: &[u8]) -> Result<Option<State>> {
-        if user.is_empty() {
-            return Ok(None);
-        }
-        let not_db = |detail: String| Error::NotSylva {
-            path: path.to_path_buf(),
-            expected: "database",
-            detail,
-        };
-        if user.len() < STATE_LEN || &user[0..8] != STATE_MAGIC {
-            return Err(not_db(
-                "the page file's meta area holds no database state".into(),
-            ));
-        }
-        let u64_at = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&user[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        let version = u32::from_le_bytes([user[8], user[9], user[10], user[11]]);
-        if !(OLDEST_STATE_VERSION..=STATE_VERSION).contains(&version) {
-            return Err(Error::UnsupportedVersion {
-                path: path.to_path_buf(),
-                found: version,
-                supported: STATE_VERSION,
-            });
-        }
-        let layout = btree::Layout::from_code(user[12])
-            .ok_or_else(|| not_db(format!("unknown layout {}", user[12])))?;
-        Ok(Some(State {
-            layout,
-            meta_page: u64_at(16),
-            records: u64_at(24),
-            checkpoint_lsn: u64_at(32),
-        }))
-    }
-}
-
 /// A durable, ordered key-value database in a directory. Share it between threads by reference
 /// (`Db` is `Sync`); every method may be called concurrently.
 pub struct Db {
@@ -340,238 +237,6 @@ struct Core {
     durable_checkpoint: AtomicU64,
     /// [`DbOptions::fuzzy_checkpoints`].
     fuzzy: bool,
-}
-
-/// Wakes a background thread (the checkpoint thread, the log sync thread) when there is work
-/// for it, and stops it.
-#[derive(Default)]
-struct Trigger {
-    state: Mutex<TriggerState>,
-    cv: parking_lot::Condvar,
-}
-
-#[derive(Default)]
-struct TriggerState {
-    requested: bool,
-    running: bool,
-    shutdown: bool,
-}
-
-impl Trigger {
-    /// Asks the thread for a run; `false` if one is already asked for or running.
-    fn request(&self) -> bool {
-        let mut st = self.state.lock();
-        if st.requested || st.running {
-            return false;
-        }
-        st.requested = true;
-        self.cv.notify_one();
-        true
-    }
-
-    /// Stops the thread after the run it may be in.
-    fn stop(&self) {
-        self.state.lock().shutdown = true;
-        self.cv.notify_one();
-    }
-
-    /// For the thread: waits for a request and marks it running; `false` once stopped.
-    fn wait(&self) -> bool {
-        let mut st = self.state.lock();
-        while !st.requested && !st.shutdown {
-            self.cv.wait(&mut st);
-        }
-        if st.shutdown {
-            return false;
-        }
-        st.requested = false;
-        st.running = true;
-        true
-    }
-
-    /// For the thread: the run it was asked for has ended.
-    fn done(&self) {
-        self.state.lock().running = false;
-    }
-}
-
-/// `SyncMode::Batch`'s log sync thread: a writer that reaches a batch boundary hands the fsync
-/// to this thread ([`Trigger::request`]) and goes on, instead of waiting for it. The batch is
-/// durable once that fsync completes, a few milliseconds after the boundary, as when the writer
-/// synced itself; what changes is who waits. A writer that reaches the next boundary while that
-/// sync is still running syncs itself (sharing the running fsync, group commit), so at most the
-/// batch being synced and the current one are ever not durable, and a slow disk holds writers
-/// back instead of letting unsynced writes pile up. A failure poisons the database (the log
-/// poisons itself too, so the next write fails).
-fn log_sync_loop(core: Arc<Core>, syncer: Arc<Trigger>) {
-    while syncer.wait() {
-        if core.tree.store.wal.sync().is_err() {
-            core.poisoned.store(true, Ordering::Release);
-        }
-        syncer.done();
-    }
-}
-
-impl Core {
-    /// A fuzzy checkpoint (module docs): its log position and record count are taken under
-    /// the write gate, then the dirty pages are written while writers go on, then the meta page
-    /// is written. Falls back to a quiet one if the log cannot rotate.
-    fn checkpoint_now(&self) -> Result<()> {
-        let _one = self.checkpoint_lock.lock();
-        if !self.fuzzy {
-            return self.checkpoint_quiet_locked();
-        }
-        let store = &self.tree.store;
-        let file = store.pool.file();
-        // Most of the log's fsync here, so the rotation's own, with writers held back, is short.
-        store.wal.sync()?;
-        let begun = {
-            let _gate = store.exclusive();
-            let rotated = store
-                .wal
-                .rotate(self.durable_checkpoint.load(Ordering::Acquire))?;
-            rotated.then(|| {
-                let lsn = store.wal.next_lsn();
-                store.checkpoint_lsn.store(lsn, Ordering::Release);
-                file.begin_fuzzy();
-                store.log_bytes.store(0, Ordering::Relaxed);
-                (lsn, self.tree.records.load(Ordering::Relaxed))
-            })
-        };
-        let Some((lsn, records)) = begun else {
-            return self.checkpoint_quiet_locked();
-        };
-        // Recovery redoes from `lsn`, so every change with a smaller LSN must be in the file
-        // once the meta page lands. Writers log and change pages under the gate, so all those
-        // changes were in the frames when the gate opened, before `flush_all` began. A page
-        // that was dirty then is, when the flush reaches it, either still dirty: the flush
-        // copies it (after the gate, so the copy holds those changes) and writes the copy
-        // before it returns; or clean because eviction wrote it meanwhile (under its lock,
-        // before releasing it), or evicted, or freed (see below). The flush writes copies while
-        // writers go on, and a change made after a copy is not in the file, but such a change
-        // came after the gate: its LSN is at least `lsn`, and the page's first change after
-        // `lsn` logged its full image, so redo rebuilds the page from the log whatever version
-        // of it reached the file.
-        store.pool.flush_all()?;
-        // Most of the data file's sync happens here, not while the file holds allocations back.
-        file.sync()?;
-        // The log up to here durable: a page that was dirty when the checkpoint began and was
-        // freed before `flush_all` reached it was not written, so the record that freed it must
-        // survive, or recovery would bring the page back with its older content. (Pages the
-        // file grew by since the checkpoint began are listed free in it, `PageFile::checkpoint`;
-        // redo allocates again those whose records survive.)
-        store.wal.sync()?;
-        let state = State {
-            layout: self.layout,
-            meta_page: self.tree.meta,
-            records,
-            checkpoint_lsn: lsn,
-        };
-        file.checkpoint(&state.encode())?;
-        self.durable_checkpoint.store(lsn, Ordering::Release);
-        self.checkpoints.fetch_add(1, Ordering::Relaxed);
-        store.wal.drop_other(lsn)?;
-        Ok(())
-    }
-
-    /// A quiet checkpoint: writes every dirty page, records a checkpoint at the log's end and
-    /// empties the log, holding writers back for the last part. At open and close.
-    fn checkpoint_quiet(&self) -> Result<()> {
-        let _one = self.checkpoint_lock.lock();
-        self.checkpoint_quiet_locked()
-    }
-
-    fn checkpoint_quiet_locked(&self) -> Result<()> {
-        let store = &self.tree.store;
-        // Write most dirty pages while writers go on; under the gate only the pages dirtied
-        // meanwhile are left to write, so writers wait for far less.
-        store.pool.flush_all()?;
-        let _gate = store.exclusive();
-        let lsn = store.wal.next_lsn();
-        store.wal.sync()?;
-        store.checkpoint_lsn.store(lsn, Ordering::Release);
-        let state = State {
-            layout: self.layout,
-            meta_page: self.tree.meta,
-            records: self.tree.records.load(Ordering::Relaxed),
-            checkpoint_lsn: lsn,
-        };
-        store.pool.checkpoint(&state.encode())?;
-        self.durable_checkpoint.store(lsn, Ordering::Release);
-        store.wal.truncate()?;
-        store.log_bytes.store(0, Ordering::Relaxed);
-        self.checkpoints.fetch_add(1, Ordering::Relaxed);
-        Ok(())
-    }
-}
-
-/// The checkpoint thread: checkpoints when a writer asks (the log passed `checkpoint_bytes`),
-/// so no writer spends its own time writing the dirty pages. A failure poisons the database.
-fn checkpoint_loop(core: Arc<Core>, checkpointer: Arc<Trigger>) {
-    lower_thread_priority();
-    while checkpointer.wait() {
-        if !core.poisoned.load(Ordering::Acquire) && core.checkpoint_now().is_err() {
-            core.poisoned.store(true, Ordering::Release);
-        }
-        // Done first: a writer that then sees `checkpointing` false must find the trigger idle,
-        // or its request would be refused and lost.
-        checkpointer.done();
-        core.checkpointing.store(false, Ordering::Release);
-    }
-}
-
-/// Gives the calling thread nice 10 unless it already runs nicer (Linux applies nice per
-/// thread). A hint: failure changes nothing but the scheduling.
-fn lower_thread_priority() {
-    // SAFETY: plain syscalls on the calling thread's own id; no memory is involved.
-    unsafe {
-        let tid = libc::gettid() as libc::id_t;
-        if libc::getpriority(libc::PRIO_PROCESS, tid) < 10 {
-            libc::setpriority(libc::PRIO_PROCESS, tid, 10);
-        }
-    }
-}
-
-/// Builds a new, empty database's files in `dir` (module docs of [`Db::open_in`]): a page file
-/// under [`NEW_DATA_FILE`] and both log segments with their headers, all durable with their
-/// names, then renames the page file to [`DATA_FILE`] and makes that durable. What an earlier,
-/// unfinished creation left is removed first.
-fn create_files(vfs: &dyn Vfs, dir: &Path, options: &DbOptions) -> Result<()> {
-    let new = dir.join(NEW_DATA_FILE);
-    for name in [NEW_DATA_FILE, WAL_FILE, WAL_FILE_2] {
-        let path = dir.join(name);
-        if vfs.exists(&path)? {
-            vfs.remove_file(&path)?;
-        }
-    }
-    let opened = vfs.open(
-        &new,
-        OpenFile {
-            create: true,
-            direct: options.direct_io,
-        },
-    )?;
-    // Writes both meta pages, each fsynced.
-    drop(PageFile::create_io(
-        opened.io,
-        options.page_size,
-        opened.direct,
-    )?);
-    let segment = |name: &str| -> Result<Box<dyn Io>> {
-        let how = OpenFile {
-            create: true,
-            direct: false,
-        };
-        Ok(vfs.open(&dir.join(name), how)?.io)
-    };
-    // Opening empty segments writes and fsyncs their headers.
-    drop(Wal::open_segments(
-        [segment(WAL_FILE)?, segment(WAL_FILE_2)?],
-        1,
-    )?);
-    vfs.sync_dir(dir)?;
-    vfs.rename(&new, &dir.join(DATA_FILE))?;
-    vfs.sync_dir(dir)
 }
 
 impl Db {
@@ -755,139 +420,6 @@ impl Db {
             *db.sync_thread.lock() = Some(thread);
         }
         Ok(db)
-    }
-
-    /// Redoes the log from `checkpoint_lsn` (see the module docs), streaming its records.
-    fn redo(&mut self, checkpoint_lsn: u64) -> Result<()> {
-        let core = self.core.clone();
-        let this = &*self;
-        let store = &core.tree.store;
-        let image_len = store.page_size_bytes();
-        let mut pending: Option<Vec<OwnedOp>> = None;
-        let mut redone = 0;
-        // Record by record as the log is read again: memory does not grow with the log.
-        store.wal.replay(|lsn, payload| {
-            if lsn < checkpoint_lsn {
-                return Ok(());
-            }
-            match log::decode(lsn, payload, image_len)? {
-                Record::Put { page, key, value } => {
-                    this.redo_page(page, lsn, |t| t.redo_put(page, key, value).map(drop))?
-                }
-                Record::Delete { page, key } => {
-                    this.redo_page(page, lsn, |t| t.redo_delete(page, key).map(drop))?
-                }
-                Record::PagesEdit {
-                    changed,
-                    parent,
-                    edit,
-                } => {
-                    this.install_images(lsn, &changed)?;
-                    this.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))?;
-                }
-                Record::Pages {
-                    changed,
-                    freed,
-                    delta,
-                } => {
-                    let pool = &store.pool;
-                    let installed = this.install_images(lsn, &changed)?;
-                    if installed && delta != 0 {
-                        let records = &this.core.tree.records;
-                        if delta > 0 {
-                            records.fetch_add(delta as u64, Ordering::Relaxed);
-                        } else {
-                            records.fetch_sub(delta.unsigned_abs(), Ordering::Relaxed);
-                        }
-                    }
-                    for id in freed {
-                        pool.lock_for_overwrite(id)?;
-                        pool.free(id)?;
-                    }
-                }
-                Record::Batch(ops) => {
-                    pending = Some(
-                        ops.into_iter()
-                            .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-                            .collect(),
-                    )
-                }
-                Record::BatchEnd => pending = None,
-            }
-            redone += 1;
-            Ok(())
-        })?;
-        self.recovery.records_redone = redone;
-        if let Some(ops) = pending {
-            // Applied again as a live batch is, logged: a page this changes may be written
-            // back (evicted) before recovery's checkpoint, and a crash then must find its
-            // change covered by a record with the page's LSN, or the next redo would compare
-            // LSNs against a page holding changes no record explains (and miscount records).
-            store.logging.store(true, Ordering::Release);
-            for (k, v) in ops {
-                match v {
-                    Some(v) => self.core.tree.put(&k, &v)?,
-                    None => drop(self.core.tree.delete(&k)?),
-                }
-            }
-            let mut end = Vec::new();
-            log::batch_end(&mut end);
-            store.append_record(&end)?;
-            self.recovery.batch_reapplied = true;
-        }
-        Ok(())
-    }
-
-    /// Installs the logged `images` (record `lsn`) over pages that do not have them yet;
-    /// returns whether it installed any.
-    fn install_images(&self, lsn: u64, images: &[(PageId, log::Image<'_>)]) -> Result<bool> {
-        let pool = &self.core.tree.store.pool;
-        let image_len = self.core.tree.store.page_size_bytes();
-        let mut installed = false;
-        for &(id, image) in images {
-            pool.lock_for_overwrite(id)?;
-            if pool.page_lsn(id) >= lsn {
-                pool.unlock(id, false);
-                continue;
-            }
-            // SAFETY: we hold page `id` exclusively; its engine bytes are `image_len` long
-            // inside the pool's mapping.
-            let page = unsafe { std::slice::from_raw_parts_mut(pool.data(id).as_ptr(), image_len) };
-            image.restore(page);
-            pool.set_lsn(id, lsn);
-            stamp_kind(pool, id);
-            pool.unlock(id, true);
-            installed = true;
-        }
-        Ok(installed)
-    }
-
-    /// Applies a logged change (a leaf's put or delete, a parent's edit) to `page` unless the
-    /// page already has it.
-    fn redo_page(
-        &self,
-        page: PageId,
-        lsn: u64,
-        apply: impl FnOnce(&BTree<PoolStore>) -> Result<()>,
-    ) -> Result<()> {
-        let pool = &self.core.tree.store.pool;
-        pool.lock(page)?;
-        if pool.page_lsn(page) >= lsn {
-            pool.unlock(page, false);
-            return Ok(());
-        }
-        match apply(&self.core.tree) {
-            Ok(()) => {
-                pool.set_lsn(page, lsn);
-                stamp_kind(pool, page);
-                pool.unlock(page, true);
-                Ok(())
-            }
-            Err(e) => {
-                pool.unlock(page, false);
-                Err(e)
-            }
-        }
     }
 
     /// What recovery did when this database was opened.
@@ -1187,124 +719,5 @@ impl Drop for Db {
     }
 }
 
-impl KvStore for Db {
-    fn limits(&self) -> Limits {
-        self.core.tree.limits()
-    }
-
-    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        Db::get_into(self, key, out)
-    }
-
-    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        Db::put(self, key, value)
-    }
-
-    fn delete(&self, key: &[u8]) -> Result<bool> {
-        Db::delete(self, key)
-    }
-
-    fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
-        self.check_open()?;
-        let r = KvStore::scan(&self.core.tree, start, limit, visitor);
-        self.guard_read(r)
-    }
-
-    fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
-        self.check_open()?;
-        let r = KvStore::map_range(&self.core.tree, start, end, visitor);
-        self.guard_read(r)
-    }
-
-    fn sync(&self) -> Result<()> {
-        Db::sync(self)
-    }
-
-    /// The log synced, then a checkpoint: the dirty pages written back, so recovery would redo
-    /// nothing.
-    fn finish_deferred(&self) -> Result<()> {
-        Db::sync(self)?;
-        self.checkpoint()
-    }
-
-    fn stats(&self) -> Stats {
-        let s = self.quick_stats();
-        let mut counters = vec![
-            ("tree_pages", s.tree_pages),
-            ("free_pages", s.free_pages),
-            ("cache_hits", s.cache_hits),
-            ("cache_misses", s.cache_misses),
-            ("page_writes", s.page_writes),
-            ("wal_bytes", s.wal_bytes),
-            ("wal_written", s.wal_written),
-            ("wal_fpw_written", s.wal_fpw_written),
-            ("checkpoints", s.checkpoints),
-        ];
-        // The tree's structure changes since open (splits, merges, redistributions, ...).
-        counters.extend(
-            self.core
-                .tree
-                .stats()
-                .counters
-                .into_iter()
-                .filter(|(name, _)| *name != "pages"),
-        );
-        Stats {
-            records: s.records,
-            bytes_used: Some(s.file_pages * s.page_size as u64),
-            counters,
-        }
-    }
-}
-
 #[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::*;
-    use crate::io::MemIo;
-
-    fn options() -> DbOptions {
-        DbOptions {
-            sync: SyncMode::Never,
-            cache_bytes: 1 << 20,
-            ..DbOptions::default()
-        }
-    }
-
-    /// A crash inside `write` leaves the batch's log record and a prefix of its page records;
-    /// recovery applies the whole batch again.
-    #[test]
-    fn a_batch_cut_short_is_applied_again_from_its_log_record() {
-        let db = Db::open_io(
-            Box::new(MemIo::default()),
-            [Box::new(MemIo::default()), Box::new(MemIo::default())],
-            options(),
-        )
-        .unwrap();
-        db.put(b"a", b"old").unwrap();
-        db.put(b"gone", b"x").unwrap();
-        let store = &db.core.tree.store;
-        let mut buf = Vec::new();
-        let ops: Vec<log::BatchEntry> =
-            vec![(b"a", Some(b"new")), (b"b", Some(b"1")), (b"gone", None)];
-        log::batch(&mut buf, ops.into_iter());
-        store.append_record(&buf).unwrap();
-        db.core.tree.put(b"a", b"new").unwrap();
-        store.wal.sync().unwrap();
-        // The state a crash would leave: the page file as of the last checkpoint, the log as
-        // synced.
-        let pages = MemIo::new(store.pool.file().io_contents());
-        let wal = store
-            .wal
-            .io_contents()
-            .map(|bytes| Box::new(MemIo::new(bytes)) as Box<dyn Io>);
-        db.simulate_crash();
-
-        let db = Db::open_io(Box::new(pages), wal, options()).unwrap();
-        assert!(db.recovery().batch_reapplied, "{:?}", db.recovery());
-        assert_eq!(db.get(b"a").unwrap().as_deref(), Some(&b"new"[..]));
-        assert_eq!(db.get(b"b").unwrap().as_deref(), Some(&b"1"[..]));
-        assert_eq!(db.get(b"gone").unwrap(), None);
-        assert_eq!(db.check().unwrap().records, 2);
-    }
-}
+mod tests;

@@ -1,0 +1,76 @@
+//! `Db` as a [`KvStore`], the contract every engine keeps (what `sylva bench` and the
+//! conformance suite drive).
+
+use super::Db;
+use crate::error::Result;
+use crate::kv::{KvStore, Limits, Stats, Visitor};
+
+impl KvStore for Db {
+    fn limits(&self) -> Limits {
+        self.core.tree.limits()
+    }
+
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        Db::get_into(self, key, out)
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        Db::put(self, key, value)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        Db::delete(self, key)
+    }
+
+    fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
+        self.check_open()?;
+        let r = KvStore::scan(&self.core.tree, start, limit, visitor);
+        self.guard_read(r)
+    }
+
+    fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
+        self.check_open()?;
+        let r = KvStore::map_range(&self.core.tree, start, end, visitor);
+        self.guard_read(r)
+    }
+
+    fn sync(&self) -> Result<()> {
+        Db::sync(self)
+    }
+
+    /// The log synced, then a checkpoint: the dirty pages written back, so recovery would redo
+    /// nothing.
+    fn finish_deferred(&self) -> Result<()> {
+        Db::sync(self)?;
+        self.checkpoint()
+    }
+
+    fn stats(&self) -> Stats {
+        let s = self.quick_stats();
+        let mut counters = vec![
+            ("tree_pages", s.tree_pages),
+            ("free_pages", s.free_pages),
+            ("cache_hits", s.cache_hits),
+            ("cache_misses", s.cache_misses),
+            ("page_writes", s.page_writes),
+            ("wal_bytes", s.wal_bytes),
+            ("wal_written", s.wal_written),
+            ("wal_fpw_written", s.wal_fpw_written),
+            ("checkpoints", s.checkpoints),
+        ];
+        // The tree's structure changes since open (splits, merges, redistributions, ...).
+        counters.extend(
+            self.core
+                .tree
+                .stats()
+                .counters
+                .into_iter()
+                .filter(|(name, _)| *name != "pages"),
+        );
+        Stats {
+            records: s.records,
+            bytes_used: Some(s.file_pages * s.page_size as u64),
+            counters,
+        }
+    }
+}

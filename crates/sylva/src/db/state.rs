@@ -1,0 +1,77 @@
+//! The database's state in the page file's meta area, written at each checkpoint
+//! (`docs/format.md`, "Database state").
+
+use std::path::Path;
+
+use crate::btree;
+use crate::error::{Error, Result};
+use crate::page::PageId;
+
+/// Magic and version of the Db's state in the page file's meta area.
+const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
+/// Version 2 added the log's second segment (`wal.2.log`): a build that knows only `wal.log`
+/// must refuse such a directory rather than miss records in the second file. Version 1
+/// directories are read (their log is one file; the second segment is created empty).
+pub(super) const STATE_VERSION: u32 = 2;
+const OLDEST_STATE_VERSION: u32 = 1;
+pub(super) const STATE_LEN: usize = 40;
+
+/// The Db's state recorded at a checkpoint (in the page file's meta area; `docs/format.md`).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct State {
+    pub(super) layout: btree::Layout,
+    pub(super) meta_page: PageId,
+    pub(super) records: u64,
+    /// Redo starts at this LSN.
+    pub(super) checkpoint_lsn: u64,
+}
+
+impl State {
+    pub(super) fn encode(&self) -> [u8; STATE_LEN] {
+        let mut b = [0u8; STATE_LEN];
+        b[0..8].copy_from_slice(STATE_MAGIC);
+        b[8..12].copy_from_slice(&STATE_VERSION.to_le_bytes());
+        b[12] = self.layout.code();
+        b[16..24].copy_from_slice(&self.meta_page.to_le_bytes());
+        b[24..32].copy_from_slice(&self.records.to_le_bytes());
+        b[32..40].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
+        b
+    }
+
+    pub(super) fn decode(path: &Path, user: &[u8]) -> Result<Option<State>> {
+        if user.is_empty() {
+            return Ok(None);
+        }
+        let not_db = |detail: String| Error::NotSylva {
+            path: path.to_path_buf(),
+            expected: "database",
+            detail,
+        };
+        if user.len() < STATE_LEN || &user[0..8] != STATE_MAGIC {
+            return Err(not_db(
+                "the page file's meta area holds no database state".into(),
+            ));
+        }
+        let u64_at = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&user[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let version = u32::from_le_bytes([user[8], user[9], user[10], user[11]]);
+        if !(OLDEST_STATE_VERSION..=STATE_VERSION).contains(&version) {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                found: version,
+                supported: STATE_VERSION,
+            });
+        }
+        let layout = btree::Layout::from_code(user[12])
+            .ok_or_else(|| not_db(format!("unknown layout {}", user[12])))?;
+        Ok(Some(State {
+            layout,
+            meta_page: u64_at(16),
+            records: u64_at(24),
+            checkpoint_lsn: u64_at(32),
+        }))
+    }
+}
