@@ -11,6 +11,7 @@
 //!
 //! With N threads the operation stream is cut into N contiguous pieces, one per thread.
 
+use std::hash::Hasher;
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
@@ -177,16 +178,70 @@ fn unreachable_histogram() -> Histogram<u64> {
     panic!("histogram bounds are constants and valid")
 }
 
-/// The hash of a record: XXH3 (64-bit) of the whole value, seeded with XXH3 of the whole key, so
-/// every byte of both counts and a byte moved across the key/value boundary changes it (XXH3
-/// mixes each input's length in). Before issue 24 it read only the key's first and last 8 bytes
-/// and the value's first 8, so a value corrupted in its middle, or one returned with the right
-/// prefix and a wrong tail, passed; XXH3 over 8–64-byte inputs costs a few nanoseconds a record
-/// (measured in `docs/benchmarking.md`), a small fraction of a scan step.
-#[inline]
+/// The hash of a record, over every byte of its key and value.
+///
+/// A record of an 8-byte key and an 8-byte value (the default: the `dense` and `sparse` key sets
+/// with `--value-size 8`) is one folded multiply of its two words, each first XORed with a
+/// constant: the low and high halves of the 128-bit product XORed together. Every other record
+/// is rapidhash (the `rapidhash` crate's `fast` hasher, which skips the final avalanche) over the
+/// whole key, then over the whole value seeded with the key's hash; each input's length is added
+/// to the seed before it is mixed, so a byte moved across the key/value boundary changes the
+/// hash. On both paths the value's hash depends on its key, so values exchanged between keys
+/// change the checksum's sum (a sum of separate key and value hashes would not).
+///
+/// Before issue 24 it read only the key's first and last 8 bytes and the value's first 8, so a
+/// value corrupted in its middle, or one returned with the right prefix and a wrong tail, passed.
+/// The first whole-record hash, XXH3 of the value seeded with XXH3 of the key, took 56% of
+/// `bptree`'s time on workload X; this one takes 15%, less than the three words did (21%). The
+/// 8/8 case is hand-written because there the crate's two dependent calls cost about three times
+/// one multiply; for longer records a hand-written fold of 8-byte words measured within 7% of
+/// rapidhash, so they take the crate's hash (`docs/benchmarking.md` has the numbers,
+/// `examples/record_hash_cost.rs` measures them). Hashing a scan's records in one call would not
+/// remove the per-record cost that remains (the engine's call of the visitor) and would make the
+/// checksum depend on the order of a range map. The fast hasher's output may change between the
+/// crate's minor versions and reads words in native byte order: checksums compare between
+/// engines of one build, as they are used, not across builds with a different `Cargo.lock` or
+/// machines of different endianness.
+// The 8/8 path is inlined into the visitor and the other one is a call: left to the compiler,
+// record_hash became a call of its own, and inlined whole it made the visitor save and restore
+// the registers the general path needs on every record; either cost the 8/8 path most of its
+// gain (callgrind, workload x on `bptree`).
+#[inline(always)]
 pub fn record_hash(key: &[u8], value: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(value, xxhash_rust::xxh3::xxh3_64(key))
+    if let (Ok(k), Ok(v)) = (<&[u8; 8]>::try_from(key), <&[u8; 8]>::try_from(value)) {
+        return folded_multiply(
+            u64::from_le_bytes(*k) ^ KEY_CONSTANT,
+            u64::from_le_bytes(*v) ^ VALUE_CONSTANT,
+        );
+    }
+    rapidhash_record(key, value)
 }
+
+/// [`record_hash`] of every record but the 8-byte key and value.
+#[inline(never)]
+fn rapidhash_record(key: &[u8], value: &[u8]) -> u64 {
+    let mut h = RECORD_HASHER;
+    h.write(key);
+    h.write(value);
+    h.finish()
+}
+
+/// The 8/8 path's constants: the fractional parts of the golden ratio and of the square root of
+/// 2, so that neither word is multiplied as given (a zero word would zero the product).
+const KEY_CONSTANT: u64 = 0x9E37_79B9_7F4A_7C15;
+const VALUE_CONSTANT: u64 = 0x6A09_E667_F3BC_C908;
+
+/// The 128-bit product of `a` and `b`, its high half XORed into its low half: every bit of both
+/// inputs reaches the result.
+#[inline(always)]
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// The fixed-seed hasher every other [`record_hash`] starts from (a copy: it is a few words).
+const RECORD_HASHER: rapidhash::fast::RapidHasher<'static> =
+    rapidhash::fast::RapidHasher::default_const();
 
 /// Fills `buf` with the value written by operation (or record) number `seq`.
 #[inline]
@@ -394,24 +449,64 @@ mod tests {
 
     #[test]
     fn record_hash_sees_every_byte_of_key_and_value() {
-        let bytes: Vec<u8> = (1..=80).collect();
-        for (klen, vlen) in [(1, 0), (4, 8), (8, 8), (24, 56), (80, 80)] {
-            let (key, value) = (&bytes[..klen], &bytes[80 - vlen..]);
+        // Lengths on every path of the hash: empty, 1–3, 4–7 and 8–16 bytes, 17–48, the 48-byte
+        // loop up to 400 and the long path past it.
+        let bytes: Vec<u8> = (0..500u32).map(|i| (i * 7 + 1) as u8).collect();
+        let n = bytes.len();
+        for (klen, vlen) in [
+            (1, 0),
+            (3, 2),
+            (4, 8),
+            (8, 8),
+            (16, 17),
+            (24, 56),
+            (40, 100),
+            (80, 80),
+            (8, 500),
+        ] {
+            let (key, value) = (&bytes[..klen], &bytes[n - vlen..]);
             let h = record_hash(key, value);
-            for i in 0..klen {
-                let mut k = key.to_vec();
-                k[i] ^= 0x10;
-                assert_ne!(record_hash(&k, value), h, "key byte {i} of {klen}");
-            }
-            for i in 0..vlen {
-                let mut v = value.to_vec();
-                v[i] ^= 0x10;
-                assert_ne!(record_hash(key, &v), h, "value byte {i} of {vlen}");
+            for flip in [0x01u8, 0x80] {
+                for i in 0..klen {
+                    let mut k = key.to_vec();
+                    k[i] ^= flip;
+                    assert_ne!(record_hash(&k, value), h, "key byte {i} of {klen}");
+                }
+                for i in 0..vlen {
+                    let mut v = value.to_vec();
+                    v[i] ^= flip;
+                    assert_ne!(record_hash(key, &v), h, "value byte {i} of {vlen}");
+                }
             }
         }
-        // The boundary between key and value is part of the record.
-        assert_ne!(record_hash(b"ab", b"c"), record_hash(b"a", b"bc"));
+        // The boundary between key and value is part of the record: every split of one byte
+        // string hashes differently.
+        for total in [3, 16, 24, 64, 130] {
+            let mut seen = std::collections::HashSet::new();
+            for split in 0..=total {
+                let (k, v) = bytes[..total].split_at(split);
+                assert!(seen.insert(record_hash(k, v)), "split {split} of {total}");
+            }
+        }
         assert_ne!(record_hash(b"k", b""), record_hash(b"k", b"\0"));
+    }
+
+    #[test]
+    fn record_hash_ties_each_value_to_its_key() {
+        // An engine that hands back two keys' values exchanged must change the checksum (a sum of
+        // per-record hashes), which a hash of the key added to a hash of the value would not.
+        // 8-byte keys and values take the one-multiply path, the others rapidhash.
+        let keys: [&[u8]; 3] = [&1u64.to_be_bytes(), &2u64.to_be_bytes(), b"user0000000042"];
+        let values: [&[u8]; 4] = [&[7; 8], &[9; 8], &[9; 56], b"v"];
+        for (k1, k2) in [(0, 1), (0, 2), (1, 2)] {
+            for (v1, v2) in [(0, 1), (0, 2), (1, 2), (2, 3)] {
+                let (k1, k2, v1, v2) = (keys[k1], keys[k2], values[v1], values[v2]);
+                assert_ne!(
+                    record_hash(k1, v1).wrapping_add(record_hash(k2, v2)),
+                    record_hash(k1, v2).wrapping_add(record_hash(k2, v1)),
+                );
+            }
+        }
     }
 
     fn checksum_of(workload: &str, threads: usize) -> (u64, u64) {

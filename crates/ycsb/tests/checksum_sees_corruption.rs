@@ -93,8 +93,9 @@ impl Target for Corrupting {
     }
 }
 
-/// The run phase's checksum and found/scanned counts of `workload` with 56-byte values.
-fn run(workload: &str, target: &mut dyn Target) -> (u64, u64, u64) {
+/// The run phase's checksum and found/scanned counts of `workload` with `value_size`-byte values
+/// (and the `sparse` set's 8-byte keys).
+fn run(workload: &str, value_size: usize, target: &mut dyn Target) -> (u64, u64, u64) {
     let spec = WorkloadSpec::named(workload).expect("workload");
     let p = GenerateParams {
         dist: spec.default_dist,
@@ -104,16 +105,17 @@ fn run(workload: &str, target: &mut dyn Target) -> (u64, u64, u64) {
         seed: 24,
     };
     let w = generate(&p, &KeySet::Sparse.generator(24).expect("keys")).expect("generate");
-    run_phase(target, &w.arena, &w.load, 1, 56, 0, &|_| {}).expect("load");
-    let r = run_phase(target, &w.arena, &w.run, 1, 56, 1 << 40, &|_| {}).expect("run");
+    run_phase(target, &w.arena, &w.load, 1, value_size, 0, &|_| {}).expect("load");
+    let r = run_phase(target, &w.arena, &w.run, 1, value_size, 1 << 40, &|_| {}).expect("run");
     (r.checksum, r.found, r.scanned)
 }
 
 #[test]
 fn a_byte_corrupted_in_the_middle_or_tail_of_values_changes_the_checksum() {
-    // c: point reads; e: ordered scans; y: range maps.
-    for workload in ["c", "e", "y"] {
-        let honest = run(workload, &mut Shared(Box::new(MemMap::new())));
+    // c: point reads; e: ordered scans; y: range maps. 8-byte values take the record hash's
+    // 8-byte key and value path, 56-byte ones its general path.
+    for (workload, value_size) in [("c", 56), ("e", 56), ("y", 56), ("c", 8), ("e", 8)] {
+        let honest = run(workload, value_size, &mut Shared(Box::new(MemMap::new())));
         assert!(honest.1 + honest.2 > 0, "{workload} reads something");
         for (what, position) in [
             ("middle", (|len| len / 2) as fn(usize) -> usize),
@@ -121,6 +123,7 @@ fn a_byte_corrupted_in_the_middle_or_tail_of_values_changes_the_checksum() {
         ] {
             let corrupt = run(
                 workload,
+                value_size,
                 &mut Corrupting {
                     store: MemMap::new(),
                     position,
