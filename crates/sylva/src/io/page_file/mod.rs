@@ -656,6 +656,11 @@ impl PageFile {
             };
             chain_pages.push(id);
         }
+        // The page count this free list goes with. Writers may grow the file while the lock is
+        // released for the fsync below; pages they add then are after this checkpoint's state
+        // (redo allocates them again from their records), so the meta page must not count them:
+        // counted but neither listed free nor in use, a crash would leave them unwritten.
+        let page_count = st.page_count;
         let mut buf = self.buffer(1);
         let mut next = 0u64;
         for (i, &page) in chain_pages.iter().enumerate().rev() {
@@ -685,7 +690,7 @@ impl PageFile {
         buf.fill(0);
         buf[META_BODY..META_BODY + 4].copy_from_slice(&(self.page_size as u32).to_le_bytes());
         buf[META_BODY + 8..META_BODY + 16].copy_from_slice(&sequence.to_le_bytes());
-        buf[META_BODY + 16..META_BODY + 24].copy_from_slice(&st.page_count.to_le_bytes());
+        buf[META_BODY + 16..META_BODY + 24].copy_from_slice(&page_count.to_le_bytes());
         buf[META_BODY + 24..META_BODY + 32].copy_from_slice(&next.to_le_bytes());
         buf[META_BODY + 32..META_BODY + 40].copy_from_slice(&(listed.len() as u64).to_le_bytes());
         buf[META_BODY + 40..META_BODY + 44].copy_from_slice(&(user.len() as u32).to_le_bytes());
