@@ -261,8 +261,8 @@ fn a_page_id_past_the_end_is_reported_as_corruption() {
 struct GrowOnSync {
     inner: Box<dyn sylva::io::Io>,
     file: std::sync::Arc<std::sync::OnceLock<std::sync::Weak<PageFile>>>,
-    armed: std::sync::atomic::AtomicBool,
-    grown: std::sync::atomic::AtomicU64,
+    armed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    grown: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl sylva::io::Io for GrowOnSync {
@@ -308,42 +308,23 @@ fn a_page_grown_while_a_checkpoint_syncs_is_not_counted_in_it() {
         direct: false,
     };
     let slot = Arc::new(OnceLock::new());
-    let io = Arc::new(GrowOnSync {
+    let (armed, grown) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let io = GrowOnSync {
         inner: fs.open(path, how).expect("create").io,
         file: slot.clone(),
-        armed: AtomicBool::new(false),
-        grown: AtomicU64::new(0),
-    });
-    struct Shared(Arc<GrowOnSync>);
-    impl sylva::io::Io for Shared {
-        fn read_at(&self, buf: &mut [u8], offset: u64) -> sylva::Result<()> {
-            self.0.read_at(buf, offset)
-        }
-        fn write_at(&self, buf: &[u8], offset: u64) -> sylva::Result<()> {
-            self.0.write_at(buf, offset)
-        }
-        fn sync(&self) -> sylva::Result<()> {
-            self.0.sync()
-        }
-        fn file_len(&self) -> sylva::Result<u64> {
-            self.0.file_len()
-        }
-        fn set_file_len(&self, len: u64) -> sylva::Result<()> {
-            self.0.set_file_len(len)
-        }
-        fn path(&self) -> &Path {
-            self.0.path()
-        }
-    }
-    let file = Arc::new(
-        PageFile::create_io(Box::new(Shared(io.clone())), 4096, false).expect("page file"),
-    );
+        armed: armed.clone(),
+        grown: grown.clone(),
+    };
+    let file = Arc::new(PageFile::create_io(Box::new(io), 4096, false).expect("page file"));
     slot.set(Arc::downgrade(&file)).expect("set once");
     file.allocate();
     file.begin_fuzzy();
-    io.armed.store(true, Ordering::SeqCst);
+    armed.store(true, Ordering::SeqCst);
     file.checkpoint(&[]).expect("fuzzy checkpoint");
-    let grown = io.grown.load(Ordering::SeqCst);
+    let grown = grown.load(Ordering::SeqCst);
     assert!(
         grown >= 2,
         "the writer grew the file during the checkpoint's fsync"
