@@ -338,3 +338,38 @@ fn a_page_grown_while_a_checkpoint_syncs_is_not_counted_in_it() {
         file.page_count()
     );
 }
+
+/// A process killed while it created a database, at any point, leaves names that exist but
+/// may not be durable (no directory fsync yet); the next open must make them durable before it
+/// acknowledges anything, or a power loss after acknowledged writes loses the database's file
+/// (or its directory) and them with it.
+#[test]
+fn names_an_earlier_killed_process_left_are_made_durable_before_writes() {
+    let dir = Path::new("/a/db");
+    let changes = {
+        let fs = SimFs::new(SimOptions::default());
+        let db = Db::open_in(&fs, dir, options(SyncMode::Always)).expect("open");
+        let changes = fs.changes();
+        drop(db);
+        changes
+    };
+    for at in 0..changes {
+        let fs = SimFs::new(SimOptions::default());
+        fs.crash_after(at);
+        assert!(Db::open_in(&fs, dir, options(SyncMode::Always)).is_err());
+        fs.kill_process();
+        let db = Db::open_in(&fs, dir, options(SyncMode::Always))
+            .unwrap_or_else(|e| panic!("killed at change {at}: {e}"));
+        db.put(b"k", b"acknowledged").expect("put");
+        fs.crash_after(0);
+        db.simulate_crash();
+        fs.reboot_losing_unsynced();
+        let db = Db::open_in(&fs, dir, options(SyncMode::Always))
+            .unwrap_or_else(|e| panic!("killed at change {at}, then power lost: {e}"));
+        assert_eq!(
+            db.get(b"k").expect("get").as_deref(),
+            Some(&b"acknowledged"[..]),
+            "killed at change {at}, then power lost"
+        );
+    }
+}

@@ -289,25 +289,20 @@ impl Db {
             },
         )?;
         let (file, meta) = PageFile::open_io(opened.io, opened.direct)?;
-        // A version 1 directory has no second segment: create it, durably.
-        let mut created = false;
-        let mut segment = |name: &str| -> Result<Box<dyn Io>> {
-            let path = dir.join(name);
-            created |= !vfs.exists(&path)?;
-            Ok(vfs
-                .open(
-                    &path,
-                    OpenFile {
-                        create: true,
-                        direct: false,
-                    },
-                )?
-                .io)
+        // A version 1 directory has no second segment: it is created here.
+        let segment = |name: &str| -> Result<Box<dyn Io>> {
+            let how = OpenFile {
+                create: true,
+                direct: false,
+            };
+            Ok(vfs.open(&dir.join(name), how)?.io)
         };
         let wal_io = [segment(WAL_FILE)?, segment(WAL_FILE_2)?];
-        if created {
-            vfs.sync_dir(dir)?;
-        }
+        // Every name the database needs made durable before anything is acknowledged, whoever
+        // created it: a process that died (`kill -9`) between a creation and its directory's
+        // fsync leaves a name that exists but would not survive a power loss.
+        // (The directory's own name and its ancestors': `create_dir_all_durable` above.)
+        vfs.sync_dir(dir)?;
         Self::start(file, Some(meta), wal_io, options, Some(lock), data)
     }
 
@@ -339,6 +334,11 @@ impl Db {
         lock: Option<Box<dyn LockGuard>>,
         path: PathBuf,
     ) -> Result<Db> {
+        // A process that died (`kill -9`) may have left page-file writes the OS holds but has
+        // not written: the meta page this open reads among them. Durable first, before anything
+        // acknowledged is built on them (the log's segments are synced at open for the same
+        // reason).
+        file.sync()?;
         let state = match &meta {
             Some(m) => State::decode(&path, &m.user)?,
             None => None,

@@ -24,7 +24,7 @@ pub use faulty::{Fault, FaultHandle, FaultyIo};
 pub use mem::MemIo;
 pub use page_file::{Meta, PageFile, FIRST_DATA_PAGE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 pub use sim::{SimFs, SimOptions, SECTOR};
-pub use vfs::{create_dir_all_durable, LockGuard, OpenFile, Opened, OsFs, Vfs};
+pub use vfs::{create_dir_all_durable, parent_dir, LockGuard, OpenFile, Opened, OsFs, Vfs};
 
 use crate::error::{Error, Result};
 

@@ -59,24 +59,41 @@ pub trait Vfs: Send + Sync {
     fn lock(&self, path: &Path, owner: &Path) -> Result<Box<dyn LockGuard>>;
 }
 
-/// Creates `dir` and any missing parents, each made durable in its parent (an fsync of the
-/// parent after each creation), so that a directory this returns survives a power loss.
+/// Creates `dir` and any missing parents, and makes the name of `dir` and of each of its
+/// ancestors durable in its parent (an fsync of every parent up the path, also of directories
+/// that already exist: a process killed between a creation and its parent's fsync leaves a name
+/// that exists but would not survive a power loss). A parent this process may not open is
+/// skipped: it cannot have been created by a database opened as this user.
 pub fn create_dir_all_durable(vfs: &dyn Vfs, dir: &Path) -> Result<()> {
-    if dir.as_os_str().is_empty() || vfs.exists(dir)? {
+    if dir.as_os_str().is_empty() || dir.parent().is_none() {
         return Ok(());
     }
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
-    if let Some(parent) = parent {
+    let parent = parent_dir(dir);
+    if parent != Path::new(".") {
         create_dir_all_durable(vfs, parent)?;
     }
-    match vfs.create_dir(dir) {
-        Ok(()) => {}
-        // Another process created it meanwhile; its fsync is that process's concern, but the
-        // one below makes it durable for us too.
-        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
+    if !vfs.exists(dir)? {
+        match vfs.create_dir(dir) {
+            Ok(()) => {}
+            // Another process created it meanwhile; the fsync below makes it durable for us.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::AlreadyExists => {
+            }
+            Err(e) => return Err(e),
+        }
     }
-    vfs.sync_dir(parent.unwrap_or(Path::new(".")))
+    match vfs.sync_dir(parent) {
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::PermissionDenied => {
+            Ok(())
+        }
+        r => r,
+    }
+}
+
+/// The directory holding `path` (`.` for a bare name).
+pub fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// The operating system's file system.

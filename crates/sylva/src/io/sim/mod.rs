@@ -296,6 +296,11 @@ impl Sim {
             inode.volatile = bytes.clone();
             inode.durable = bytes;
         }
+        self.end_process();
+    }
+
+    /// The process dies: its handles and locks with it; the files stay as they are.
+    fn end_process(&mut self) {
         self.generation += 1;
         self.locks.clear();
         self.faults.clear();
@@ -386,6 +391,12 @@ impl SimFs {
     /// directory as the power loss left it (module docs), decided by `seed`.
     pub fn reboot(&self, seed: u64) {
         self.sim.lock().power_loss(Loss::Random(seed));
+    }
+
+    /// The process dies (`kill -9`), the power stays on: handles and locks from before fail,
+    /// and every unsynced change stays as unsynced as it was (a power loss later decides it).
+    pub fn kill_process(&self) {
+        self.sim.lock().end_process();
     }
 
     /// Like [`SimFs::reboot`], with every unsynced change lost (the worst case).
