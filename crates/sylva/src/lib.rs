@@ -19,6 +19,7 @@
 pub mod btree;
 pub mod buffer;
 mod db;
+mod durable;
 mod error;
 pub mod io;
 mod kv;
@@ -28,9 +29,9 @@ pub mod page;
 mod sync;
 pub mod wal;
 
-pub use db::{
-    Cursor, Db, DbOptions, DbStats, RecoveryReport, WriteBatch, DATA_FILE, LOCK_FILE,
-    NEW_DATA_FILE, OPTION_KEYS as DB_OPTION_KEYS, WAL_FILE, WAL_FILE_2,
+pub use db::{Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS};
+pub use durable::{
+    Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2,
 };
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};
