@@ -13,7 +13,9 @@
 //!   leaves) and its sorted-leaf baseline.
 //! - [`Db`]: the durable database — the slotted-page tree paged through the [`buffer`] pool onto
 //!   an [`io`] page file, with the [`wal`] write-ahead log, recovery, checkpoints, atomic write
-//!   batches and cursors.
+//!   batches and cursors. It stands on the durability layer every disk engine shares (the
+//!   directory and its lock, recovery, checkpoints, the `SyncMode` cadence, the poisoned state),
+//!   whose cadence, [`SyncCadence`], is public: `sylva bench`'s peer adapters sync on it too.
 #![warn(missing_docs)]
 
 pub mod btree;

@@ -57,6 +57,7 @@ impl KvStore for Db {
             ("wal_written", s.wal_written),
             ("wal_fpw_written", s.wal_fpw_written),
             ("checkpoints", s.checkpoints),
+            ("syncs_due", self.durable.syncs_due()),
         ];
         // The tree's structure changes since open (splits, merges, redistributions, ...).
         counters.extend(

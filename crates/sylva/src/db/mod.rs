@@ -227,8 +227,10 @@ impl Db {
             fuzzy_checkpoints: options.fuzzy_checkpoints,
             background: options.background,
         };
-        let (durable, recovery) =
-            Durable::start(files, durable_options, |file, wal, state, checkpoint_lsn| {
+        let (durable, recovery) = Durable::start(
+            files,
+            durable_options,
+            |file, wal, state, checkpoint_lsn| {
                 let pool = BufferPool::new(
                     file,
                     Some(wal.clone()),
@@ -253,7 +255,8 @@ impl Db {
                     layout,
                     pending_batch: None,
                 })
-            })?;
+            },
+        )?;
         let layout = durable.engine().layout;
         Ok(Db {
             durable,

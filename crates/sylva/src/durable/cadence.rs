@@ -352,7 +352,11 @@ mod tests {
         started.recv().unwrap();
         assert_eq!(inline(), 0, "an idle thread takes the sync");
         write(&c).unwrap();
-        assert_eq!(inline(), 1, "while it runs, the next boundary's writer syncs itself");
+        assert_eq!(
+            inline(),
+            1,
+            "while it runs, the next boundary's writer syncs itself"
+        );
         release.send(Ok(())).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -361,7 +365,10 @@ mod tests {
             if inline() == before {
                 break;
             }
-            assert!(Instant::now() < deadline, "the thread never took a sync again");
+            assert!(
+                Instant::now() < deadline,
+                "the thread never took a sync again"
+            );
             std::thread::yield_now();
         }
         started.recv().unwrap();

@@ -187,6 +187,11 @@ impl<E: Engine> Durable<E> {
         self.core.checkpoints.load(Ordering::Relaxed)
     }
 
+    /// The durable points the cadence asked for ([`SyncCadence::due_count`]).
+    pub(crate) fn syncs_due(&self) -> u64 {
+        self.cadence.due_count()
+    }
+
     /// Durability and checkpoint duties after a write of `ops` operations whose last log record
     /// is `lsn`: the cadence's sync, and a checkpoint once the engine has logged
     /// `checkpoint_bytes` since the last (the checkpoint thread's, or this writer's without
