@@ -196,10 +196,10 @@ impl Db {
     ///
     /// A new database is built whole under a temporary name ([`crate::NEW_DATA_FILE`], the
     /// log's segments beside it), made durable, and only then renamed to [`crate::DATA_FILE`];
-    /// the rename is made durable before anything is written to it. So after a crash the directory holds
-    /// either a database or an unfinished creation, which holds nothing acknowledged and is
-    /// started over. Every name the database needs (the directory itself in its parent, the
-    /// log's segments) is durable before `open` returns.
+    /// the rename is made durable before anything is written to it. So after a crash the
+    /// directory holds either a database or an unfinished creation, which holds nothing
+    /// acknowledged and is started over. Every name the database needs (the directory itself in
+    /// its parent, the log's segments) is durable before `open` returns.
     pub fn open_in(vfs: &dyn Vfs, dir: &Path, options: DbOptions) -> Result<Db> {
         let create = dir::Create {
             page_size: options.page_size,
