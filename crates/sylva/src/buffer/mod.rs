@@ -93,10 +93,9 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
-use crate::sync::backoff;
 use region::Region;
 use state::{
-    is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, LOCKED, MARKED,
+    is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, LOCKED, MARKED, WAITING,
 };
 
 /// What the pool needs of a write-ahead log: the WAL rule, a page reaches the file only after
@@ -319,7 +318,7 @@ impl BufferPool {
                 return Ok(None);
             }
             if s & LOCKED != 0 {
-                backoff(&mut spins);
+                st.wait(s, LOCKED, &mut spins);
                 continue;
             }
             if is_evicted(s) {
@@ -352,7 +351,7 @@ impl BufferPool {
                 });
             }
             if s & BUSY != 0 {
-                backoff(&mut spins);
+                st.wait(s, BUSY, &mut spins);
                 continue;
             }
             if is_evicted(s) {
@@ -399,7 +398,7 @@ impl BufferPool {
         loop {
             let s = st.load();
             if s & BUSY != 0 {
-                backoff(&mut spins);
+                st.wait(s, BUSY, &mut spins);
                 continue;
             }
             if !is_evicted(s) && s & FREED == 0 {
@@ -515,10 +514,11 @@ impl BufferPool {
         self.make_room()?;
         // A reused page id keeps counting versions, so stale readers never validate. It keeps
         // IN_FLIGHT too: the page may have been freed while a copy of it was being written, and
-        // it must not be written again, or evicted, before that write ends.
+        // it must not be written again, or evicted, before that write ends. (WAITING is kept so
+        // that a sleeper, if any, is woken by our unlock.)
         st.update(|s| {
             let version = s & !(state::VERSION - 1);
-            (version + state::VERSION) | LOCKED | DIRTY | (s & IN_FLIGHT)
+            (version + state::VERSION) | LOCKED | DIRTY | (s & (IN_FLIGHT | WAITING))
         });
         // SAFETY: the page was just allocated and is exclusively locked by us.
         let frame = unsafe { self.frame_slice(id) };
@@ -686,7 +686,7 @@ impl BufferPool {
                     // A writer holds it (briefly) or the mark changed. Our run's pages hold
                     // nobody up meanwhile (only eviction skips them).
                     if s & BUSY != 0 {
-                        backoff(&mut spins);
+                        st.wait(s, BUSY, &mut spins);
                     }
                     continue;
                 }
