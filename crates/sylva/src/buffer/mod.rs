@@ -211,6 +211,36 @@ struct Clock {
     hand: usize,
 }
 
+/// Pages an eviction evicts at once at most (the discard of their frames is one system call).
+const MAX_EVICT_BATCH: usize = 32;
+
+/// Victims of an eviction waiting for the discard of their frames: locked, clean, and no
+/// longer in the clock's list or the resident count.
+#[derive(Default)]
+struct Victims {
+    ids: [u64; MAX_EVICT_BATCH],
+    len: usize,
+}
+
+impl Victims {
+    fn push(&mut self, id: u64) {
+        self.ids[self.len] = id;
+        self.len += 1;
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == MAX_EVICT_BATCH
+    }
+
+    fn ids(&self) -> &[u64] {
+        &self.ids[..self.len]
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
 /// Pages of a [`PageFile`], cached within a memory budget.
 pub struct BufferPool {
     file: PageFile,
@@ -220,6 +250,9 @@ pub struct BufferPool {
     capacity: u64,
     page_size: usize,
     budget_pages: u64,
+    /// Pages an eviction evicts at once when the pool is full: a sixty-fourth of the budget,
+    /// between 1 and [`MAX_EVICT_BATCH`].
+    evict_batch: usize,
     /// Pages a checkpoint's write-back copies and writes at once: the length of `flush_buf`,
     /// taken out of the budget.
     run_pages: usize,
@@ -250,6 +283,7 @@ impl BufferPool {
         // keeps most of its pages for frames.
         let total = (options.budget_bytes / page_size as u64).max(17);
         let run_pages = ((total / 16) as usize).clamp(1, (MAX_RUN_BYTES / page_size).max(1));
+        let budget_pages = (total - run_pages as u64).max(16);
         Ok(BufferPool {
             file,
             log,
@@ -257,7 +291,8 @@ impl BufferPool {
             states,
             capacity,
             page_size,
-            budget_pages: (total - run_pages as u64).max(16),
+            budget_pages,
+            evict_batch: ((budget_pages / 64) as usize).clamp(1, MAX_EVICT_BATCH),
             run_pages,
             flush_buf: Mutex::new(None),
             resident: AtomicU64::new(0),
@@ -550,11 +585,28 @@ impl BufferPool {
         self.file.free(id)
     }
 
-    /// Evicts pages until one more fits within the budget.
+    /// Makes room for one more page: if the pool is full, evicts a batch of pages (module docs,
+    /// eviction).
     fn make_room(&self) -> Result<()> {
+        if self.resident.load(Ordering::Relaxed) < self.budget_pages {
+            return Ok(());
+        }
+        let mut victims = Victims::default();
+        let evicted = self.evict(&mut victims);
+        let released = self.release(&mut victims);
+        evicted.and(released)
+    }
+
+    /// Runs the clock until the pool is `evict_batch - 1` pages below its budget; leaves the
+    /// last victims (locked, clean, no longer counted) in `victims` for the caller to release.
+    fn evict(&self, victims: &mut Victims) -> Result<()> {
         let mut clock = self.clock.lock();
+        if self.resident.load(Ordering::Relaxed) < self.budget_pages {
+            return Ok(()); // another thread made room while we waited for the clock
+        }
+        let low = self.budget_pages + 1 - self.evict_batch as u64;
         let mut passes = 0usize;
-        while self.resident.load(Ordering::Relaxed) >= self.budget_pages {
+        while self.resident.load(Ordering::Relaxed) >= low {
             let n = clock.pages.len();
             if n == 0 || passes > 3 * n {
                 // Everything resident is locked by someone: allow a brief overshoot rather
@@ -582,38 +634,71 @@ impl BufferPool {
                 clock.hand += 1;
                 continue;
             }
-            let at = clock.hand;
-            if s & DIRTY != 0 {
+            if s & DIRTY == 0 {
+                // Its bytes are in the file: it leaves the list (the hand now points at the
+                // page moved into its place) and the count at once, before its discard.
+                let at = clock.hand;
+                clock.pages.swap_remove(at);
+            } else {
+                let at = clock.hand;
                 // Written back without the clock (module docs, eviction): other threads make
                 // room and load pages meanwhile; only this page, locked, waits for the I/O.
-                if let Err(e) = MutexGuard::unlocked(&mut clock, || self.write_back(id)) {
+                // The victims so far are released first, so they are not held for the write.
+                let written = MutexGuard::unlocked(&mut clock, || {
+                    self.release(victims)?;
+                    self.write_back(id)
+                });
+                if let Err(e) = written {
                     st.unlock(0, true);
                     return Err(e);
                 }
-            }
-            if let Err(e) = self
-                .frames
-                .discard(id as usize * self.page_size, self.page_size)
-            {
-                st.unlock(0, false); // still resident, and clean: its bytes are in the file
-                return Err(e);
-            }
-            // The entry is where the hand found it unless, while the clock was released, it
-            // was the last one and a removal moved it (`swap_remove`): rare, so a search then.
-            // Nothing else removes or adds it while we hold the page.
-            let at = if clock.pages.get(at) == Some(&id) {
-                Some(at)
-            } else {
-                clock.pages.iter().position(|&p| p == id)
-            };
-            if let Some(at) = at {
-                clock.pages.swap_remove(at);
+                // The entry is where the hand found it unless, while the clock was released,
+                // it was the last one and a removal moved it (`swap_remove`): rare, so a
+                // search then. Nothing else removes or adds it while we hold the page.
+                let at = if clock.pages.get(at) == Some(&id) {
+                    Some(at)
+                } else {
+                    clock.pages.iter().position(|&p| p == id)
+                };
+                if let Some(at) = at {
+                    clock.pages.swap_remove(at);
+                }
             }
             self.resident.fetch_sub(1, Ordering::Relaxed);
-            self.evictions.fetch_add(1, Ordering::Relaxed);
-            st.unlock(EVICTED, false);
+            victims.push(id);
+            if victims.is_full() {
+                MutexGuard::unlocked(&mut clock, || self.release(victims))?;
+            }
         }
         Ok(())
+    }
+
+    /// Discards the frames of `victims` (locked, clean, out of the clock's list and the count)
+    /// together and releases them evicted; empties `victims`.
+    fn release(&self, victims: &mut Victims) -> Result<()> {
+        let ids = victims.ids();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let mut offsets = [0usize; MAX_EVICT_BATCH];
+        for (o, &id) in offsets.iter_mut().zip(ids) {
+            *o = id as usize * self.page_size;
+        }
+        // If the kernel refused a discard, some frames may still hold their bytes (memory the
+        // count no longer sees), but every victim is clean: released evicted, it is read again
+        // from the file at its next use, so nobody reads a discarded frame as a valid page.
+        let discarded = self
+            .frames
+            .discard_many(&offsets[..ids.len()], self.page_size);
+        for &id in ids {
+            if let Ok(st) = self.state(id) {
+                st.unlock(EVICTED, false);
+            }
+        }
+        self.evictions
+            .fetch_add(ids.len() as u64, Ordering::Relaxed);
+        victims.clear();
+        discarded
     }
 
     /// The kind and LSN in the header of page `id` (locked or held for writing by the caller),
