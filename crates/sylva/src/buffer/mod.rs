@@ -93,6 +93,7 @@ use parking_lot::{Mutex, MutexGuard};
 use crate::error::{Error, Result};
 use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
+use crate::sync::backoff;
 use region::Region;
 use state::{
     is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, LOCKED, MARKED, WAITING,
@@ -583,6 +584,87 @@ impl BufferPool {
         st.unlock(FREED | EVICTED, false);
         discarded?;
         self.file.free(id)
+    }
+
+    /// Forgets what the pool holds of pages `first..first + n`, for a run of page ids that is
+    /// being reused with contents written to the file directly ([`PageFile::write_run`]),
+    /// past the pool: each resident frame is discarded without being written back (its bytes
+    /// are obsolete), each page's version advances (an optimistic read begun before fails its
+    /// validation) and the page is left evicted and no longer freed, so its next use reads the
+    /// file. Returns once no write of an older copy of these pages is in flight, so a run
+    /// written after it lands last.
+    ///
+    /// Call it before writing the run, while nothing references the pages (they were freed and
+    /// are not yet linked into anything): a page read between this call and the run's write
+    /// would bring the old contents back.
+    pub fn forget_run(&self, first: u64, n: u64) -> Result<()> {
+        let end = first.checked_add(n).filter(|&end| end <= self.capacity);
+        let Some(end) = end else {
+            return Err(Error::InvalidArgument {
+                what: format!("pages {first}..+{n} are beyond the pool's reserved address space"),
+                limit: self.capacity as usize,
+            });
+        };
+        let mut start = first;
+        while start < end {
+            let stop = end.min(start + MAX_EVICT_BATCH as u64);
+            self.forget_pages(start, stop)?;
+            start = stop;
+        }
+        Ok(())
+    }
+
+    /// [`BufferPool::forget_run`] for at most [`MAX_EVICT_BATCH`] pages `first..end` (within
+    /// the capacity): locks each, waits for its write in flight, then drops the resident ones
+    /// from the clock and discards their frames together.
+    fn forget_pages(&self, first: u64, end: u64) -> Result<()> {
+        let mut resident = Victims::default();
+        for id in first..end {
+            let st = self.state(id)?;
+            let mut spins = 0;
+            let s = loop {
+                let s = st.load();
+                if s & BUSY != 0 {
+                    st.wait(s, BUSY, &mut spins);
+                } else if st.try_lock(s) {
+                    break s;
+                }
+            };
+            // The flusher that wrote an older copy clears IN_FLIGHT when its write ends,
+            // whoever holds the page; it does not wake anyone (rare: a page freed while its
+            // copy was being written).
+            let mut spins = 0;
+            while st.load() & IN_FLIGHT != 0 {
+                backoff(&mut spins);
+            }
+            if !is_evicted(s) && s & FREED == 0 {
+                resident.push(id);
+            }
+        }
+        let ids = resident.ids();
+        let mut discarded = Ok(());
+        if !ids.is_empty() {
+            // Every resident page of the range is locked by us: nobody else adds or removes
+            // it from the list meanwhile.
+            self.clock
+                .lock()
+                .pages
+                .retain(|p| !(first..end).contains(p));
+            self.resident.fetch_sub(ids.len() as u64, Ordering::Relaxed);
+            let mut offsets = [0usize; MAX_EVICT_BATCH];
+            for (o, &id) in offsets.iter_mut().zip(ids) {
+                *o = id as usize * self.page_size;
+            }
+            // As in `release`: a refused discard leaves bytes nobody reads as a page, since
+            // every page here is released evicted.
+            discarded = self
+                .frames
+                .discard_many(&offsets[..ids.len()], self.page_size);
+        }
+        for id in first..end {
+            self.state(id)?.unlock(EVICTED, false);
+        }
+        discarded
     }
 
     /// Makes room for one more page: if the pool is full, evicts a batch of pages (module docs,

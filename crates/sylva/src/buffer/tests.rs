@@ -748,3 +748,132 @@ fn readers_keep_loading_pages_while_an_eviction_write_back_is_stalled() {
         assert_eq!(read_first_word(p, victim), word(victim), "and loads again");
     });
 }
+
+/// Writes pages `first..first + n` straight to the file (past the pool), the data of page
+/// `first + i` starting with the word `seed + i`.
+fn write_run_directly(p: &BufferPool, first: u64, n: usize, seed: u64) {
+    let mut buf = p.file().buffer(n);
+    for (i, page) in buf.chunks_exact_mut(4096).enumerate() {
+        page[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 8].copy_from_slice(&(seed + i as u64).to_le_bytes());
+    }
+    p.file()
+        .write_run(first, &mut buf, &vec![(PageKind::BTreeLeaf, 0); n])
+        .expect("write run");
+}
+
+/// `n` pages allocated as one run of consecutive ids, written with `seed ^ i` and checkpointed,
+/// so they are resident, clean and in the file.
+fn resident_run(p: &BufferPool, n: u64) -> Vec<u64> {
+    let ids = dirty_pages(p, n);
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "a new file hands out consecutive ids: {ids:?}"
+    );
+    p.checkpoint(b"").expect("checkpoint");
+    ids
+}
+
+#[test]
+fn a_reused_run_is_read_from_the_file_after_forget_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 256, None);
+    let before = dirty_pages(&p, 3); // the run does not start at the first data page
+    let ids = resident_run(&p, 4);
+    let first = ids[0];
+    let stale_version = p.read_lock(ids[1]).expect("read_lock").expect("not freed");
+    // The engine frees the run and allocates it again at the file's level, as a new engine
+    // writing whole runs does.
+    for &id in &ids {
+        p.file().free(id).expect("free in the file");
+    }
+    assert_eq!(p.file().allocate_run(4), first, "the run is reused");
+    let resident = p.stats().resident;
+    p.forget_run(first, 4).expect("forget_run");
+    assert_eq!(p.stats().resident, resident - 4, "its frames are given back");
+    write_run_directly(&p, first, 4, 9000);
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(read_first_word(&p, id), 9000 + i as u64, "page {id} read again");
+    }
+    assert!(
+        !p.validate(ids[1], stale_version),
+        "a read begun before the run was forgotten validates"
+    );
+    assert_eq!(
+        read_first_word(&p, before[2]),
+        102,
+        "a page before the run is untouched"
+    );
+}
+
+/// Without `forget_run`, the pool serves the old frames: what the test above guards against.
+#[test]
+fn without_forget_run_a_reused_run_reads_stale_frames() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 256, None);
+    let ids = resident_run(&p, 4);
+    write_run_directly(&p, ids[0], 4, 9000);
+    assert_eq!(read_first_word(&p, ids[0]), 100, "the pool's frame, not the file");
+}
+
+#[test]
+fn pages_freed_through_the_pool_are_readable_again_after_forget_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 256, None);
+    let ids = resident_run(&p, 3);
+    for &id in &ids {
+        p.lock(id).expect("lock");
+        p.free(id).expect("free");
+        assert_eq!(p.read_lock(id).expect("read_lock"), None, "freed: restart");
+    }
+    assert_eq!(p.file().allocate_run(3), ids[0], "the run is reused");
+    p.forget_run(ids[0], 3).expect("forget_run");
+    write_run_directly(&p, ids[0], 3, 500);
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(read_first_word(&p, id), 500 + i as u64, "page {id}");
+    }
+}
+
+#[test]
+fn forget_run_of_pages_beyond_the_reservation_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 64, None);
+    let cap = p.capacity();
+    assert!(p.forget_run(cap - 1, 2).is_err());
+    assert!(p.forget_run(u64::MAX, 2).is_err());
+    p.forget_run(cap - 2, 2).expect("the last pages are fine");
+}
+
+/// A page freed while a checkpoint writes its older copy: `forget_run` returns only after that
+/// write, so the run written next lands last.
+#[test]
+fn forget_run_waits_for_an_older_copy_in_flight() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 256);
+    let ids = dirty_pages(&p, 2);
+    gate.arm();
+    std::thread::scope(|s| {
+        let _open = OpenOnDrop(&gate);
+        let flush = s.spawn(|| p.flush_all());
+        gate.wait_for_write();
+        for &id in &ids {
+            assert_state(&p, id, IN_FLIGHT, 0, "its copy is being written");
+            p.lock(id).expect("lock");
+            p.free(id).expect("free");
+        }
+        assert_eq!(p.file().allocate_run(2), ids[0], "the run is reused");
+        let forget = s.spawn(|| p.forget_run(ids[0], 2));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !forget.is_finished(),
+            "forget_run returned while an older copy was in flight"
+        );
+        gate.open();
+        forget.join().expect("forget thread").expect("forget_run");
+        flush.join().expect("flush thread").expect("flush");
+    });
+    write_run_directly(&p, ids[0], 2, 4000);
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(first_word_on_disk(&p, id), 4000 + i as u64, "the new run landed last");
+        assert_eq!(read_first_word(&p, id), 4000 + i as u64);
+    }
+}
