@@ -877,3 +877,69 @@ fn forget_run_waits_for_an_older_copy_in_flight() {
         assert_eq!(read_first_word(&p, id), 4000 + i as u64);
     }
 }
+
+/// While an eviction's write-back is stalled, other threads' hits and their misses whose
+/// victims are clean go on without any write: nothing they do waits for the stalled I/O.
+#[test]
+fn hits_and_clean_misses_go_on_while_an_eviction_write_back_is_stalled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 34);
+    let ids = dirty_pages(&p, 100);
+    p.flush_all().expect("flush: every page clean and in the file");
+    // The one dirty page: the last allocated, resident.
+    let dirty = ids[99];
+    p.lock(dirty).expect("lock");
+    write_pattern(&p, dirty, 7777);
+    p.unlock(dirty, true);
+    gate.arm();
+    std::thread::scope(|s| {
+        let _open = OpenOnDrop(&gate);
+        // Loads old pages until the clock picks the dirty page, whose write stops at the gate.
+        let evictor = s.spawn(|| {
+            for &id in ids.iter().take(90).cycle().take(1000) {
+                read_first_word(&p, id);
+                if gate.state.lock().waiting != 0 {
+                    return;
+                }
+            }
+        });
+        gate.wait_for_write();
+        assert_state(&p, dirty, LOCKED | DIRTY, EVICTED, "the stalled victim");
+        // Held until the write ends: the victim, and the page whose load is making room.
+        let held: Vec<u64> = ids
+            .iter()
+            .copied()
+            .filter(|&id| p.state(id).expect("state").load() & LOCKED != 0)
+            .collect();
+        assert_eq!(held.len(), 2, "the victim and the evictor's page: {held:?}");
+        let before = p.stats();
+        let (done, finished) = std::sync::mpsc::channel();
+        let (p, ids) = (&p, &ids);
+        s.spawn(move || {
+            // Twice over the pages: the second pass hits the pages the first loaded last.
+            for _ in 0..2 {
+                for (i, &id) in ids.iter().enumerate().rev() {
+                    if !held.contains(&id) {
+                        assert_eq!(read_first_word(p, id), 100 + i as u64, "page {id}");
+                    }
+                }
+            }
+            let _ = done.send(());
+        });
+        assert!(
+            finished
+                .recv_timeout(std::time::Duration::from_secs(10))
+                .is_ok(),
+            "hits or clean misses waited for the stalled write-back"
+        );
+        let after = p.stats();
+        assert!(after.misses >= before.misses + 60, "{before:?} {after:?}");
+        assert!(after.hits >= before.hits + 20, "{before:?} {after:?}");
+        assert_eq!(after.writebacks, before.writebacks, "every victim was clean");
+        assert_state(p, dirty, LOCKED, EVICTED, "its write is still stalled");
+        gate.open();
+        evictor.join().expect("evictor");
+    });
+    assert_eq!(first_word_on_disk(&p, dirty), 7777);
+    assert_eq!(read_first_word(&p, dirty), 7777);
+}
