@@ -4,7 +4,8 @@
 //!
 //! **Translation.** Page `i` lives at a fixed virtual address, `base + i × page size`, inside one
 //! large `MAP_NORESERVE` reservation (`region`); no hash table maps page ids to frames. Only
-//! resident pages consume memory; eviction hands the memory back with `madvise(MADV_DONTNEED)`.
+//! resident pages consume memory; eviction hands the memory back with `MADV_DONTNEED`, a batch
+//! of frames per system call (`region`).
 //!
 //! **Latching.** Each page has one state word (`state`): an exclusive lock bit, residency,
 //! a clock mark, a dirty bit and a version. Readers are optimistic: [`BufferPool::read_lock`]
@@ -13,23 +14,36 @@
 //! the clock hand passed but that is still in use), which is rare. Writers take the exclusive
 //! lock. A checkpoint's flush copies a page out holding it in a third mode, *writing*: writers
 //! wait (for one page copy), readers go on and their versions stay valid, since the bytes do not
-//! change.
+//! change. A thread that waits for a page's holder spins briefly, then sleeps on the page's
+//! state word until the holder lets go (`state`, waiting), at once if the page is being loaded:
+//! with more threads than cores, waiting threads that yield in a loop take the CPU the loaders
+//! need.
 //!
 //! **Miss path, submit then complete.** A reader that finds its page evicted takes the lock in
 //! *loading* state (`LOCKED | EVICTED`), reads the page and verifies its checksum, then releases
-//! it resident. Other threads that want the page see it locked and wait; when the loader
-//! completes they resume. The read here is a blocking `pread`; the PA-Tree executor of a later
+//! it resident. Other threads that want the page see it locked and sleep; when the loader
+//! completes it wakes them. The read here is a blocking `pread`; the PA-Tree executor of a later
 //! issue submits the same read to io_uring and completes the frame on the completion event,
 //! without a second buffer pool. A failed read (I/O error, checksum mismatch) leaves the page
 //! evicted and returns the error to the reader.
 //!
-//! **Eviction.** When a load or an allocation would exceed the budget, the loading thread runs
-//! the clock (second chance): an unmarked resident page gets marked; a marked page that is not
+//! **Eviction.** When a load or an allocation finds the pool full, the loading thread runs the
+//! clock (second chance): an unmarked resident page gets marked; a marked page that is not
 //! locked is locked, written back if dirty, discarded and left evicted. A page whose copy is
 //! being written by a checkpoint (*in flight*, below) is passed over. The budget is counted in
-//! pages, so the resident set (the RSS this pool causes) stays within it. Eviction writes its
-//! single page straight from the frame, holding the exclusive lock: nobody uses a page that is
+//! pages, so the resident set (the RSS this pool causes) stays within it. Eviction writes a
+//! victim straight from the frame, holding the exclusive lock: nobody uses a page that is
 //! being evicted, so there is no one to hold up.
+//!
+//! A full pool evicts a *batch*: a sixty-fourth of the budget, 1 to 32 pages, so that the next
+//! loads find room without taking the clock's lock, and the victims' frames are discarded
+//! together, with one system call (`region`: the per-call cost is mostly the TLB shootdown
+//! that interrupts the other CPUs). A clean victim leaves the clock's list and the count when
+//! it is chosen and stays locked until its batch is discarded; a dirty one is written back
+//! first, and the batch so far is discarded and released before that write, so no victim is
+//! held for another's I/O. Between a victim's choice and its discard its frame is no longer
+//! counted: the resident set may exceed the budget by the batch of each thread evicting, for
+//! the length of one system call.
 //!
 //! The clock's lock (the list of resident pages and the hand) is held to choose a victim, not
 //! to write one back: the evicting thread releases it for the log flush and the write, and takes
@@ -39,7 +53,13 @@
 //! is released evicted, and nothing else can lock, load or reuse it until then). A checkpoint's
 //! flush that meets the victim waits for the lock too, so the page is in the file before the
 //! flush ends. Several threads may so write victims back at once, and together evict up to one
-//! page each more than the budget needs.
+//! batch each more than the budget needs.
+//!
+//! **Reused runs.** An engine that writes a run of pages to the file itself
+//! ([`PageFile::write_run`], past the pool) into page ids it freed and allocated again calls
+//! [`BufferPool::forget_run`] first: the pool drops its frames of those ids unwritten, advances
+//! their versions and leaves them evicted (and no longer freed), and waits until no older copy
+//! of them is in flight, so the run's write lands after any the pool started.
 //!
 //! **Checkpoint write-back from a copy.** [`BufferPool::flush_all`] walks the resident pages in
 //! page order and writes each run of consecutive dirty pages with one write (up to 1 MiB), but
@@ -79,7 +99,8 @@
 //! Differences from vmcache: no shared-lock mode (sylva's trees use optimistic reads and
 //! exclusive writes only); the clock keeps an explicit list of resident page ids instead of
 //! sampling random ones, which is simpler at our sizes; eviction is done by whichever thread needs
-//! room rather than by batches of `O_DIRECT` writes issued together.
+//! room, and while it discards a batch of frames together, as vmcache does, it writes dirty
+//! victims one at a time rather than as a batch of `O_DIRECT` writes issued together.
 
 mod region;
 mod state;

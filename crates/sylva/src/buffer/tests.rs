@@ -754,7 +754,8 @@ fn readers_keep_loading_pages_while_an_eviction_write_back_is_stalled() {
 fn write_run_directly(p: &BufferPool, first: u64, n: usize, seed: u64) {
     let mut buf = p.file().buffer(n);
     for (i, page) in buf.chunks_exact_mut(4096).enumerate() {
-        page[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 8].copy_from_slice(&(seed + i as u64).to_le_bytes());
+        page[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 8]
+            .copy_from_slice(&(seed + i as u64).to_le_bytes());
     }
     p.file()
         .write_run(first, &mut buf, &vec![(PageKind::BTreeLeaf, 0); n])
@@ -789,10 +790,18 @@ fn a_reused_run_is_read_from_the_file_after_forget_run() {
     assert_eq!(p.file().allocate_run(4), first, "the run is reused");
     let resident = p.stats().resident;
     p.forget_run(first, 4).expect("forget_run");
-    assert_eq!(p.stats().resident, resident - 4, "its frames are given back");
+    assert_eq!(
+        p.stats().resident,
+        resident - 4,
+        "its frames are given back"
+    );
     write_run_directly(&p, first, 4, 9000);
     for (i, &id) in ids.iter().enumerate() {
-        assert_eq!(read_first_word(&p, id), 9000 + i as u64, "page {id} read again");
+        assert_eq!(
+            read_first_word(&p, id),
+            9000 + i as u64,
+            "page {id} read again"
+        );
     }
     assert!(
         !p.validate(ids[1], stale_version),
@@ -812,7 +821,11 @@ fn without_forget_run_a_reused_run_reads_stale_frames() {
     let p = pool(dir.path(), 256, None);
     let ids = resident_run(&p, 4);
     write_run_directly(&p, ids[0], 4, 9000);
-    assert_eq!(read_first_word(&p, ids[0]), 100, "the pool's frame, not the file");
+    assert_eq!(
+        read_first_word(&p, ids[0]),
+        100,
+        "the pool's frame, not the file"
+    );
 }
 
 #[test]
@@ -873,7 +886,11 @@ fn forget_run_waits_for_an_older_copy_in_flight() {
     });
     write_run_directly(&p, ids[0], 2, 4000);
     for (i, &id) in ids.iter().enumerate() {
-        assert_eq!(first_word_on_disk(&p, id), 4000 + i as u64, "the new run landed last");
+        assert_eq!(
+            first_word_on_disk(&p, id),
+            4000 + i as u64,
+            "the new run landed last"
+        );
         assert_eq!(read_first_word(&p, id), 4000 + i as u64);
     }
 }
@@ -885,7 +902,8 @@ fn hits_and_clean_misses_go_on_while_an_eviction_write_back_is_stalled() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (p, gate) = gated_pool(dir.path(), 34);
     let ids = dirty_pages(&p, 100);
-    p.flush_all().expect("flush: every page clean and in the file");
+    p.flush_all()
+        .expect("flush: every page clean and in the file");
     // The one dirty page: the last allocated, resident.
     let dirty = ids[99];
     p.lock(dirty).expect("lock");
@@ -935,7 +953,10 @@ fn hits_and_clean_misses_go_on_while_an_eviction_write_back_is_stalled() {
         let after = p.stats();
         assert!(after.misses >= before.misses + 60, "{before:?} {after:?}");
         assert!(after.hits >= before.hits + 20, "{before:?} {after:?}");
-        assert_eq!(after.writebacks, before.writebacks, "every victim was clean");
+        assert_eq!(
+            after.writebacks, before.writebacks,
+            "every victim was clean"
+        );
         assert_state(p, dirty, LOCKED, EVICTED, "its write is still stalled");
         gate.open();
         evictor.join().expect("evictor");
