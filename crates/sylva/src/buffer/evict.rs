@@ -27,10 +27,11 @@
 //! batch each more than the budget needs.
 //!
 //! **Reused runs.** An engine that writes a run of pages to the file itself
-//! ([`crate::io::PageFile::write_run`], past the pool) into page ids it freed and allocated again calls
-//! [`BufferPool::forget_run`] first: the pool drops its frames of those ids unwritten, advances
-//! their versions and leaves them evicted (and no longer freed), and waits until no older copy
-//! of them is in flight, so the run's write lands after any the pool started.
+//! ([`crate::io::PageFile::write_run`], past the pool) into page ids it freed and allocated
+//! again calls [`BufferPool::forget_run`] first: the pool drops its frames of those ids
+//! unwritten, advances their versions and leaves them evicted (and no longer freed), and waits
+//! until no older copy of them is in flight, so the run's write lands after any the pool
+//! started.
 //!
 //! Discarding is `region`'s ([`super::region::Region::discard_many`]).
 
@@ -75,11 +76,11 @@ impl Victims {
 
 impl BufferPool {
     /// Forgets what the pool holds of pages `first..first + n`, for a run of page ids that is
-    /// being reused with contents written to the file directly ([`PageFile::write_run`]),
-    /// past the pool: each resident frame is discarded without being written back (its bytes
-    /// are obsolete), each page's version advances (an optimistic read begun before fails its
-    /// validation) and the page is left evicted and no longer freed, so its next use reads the
-    /// file. Returns once no write of an older copy of these pages is in flight, so a run
+    /// being reused with contents written to the file directly, past the pool
+    /// ([`crate::io::PageFile::write_run`]): each resident frame is discarded without being
+    /// written back (its bytes are obsolete), each page's version advances (an optimistic read
+    /// begun before fails its validation) and the page is left evicted and no longer freed, so
+    /// its next use reads the file. Returns once no write of an older copy of these pages is in flight, so a run
     /// written after it lands last.
     ///
     /// Call it before writing the run, while nothing references the pages (they were freed and
