@@ -1,10 +1,10 @@
-//! **Eviction.** When a load or an allocation finds the pool full, the loading thread runs the
-//! clock (second chance): an unmarked resident page gets marked; a marked page that is not
-//! locked is locked, written back if dirty, discarded and left evicted. A page whose copy is
-//! being written by a checkpoint (*in flight*, the pool's module docs) is passed over. The budget is counted in
-//! pages, so the resident set (the RSS this pool causes) stays within it. Eviction writes a
-//! victim straight from the frame, holding the exclusive lock: nobody uses a page that is
-//! being evicted, so there is no one to hold up.
+//! Eviction of the buffer pool's pages. When a load or an allocation finds the pool full, the
+//! loading thread runs the clock (second chance): an unmarked resident page gets marked; a
+//! marked page that is not locked is locked, written back if dirty, discarded and left evicted.
+//! A page whose copy is being written by a checkpoint (*in flight*, the pool's module docs) is
+//! passed over. The budget is counted in pages, so the resident set (the RSS this pool causes)
+//! stays within it. Eviction writes a victim straight from the frame, holding the exclusive
+//! lock: nobody uses a page that is being evicted, so there is no one to hold up.
 //!
 //! A full pool evicts a *batch*: a sixty-fourth of the budget, 1 to 32 pages, so that the next
 //! loads find room without taking the clock's lock, and the victims' frames are discarded
@@ -80,8 +80,8 @@ impl BufferPool {
     /// ([`crate::io::PageFile::write_run`]): each resident frame is discarded without being
     /// written back (its bytes are obsolete), each page's version advances (an optimistic read
     /// begun before fails its validation) and the page is left evicted and no longer freed, so
-    /// its next use reads the file. Returns once no write of an older copy of these pages is in flight, so a run
-    /// written after it lands last.
+    /// its next use reads the file. Returns once no write of an older copy of these pages is in
+    /// flight, so a run written after it lands last.
     ///
     /// Call it before writing the run, while nothing references the pages (they were freed and
     /// are not yet linked into anything): a page read between this call and the run's write
