@@ -9,8 +9,10 @@ use std::ops::Bound;
 use std::path::Path;
 use std::time::Duration;
 
-use sylva::mem::bptree::{BaselineOptions, BpTreeOptions, BpTreeStore};
-use sylva::{Db, DbOptions, KvStore, MemMap, Stats, SyncMode};
+use sylva::{
+    BTree, BTreeOptions, BaselineOptions, BpTreeOptions, BpTreeStore, Db, DbOptions, KvStore,
+    MemMap, Stats, SyncMode,
+};
 use ycsb::runner::{Session, Shared, Target};
 
 /// The engine `sylva bench` runs when none is named: the durable database.
@@ -113,12 +115,12 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
         "btree" => {
             // `btree:layout=baseline|prefix|heads|hints|fingerprint|semidense|dense|adaptive,
             // page_size=N,redistribute=BOOL`.
-            let mut options = sylva::btree::Options::default();
+            let mut options = BTreeOptions::default();
             for (k, v) in &spec.options {
                 options.set(k, v)?;
             }
             Ok(Box::new(move |_| {
-                shared(sylva::btree::BTree::new(options).map_err(|e| e.to_string())?)
+                shared(BTree::new(options).map_err(|e| e.to_string())?)
             }))
         }
         "bptree" => {

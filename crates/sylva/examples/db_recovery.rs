@@ -5,7 +5,7 @@
 //! cargo run --release --example db_recovery -- open DIR
 //! ```
 //!
-//! `crash` loads `RECORDS` records (8-byte keys, 56-byte values, `Sync::Never`), checkpoints,
+//! `crash` loads `RECORDS` records (8-byte keys, 56-byte values, `SyncMode::Never`), checkpoints,
 //! then updates random records until `LOG_MIB` MiB have been logged with no checkpoint in
 //! between (the log a crash just before the next checkpoint leaves when `checkpoint_bytes` is
 //! that size), syncs the log and exits without closing, as `kill -9` would. `open` times the

@@ -6,38 +6,97 @@
 //! input is an [`Error`], never a panic.
 //!
 //! Engines:
+//! - [`Db`]: the durable database — the slotted-page B+tree of "B-Trees Are Back" paged through a
+//!   buffer pool onto a page file, with a write-ahead log, recovery, checkpoints, atomic
+//!   [`WriteBatch`]es and [`Cursor`]s. [`DbOptions`] and [`SyncMode`] say how it runs. It
+//!   stands on the durability layer every disk engine shares (the directory and its lock,
+//!   recovery, checkpoints, the `SyncMode` cadence, the poisoned state), whose cadence,
+//!   [`SyncCadence`], is public: `sylva bench`'s peer adapters sync on it too.
+//! - [`BTree`]: the same slotted-page B+tree in memory ([`BTreeOptions`], [`Layout`]).
+//! - [`BpTreeStore`]: the BP-tree, an in-memory concurrent B+tree with
+//!   buffered-partitioned-array leaves, and its sorted-leaf baseline ([`BpTreeOptions`],
+//!   [`BaselineOptions`]).
 //! - [`MemMap`]: std `BTreeMap` under a `RwLock`; the model for tests and the floor for
 //!   benchmarks.
-//! - [`btree::BTree`]: the slotted-page B+tree of "B-Trees Are Back" over [`page`] nodes.
-//! - [`mem::bptree`]: the BP-tree (in-memory concurrent B+tree with buffered-partitioned-array
-//!   leaves) and its sorted-leaf baseline.
-//! - [`Db`]: the durable database — the slotted-page tree paged through the [`buffer`] pool onto
-//!   an [`io`] page file, with the [`wal`] write-ahead log, recovery, checkpoints, atomic write
-//!   batches and cursors. It stands on the durability layer every disk engine shares (the
-//!   directory and its lock, recovery, checkpoints, the `SyncMode` cadence, the poisoned state),
-//!   whose cadence, [`SyncCadence`], is public: `sylva bench`'s peer adapters sync on it too.
+//!
+//! ```
+//! use std::ops::Bound;
+//! use sylva::{Db, DbOptions, SyncMode, WriteBatch};
+//!
+//! # fn main() -> sylva::Result<()> {
+//! # let dir = tempfile::tempdir().unwrap();
+//! // Every write is durable when it returns (`SyncMode::Batch` groups them instead).
+//! let options = DbOptions { sync: SyncMode::Always, ..DbOptions::default() };
+//! let db = Db::open(dir.path(), options)?;
+//! db.put(b"apple", b"red")?;
+//! let mut batch = WriteBatch::new();
+//! batch.put(b"banana", b"yellow").put(b"cherry", b"dark red").delete(b"apple");
+//! db.write(&batch)?; // all of it, or after a crash none of it
+//! assert_eq!(db.get(b"banana")?, Some(b"yellow".to_vec()));
+//! let keys: Vec<Vec<u8>> = db
+//!     .range(Bound::Included(&b"b"[..]), Bound::Unbounded)
+//!     .map(|r| r.map(|(k, _)| k))
+//!     .collect::<sylva::Result<_>>()?;
+//! assert_eq!(keys, [b"banana".to_vec(), b"cherry".to_vec()]);
+//! db.close()?;
+//!
+//! // Reopened, the database recovers what was acknowledged.
+//! let db = Db::open(dir.path(), DbOptions::default())?;
+//! assert_eq!(db.get(b"apple")?, None);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The layers under the engines (page file, log, buffer pool, node formats) are private; the
+//! `internals` feature makes them public for the `sylva` command's tools, the tests and the fuzz
+//! targets. They are not a stable interface.
 #![warn(missing_docs)]
+// Without `internals`, items only the tools and tests use are unreachable; the lints see them with
+// the feature on (the workspace build enables it through the `sylva` command).
+#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 
-pub mod btree;
-pub mod buffer;
+/// A module of the storage layers: public with the `internals` feature, private without it.
+macro_rules! layer {
+    ($(#[$attr:meta])* $name:ident) => {
+        $(#[$attr])*
+        #[cfg(feature = "internals")]
+        pub mod $name;
+        $(#[$attr])*
+        #[cfg(not(feature = "internals"))]
+        mod $name;
+    };
+}
+
+layer!(btree);
+layer!(buffer);
 mod db;
 mod durable;
 mod error;
-pub mod io;
+layer!(io);
 mod kv;
-pub mod mem;
+layer!(mem);
 mod memmap;
-pub mod page;
+layer!(page);
 mod sync;
-pub mod wal;
+layer!(wal);
 
+pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
 pub use db::{Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS};
 pub use durable::{
     Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2,
 };
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};
+pub use mem::bptree::{BaselineOptions, BpTreeOptions, BpTreeStore, TreeStats as BpTreeStats};
 pub use memmap::{MemMap, MEMMAP_MAX_KEY, MEMMAP_MAX_VALUE};
 pub use wal::SyncMode;
-/// The durability modes under the name `DESIGN.md` and the issues use (`Sync::Always`, ...).
-pub use wal::SyncMode as Sync;
+
+/// The file system under a database: [`Db::open_in`] runs one on any [`Vfs`](vfs::Vfs), the
+/// operating system's ([`OsFs`](vfs::OsFs)) or a simulated disk that loses, keeps or tears
+/// unsynced writes at a power loss ([`SimFs`](vfs::SimFs)), for testing what an application
+/// built on sylva does after a crash.
+pub mod vfs {
+    pub use crate::io::{
+        Fault, Io, LockGuard, OpenFile, Opened, OsFs, SimFs, SimOptions, Vfs, SECTOR,
+    };
+}

@@ -7,7 +7,8 @@
 //! then validates that the version is unchanged, restarting when it changed. A writer takes the
 //! latch exclusively by upgrading the version it read, and its unlock advances the version. The
 //! buffer pool's page-state words follow the same protocol with more bits (`crate::buffer`'s
-//! `state`), and use [`backoff`] while they wait.
+//! `state`); a thread waiting for a page's holder there sleeps instead of backing off, since the
+//! holder may be waiting for an I/O.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

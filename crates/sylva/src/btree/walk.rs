@@ -3,8 +3,8 @@
 //! From each leaf, the records a walk still wants (up to its limit, before its end key) are
 //! copied optimistically into a private buffer, and shown to the visitor only after the leaf's
 //! version validated, so the visitor never sees torn bytes and may take its time. A scan of a
-//! few records therefore copies a few records, not the page (an earlier version snapshotted
-//! every leaf whole: about 20% of scan time went to `memmove`). `leaf_records` (the database
+//! few records therefore copies a few records, not the page (snapshotting every leaf whole
+//! spent about 20% of scan time in `memmove`; `docs/results/btree.md`). `leaf_records` (the database
 //! cursor's whole-leaf read) still takes a page snapshot and decodes it.
 //!
 //! Leaves have no sibling pointers, as in the paper. The next leaf is the one holding the

@@ -4,7 +4,8 @@
 //!
 //! **Translation.** Page `i` lives at a fixed virtual address, `base + i × page size`, inside one
 //! large `MAP_NORESERVE` reservation (`region`); no hash table maps page ids to frames. Only
-//! resident pages consume memory; eviction hands the memory back with `madvise(MADV_DONTNEED)`.
+//! resident pages consume memory; eviction hands the memory back with `MADV_DONTNEED`, a batch
+//! of frames per system call (`region`).
 //!
 //! **Latching.** Each page has one state word (`state`): an exclusive lock bit, residency,
 //! a clock mark, a dirty bit and a version. Readers are optimistic: [`BufferPool::read_lock`]
@@ -13,33 +14,23 @@
 //! the clock hand passed but that is still in use), which is rare. Writers take the exclusive
 //! lock. A checkpoint's flush copies a page out holding it in a third mode, *writing*: writers
 //! wait (for one page copy), readers go on and their versions stay valid, since the bytes do not
-//! change.
+//! change. A thread that waits for a page's holder spins briefly, then sleeps on the page's
+//! state word until the holder lets go (`state`, waiting), at once if the page is being loaded:
+//! with more threads than cores, waiting threads that yield in a loop take the CPU the loaders
+//! need.
 //!
 //! **Miss path, submit then complete.** A reader that finds its page evicted takes the lock in
 //! *loading* state (`LOCKED | EVICTED`), reads the page and verifies its checksum, then releases
-//! it resident. Other threads that want the page see it locked and wait; when the loader
-//! completes they resume. The read here is a blocking `pread`; the PA-Tree executor of a later
+//! it resident. Other threads that want the page see it locked and sleep; when the loader
+//! completes it wakes them. The read here is a blocking `pread`; the PA-Tree executor of a later
 //! issue submits the same read to io_uring and completes the frame on the completion event,
 //! without a second buffer pool. A failed read (I/O error, checksum mismatch) leaves the page
 //! evicted and returns the error to the reader.
 //!
-//! **Eviction.** When a load or an allocation would exceed the budget, the loading thread runs
-//! the clock (second chance): an unmarked resident page gets marked; a marked page that is not
-//! locked is locked, written back if dirty, discarded and left evicted. A page whose copy is
-//! being written by a checkpoint (*in flight*, below) is passed over. The budget is counted in
-//! pages, so the resident set (the RSS this pool causes) stays within it. Eviction writes its
-//! single page straight from the frame, holding the exclusive lock: nobody uses a page that is
-//! being evicted, so there is no one to hold up.
-//!
-//! The clock's lock (the list of resident pages and the hand) is held to choose a victim, not
-//! to write one back: the evicting thread releases it for the log flush and the write, and takes
-//! it again to drop the page from the list. Meanwhile other threads run the clock and load pages
-//! (passing over the locked victim); a reader of the victim waits for its lock as for a writer's,
-//! then loads it from the file, which holds its bytes by then (the write ends before the page
-//! is released evicted, and nothing else can lock, load or reuse it until then). A checkpoint's
-//! flush that meets the victim waits for the lock too, so the page is in the file before the
-//! flush ends. Several threads may so write victims back at once, and together evict up to one
-//! page each more than the budget needs.
+//! **Eviction** (`evict`): when the pool is full, the thread that needs room runs the clock
+//! (second chance) and evicts a batch of pages, writing dirty ones back first without holding
+//! the clock's lock, and discarding the frames of a batch with one system call; reused runs of
+//! page ids are forgotten there too ([`BufferPool::forget_run`]).
 //!
 //! **Checkpoint write-back from a copy.** [`BufferPool::flush_all`] walks the resident pages in
 //! page order and writes each run of consecutive dirty pages with one write (up to 1 MiB), but
@@ -79,8 +70,10 @@
 //! Differences from vmcache: no shared-lock mode (sylva's trees use optimistic reads and
 //! exclusive writes only); the clock keeps an explicit list of resident page ids instead of
 //! sampling random ones, which is simpler at our sizes; eviction is done by whichever thread needs
-//! room rather than by batches of `O_DIRECT` writes issued together.
+//! room, and while it discards a batch of frames together, as vmcache does, it writes dirty
+//! victims one at a time rather than as a batch of `O_DIRECT` writes issued together.
 
+mod evict;
 mod region;
 mod state;
 
@@ -88,15 +81,15 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
-use crate::sync::backoff;
+use evict::MAX_EVICT_BATCH;
 use region::Region;
 use state::{
-    is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, LOCKED, MARKED,
+    is_evicted, stable, PageState, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, LOCKED, MARKED, WAITING,
 };
 
 /// What the pool needs of a write-ahead log: the WAL rule, a page reaches the file only after
@@ -221,6 +214,9 @@ pub struct BufferPool {
     capacity: u64,
     page_size: usize,
     budget_pages: u64,
+    /// Pages an eviction evicts at once when the pool is full: a sixty-fourth of the budget,
+    /// between 1 and [`MAX_EVICT_BATCH`].
+    evict_batch: usize,
     /// Pages a checkpoint's write-back copies and writes at once: the length of `flush_buf`,
     /// taken out of the budget.
     run_pages: usize,
@@ -251,6 +247,7 @@ impl BufferPool {
         // keeps most of its pages for frames.
         let total = (options.budget_bytes / page_size as u64).max(17);
         let run_pages = ((total / 16) as usize).clamp(1, (MAX_RUN_BYTES / page_size).max(1));
+        let budget_pages = (total - run_pages as u64).max(16);
         Ok(BufferPool {
             file,
             log,
@@ -258,7 +255,8 @@ impl BufferPool {
             states,
             capacity,
             page_size,
-            budget_pages: (total - run_pages as u64).max(16),
+            budget_pages,
+            evict_batch: ((budget_pages / 64) as usize).clamp(1, MAX_EVICT_BATCH),
             run_pages,
             flush_buf: Mutex::new(None),
             resident: AtomicU64::new(0),
@@ -319,7 +317,7 @@ impl BufferPool {
                 return Ok(None);
             }
             if s & LOCKED != 0 {
-                backoff(&mut spins);
+                st.wait(s, LOCKED, &mut spins);
                 continue;
             }
             if is_evicted(s) {
@@ -352,7 +350,7 @@ impl BufferPool {
                 });
             }
             if s & BUSY != 0 {
-                backoff(&mut spins);
+                st.wait(s, BUSY, &mut spins);
                 continue;
             }
             if is_evicted(s) {
@@ -399,7 +397,7 @@ impl BufferPool {
         loop {
             let s = st.load();
             if s & BUSY != 0 {
-                backoff(&mut spins);
+                st.wait(s, BUSY, &mut spins);
                 continue;
             }
             if !is_evicted(s) && s & FREED == 0 {
@@ -515,10 +513,11 @@ impl BufferPool {
         self.make_room()?;
         // A reused page id keeps counting versions, so stale readers never validate. It keeps
         // IN_FLIGHT too: the page may have been freed while a copy of it was being written, and
-        // it must not be written again, or evicted, before that write ends.
+        // it must not be written again, or evicted, before that write ends. (WAITING is kept so
+        // that a sleeper, if any, is woken by our unlock.)
         st.update(|s| {
             let version = s & !(state::VERSION - 1);
-            (version + state::VERSION) | LOCKED | DIRTY | (s & IN_FLIGHT)
+            (version + state::VERSION) | LOCKED | DIRTY | (s & (IN_FLIGHT | WAITING))
         });
         // SAFETY: the page was just allocated and is exclusively locked by us.
         let frame = unsafe { self.frame_slice(id) };
@@ -548,72 +547,6 @@ impl BufferPool {
         st.unlock(FREED | EVICTED, false);
         discarded?;
         self.file.free(id)
-    }
-
-    /// Evicts pages until one more fits within the budget.
-    fn make_room(&self) -> Result<()> {
-        let mut clock = self.clock.lock();
-        let mut passes = 0usize;
-        while self.resident.load(Ordering::Relaxed) >= self.budget_pages {
-            let n = clock.pages.len();
-            if n == 0 || passes > 3 * n {
-                // Everything resident is locked by someone: allow a brief overshoot rather
-                // than deadlock; the next load evicts again.
-                break;
-            }
-            passes += 1;
-            clock.hand %= n;
-            let id = clock.pages[clock.hand];
-            let st = self.state(id)?;
-            let s = st.load();
-            // A page in flight stays: dropping it would let a reader reload the older bytes on
-            // disk, and writing it here could land before the copy's write.
-            if s & (BUSY | EVICTED | FREED | IN_FLIGHT) != 0 {
-                clock.hand += 1;
-                continue;
-            }
-            if s & MARKED == 0 {
-                let _ =
-                    st.0.compare_exchange(s, s | MARKED, Ordering::AcqRel, Ordering::Relaxed);
-                clock.hand += 1;
-                continue;
-            }
-            if !st.try_lock(s) {
-                clock.hand += 1;
-                continue;
-            }
-            let at = clock.hand;
-            if s & DIRTY != 0 {
-                // Written back without the clock (module docs, eviction): other threads make
-                // room and load pages meanwhile; only this page, locked, waits for the I/O.
-                if let Err(e) = MutexGuard::unlocked(&mut clock, || self.write_back(id)) {
-                    st.unlock(0, true);
-                    return Err(e);
-                }
-            }
-            if let Err(e) = self
-                .frames
-                .discard(id as usize * self.page_size, self.page_size)
-            {
-                st.unlock(0, false); // still resident, and clean: its bytes are in the file
-                return Err(e);
-            }
-            // The entry is where the hand found it unless, while the clock was released, it
-            // was the last one and a removal moved it (`swap_remove`): rare, so a search then.
-            // Nothing else removes or adds it while we hold the page.
-            let at = if clock.pages.get(at) == Some(&id) {
-                Some(at)
-            } else {
-                clock.pages.iter().position(|&p| p == id)
-            };
-            if let Some(at) = at {
-                clock.pages.swap_remove(at);
-            }
-            self.resident.fetch_sub(1, Ordering::Relaxed);
-            self.evictions.fetch_add(1, Ordering::Relaxed);
-            st.unlock(EVICTED, false);
-        }
-        Ok(())
     }
 
     /// The kind and LSN in the header of page `id` (locked or held for writing by the caller),
@@ -686,7 +619,7 @@ impl BufferPool {
                     // A writer holds it (briefly) or the mark changed. Our run's pages hold
                     // nobody up meanwhile (only eviction skips them).
                     if s & BUSY != 0 {
-                        backoff(&mut spins);
+                        st.wait(s, BUSY, &mut spins);
                     }
                     continue;
                 }

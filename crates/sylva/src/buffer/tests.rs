@@ -678,6 +678,39 @@ fn a_page_freed_and_reused_in_flight_waits_for_the_old_write() {
     assert_eq!(first_word_on_disk(&p, victim), 777, "then the new page");
 }
 
+/// The pages of `ids` someone holds locked.
+fn locked_pages(p: &BufferPool, ids: &[u64]) -> Vec<u64> {
+    ids.iter()
+        .copied()
+        .filter(|&id| p.state(id).expect("state").load() & LOCKED != 0)
+        .collect()
+}
+
+/// Reads page `ids[i]` for each `i` of `order` on another thread of `s` (each holds the word
+/// `100 + i`) and asserts that it finishes within 10 s, or fails with `why`.
+fn read_within_10s<'s, 'e>(
+    s: &'s std::thread::Scope<'s, 'e>,
+    p: &'e BufferPool,
+    ids: &'e [u64],
+    order: Vec<usize>,
+    why: &str,
+) {
+    let (done, finished) = std::sync::mpsc::channel();
+    s.spawn(move || {
+        for i in order {
+            assert_eq!(
+                read_first_word(p, ids[i]),
+                100 + i as u64,
+                "page {}",
+                ids[i]
+            );
+        }
+        let _ = done.send(());
+    });
+    let waited = finished.recv_timeout(std::time::Duration::from_secs(10));
+    assert!(waited.is_ok(), "{why}");
+}
+
 /// Eviction writes its victim back without holding the clock: while that write is stalled,
 /// other threads still load pages (each load runs the clock), and a flush waits for the victim.
 #[test]
@@ -695,11 +728,7 @@ fn readers_keep_loading_pages_while_an_eviction_write_back_is_stalled() {
             p.unlock(id, true);
         });
         gate.wait_for_write();
-        let locked: Vec<u64> = ids
-            .iter()
-            .copied()
-            .filter(|&id| p.state(id).expect("state").load() & LOCKED != 0)
-            .collect();
+        let locked = locked_pages(&p, &ids);
         assert_eq!(locked.len(), 1, "one victim, held for its write");
         let victim = locked[0];
         assert_state(&p, victim, DIRTY, EVICTED, "written back, not yet evicted");
@@ -707,21 +736,14 @@ fn readers_keep_loading_pages_while_an_eviction_write_back_is_stalled() {
         // Another thread reads every other page: most miss, and each load makes room by
         // running the clock (their victims' writes pass the gate, which holds one write).
         let misses = p.stats().misses;
-        let (done, finished) = std::sync::mpsc::channel();
         let (p, ids) = (&p, &ids);
-        s.spawn(move || {
-            for (i, &id) in ids.iter().enumerate() {
-                if id != victim {
-                    assert_eq!(read_first_word(p, id), 100 + i as u64, "page {id}");
-                }
-            }
-            let _ = done.send(());
-        });
-        assert!(
-            finished
-                .recv_timeout(std::time::Duration::from_secs(10))
-                .is_ok(),
-            "the reads waited for the stalled write-back"
+        let order = (0..ids.len()).filter(|&i| ids[i] != victim).collect();
+        read_within_10s(
+            s,
+            p,
+            ids,
+            order,
+            "the reads waited for the stalled write-back",
         );
         assert!(p.stats().misses >= misses + 60, "{:?}", p.stats());
         assert_state(p, victim, LOCKED, EVICTED, "its write is still stalled");
@@ -747,4 +769,202 @@ fn readers_keep_loading_pages_while_an_eviction_write_back_is_stalled() {
         assert_eq!(first_word_on_disk(p, victim), word(victim));
         assert_eq!(read_first_word(p, victim), word(victim), "and loads again");
     });
+}
+
+/// Writes pages `first..first + n` straight to the file (past the pool), the data of page
+/// `first + i` starting with the word `seed + i`.
+fn write_run_directly(p: &BufferPool, first: u64, n: usize, seed: u64) {
+    let mut buf = p.file().buffer(n);
+    for (i, page) in buf.chunks_exact_mut(4096).enumerate() {
+        page[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 8]
+            .copy_from_slice(&(seed + i as u64).to_le_bytes());
+    }
+    p.file()
+        .write_run(first, &mut buf, &vec![(PageKind::BTreeLeaf, 0); n])
+        .expect("write run");
+}
+
+/// `n` pages allocated as one run of consecutive ids, written with `seed ^ i` and checkpointed,
+/// so they are resident, clean and in the file.
+fn resident_run(p: &BufferPool, n: u64) -> Vec<u64> {
+    let ids = dirty_pages(p, n);
+    assert!(
+        ids.windows(2).all(|w| w[1] == w[0] + 1),
+        "a new file hands out consecutive ids: {ids:?}"
+    );
+    p.checkpoint(b"").expect("checkpoint");
+    ids
+}
+
+#[test]
+fn a_reused_run_is_read_from_the_file_after_forget_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 256, None);
+    let before = dirty_pages(&p, 3); // the run does not start at the first data page
+    let ids = resident_run(&p, 4);
+    let first = ids[0];
+    let stale_version = p.read_lock(ids[1]).expect("read_lock").expect("not freed");
+    // The engine frees the run and allocates it again at the file's level, as a new engine
+    // writing whole runs does.
+    for &id in &ids {
+        p.file().free(id).expect("free in the file");
+    }
+    assert_eq!(p.file().allocate_run(4), first, "the run is reused");
+    // Nothing of the run is in flight, so its new contents may go to the file before the pool
+    // forgets it; until then, the pool serves its old frames.
+    write_run_directly(&p, first, 4, 9000);
+    assert_eq!(read_first_word(&p, ids[0]), 100, "the pool's old frame");
+    let resident = p.stats().resident;
+    p.forget_run(first, 4).expect("forget_run");
+    assert_eq!(
+        p.stats().resident,
+        resident - 4,
+        "its frames are given back"
+    );
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(
+            read_first_word(&p, id),
+            9000 + i as u64,
+            "page {id} read again"
+        );
+    }
+    assert!(
+        !p.validate(ids[1], stale_version),
+        "a read begun before the run was forgotten validates"
+    );
+    assert_eq!(
+        read_first_word(&p, before[2]),
+        102,
+        "a page before the run is untouched"
+    );
+}
+
+#[test]
+fn pages_freed_through_the_pool_are_readable_again_after_forget_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 256, None);
+    let ids = resident_run(&p, 3);
+    for &id in &ids {
+        p.lock(id).expect("lock");
+        p.free(id).expect("free");
+        assert_eq!(p.read_lock(id).expect("read_lock"), None, "freed: restart");
+    }
+    assert_eq!(p.file().allocate_run(3), ids[0], "the run is reused");
+    p.forget_run(ids[0], 3).expect("forget_run");
+    write_run_directly(&p, ids[0], 3, 500);
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(read_first_word(&p, id), 500 + i as u64, "page {id}");
+    }
+}
+
+#[test]
+fn forget_run_of_pages_beyond_the_reservation_is_an_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = pool(dir.path(), 64, None);
+    let cap = p.capacity();
+    assert!(p.forget_run(cap - 1, 2).is_err());
+    assert!(p.forget_run(u64::MAX, 2).is_err());
+    p.forget_run(cap - 2, 2).expect("the last pages are fine");
+}
+
+/// A page freed while a checkpoint writes its older copy: `forget_run` returns only after that
+/// write, so the run written next lands last.
+#[test]
+fn forget_run_waits_for_an_older_copy_in_flight() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 256);
+    let ids = dirty_pages(&p, 2);
+    gate.arm();
+    std::thread::scope(|s| {
+        let _open = OpenOnDrop(&gate);
+        let flush = s.spawn(|| p.flush_all());
+        gate.wait_for_write();
+        for &id in &ids {
+            assert_state(&p, id, IN_FLIGHT, 0, "its copy is being written");
+            p.lock(id).expect("lock");
+            p.free(id).expect("free");
+        }
+        assert_eq!(p.file().allocate_run(2), ids[0], "the run is reused");
+        let forget = s.spawn(|| p.forget_run(ids[0], 2));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(
+            !forget.is_finished(),
+            "forget_run returned while an older copy was in flight"
+        );
+        gate.open();
+        forget.join().expect("forget thread").expect("forget_run");
+        flush.join().expect("flush thread").expect("flush");
+    });
+    write_run_directly(&p, ids[0], 2, 4000);
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(
+            first_word_on_disk(&p, id),
+            4000 + i as u64,
+            "the new run landed last"
+        );
+        assert_eq!(read_first_word(&p, id), 4000 + i as u64);
+    }
+}
+
+/// While an eviction's write-back is stalled, other threads' hits and their misses whose
+/// victims are clean go on without any write: nothing they do waits for the stalled I/O.
+#[test]
+fn hits_and_clean_misses_go_on_while_an_eviction_write_back_is_stalled() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 34);
+    let ids = dirty_pages(&p, 100);
+    p.flush_all()
+        .expect("flush: every page clean and in the file");
+    // The one dirty page: the last allocated, resident.
+    let dirty = ids[99];
+    p.lock(dirty).expect("lock");
+    write_pattern(&p, dirty, 7777);
+    p.unlock(dirty, true);
+    gate.arm();
+    std::thread::scope(|s| {
+        let _open = OpenOnDrop(&gate);
+        // Loads old pages until the clock picks the dirty page, whose write stops at the gate.
+        let evictor = s.spawn(|| {
+            for &id in ids.iter().take(90).cycle().take(1000) {
+                read_first_word(&p, id);
+                if gate.state.lock().waiting != 0 {
+                    return;
+                }
+            }
+        });
+        gate.wait_for_write();
+        assert_state(&p, dirty, LOCKED | DIRTY, EVICTED, "the stalled victim");
+        // Held until the write ends: the victim, and the page whose load is making room.
+        let held = locked_pages(&p, &ids);
+        assert_eq!(held.len(), 2, "the victim and the evictor's page: {held:?}");
+        let before = p.stats();
+        // Down the pages and up again: the second pass begins with the pages the first loaded
+        // last, which it finds resident (a hit without a load).
+        let free = |i: &usize| !held.contains(&ids[*i]);
+        let order = (0..ids.len())
+            .rev()
+            .chain(0..ids.len())
+            .filter(free)
+            .collect();
+        let (p, ids) = (&p, &ids);
+        let why = "hits or clean misses waited for the stalled write-back";
+        read_within_10s(s, p, ids, order, why);
+        let after = p.stats();
+        let misses = after.misses - before.misses;
+        assert!(misses >= 60, "{before:?} {after:?}");
+        // Every read counts a hit, a load's read too, once its page is loaded.
+        assert!(
+            after.hits - before.hits >= misses + 20,
+            "{before:?} {after:?}"
+        );
+        assert_eq!(
+            after.writebacks, before.writebacks,
+            "every victim was clean"
+        );
+        assert_state(p, dirty, LOCKED, EVICTED, "its write is still stalled");
+        gate.open();
+        evictor.join().expect("evictor");
+    });
+    assert_eq!(first_word_on_disk(&p, dirty), 7777);
+    assert_eq!(read_first_word(&p, dirty), 7777);
 }

@@ -29,8 +29,8 @@ pub struct DbOptions {
     /// it page images, and halved write throughput (`docs/results/db.md`).
     pub checkpoint_bytes: u64,
     /// Checkpoints while writers go on (the default, `true`), or quiet ones that hold writers
-    /// back while the pages dirtied during their first pass are written again (`false`: the
-    /// checkpoints of sessions 1–5, kept to measure the difference side by side).
+    /// back while the pages dirtied during their first pass are written again (`false`,
+    /// kept to measure the difference side by side).
     pub fuzzy_checkpoints: bool,
     /// Open the page file with `O_DIRECT` where the filesystem allows. Default true.
     pub direct_io: bool,

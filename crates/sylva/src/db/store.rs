@@ -9,7 +9,7 @@
 //! latches of the pages it names, appends one record and stores its LSN in those pages'
 //! headers, so a page never reaches disk before the record that produced it (the pool's WAL
 //! rule) and records of one page are in the log in the order the page saw them. It returns the
-//! LSN to the tree, which hands the last one of an operation to `Db` (what `Sync::Always` makes
+//! LSN to the tree, which hands the last one of an operation to `Db` (what `SyncMode::Always` makes
 //! durable before the write returns).
 
 use std::cell::{Cell, RefCell};

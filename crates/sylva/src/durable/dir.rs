@@ -12,7 +12,7 @@ use crate::wal::Wal;
 pub const DATA_FILE: &str = "data.sylva";
 /// The write-ahead log in a database directory (its first segment).
 pub const WAL_FILE: &str = "wal.log";
-/// The write-ahead log's second segment (see [`crate::wal::Wal::rotate`]).
+/// The write-ahead log's second segment (the log alternates between the two; `docs/format.md`).
 pub const WAL_FILE_2: &str = "wal.2.log";
 /// The lock file in a database directory.
 pub const LOCK_FILE: &str = "LOCK";

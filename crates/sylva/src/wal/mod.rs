@@ -83,8 +83,8 @@ use record::{
 };
 
 /// When a database's writes become durable (the modes after the PA-Tree paper's strong and weak
-/// persistent buffering, section III.C). The log itself does not apply it: its user does, with
-/// [`Wal::sync_to`] and [`Wal::sync`] (module docs).
+/// persistent buffering, section III.C). The log itself does not apply it: its user does, by
+/// syncing the log up to a write's position (`Wal::sync_to`, `Wal::sync`; module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SyncMode {
     /// Durable before the write returns.

@@ -411,7 +411,7 @@ impl SimFs {
     }
 
     /// Arms `fault` for the next matching call on the file at `path` (the same kinds as
-    /// [`super::FaultyIo`]).
+    /// `FaultyIo` injects).
     pub fn inject(&self, path: &Path, fault: Fault) {
         self.sim.lock().faults.push((path.to_path_buf(), fault));
     }

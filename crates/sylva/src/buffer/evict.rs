@@ -1,0 +1,273 @@
+//! Eviction of the buffer pool's pages. When a load or an allocation finds the pool full, the
+//! loading thread runs the clock (second chance): an unmarked resident page gets marked; a
+//! marked page that is not locked is locked, written back if dirty, discarded and left evicted.
+//! A page whose copy is being written by a checkpoint (*in flight*, the pool's module docs) is
+//! passed over. The budget is counted in pages, so the resident set (the RSS this pool causes)
+//! stays within it. Eviction writes a victim straight from the frame, holding the exclusive
+//! lock: nobody uses a page that is being evicted, so there is no one to hold up.
+//!
+//! A full pool evicts a *batch*: a sixty-fourth of the budget, 1 to 32 pages, so that the next
+//! loads find room without taking the clock's lock, and the victims' frames are discarded
+//! together, with one system call (`region`: the per-call cost is mostly the TLB shootdown
+//! that interrupts the other CPUs). A clean victim leaves the clock's list and the count when
+//! it is chosen and stays locked until its batch is discarded; a dirty one is written back
+//! first, and the batch so far is discarded and released before that write, so no victim is
+//! held for another's I/O. Between a victim's choice and its discard its frame is no longer
+//! counted: the resident set may exceed the budget by the batch of each thread evicting, for
+//! the length of one system call.
+//!
+//! The clock's lock (the list of resident pages and the hand) is held to choose a victim, not
+//! to write one back: the evicting thread releases it for the log flush and the write, and takes
+//! it again to drop the page from the list. Meanwhile other threads run the clock and load pages
+//! (passing over the locked victim); a reader of the victim waits for its lock as for a writer's,
+//! then loads it from the file, which holds its bytes by then (the write ends before the page
+//! is released evicted, and nothing else can lock, load or reuse it until then). A checkpoint's
+//! flush that meets the victim waits for the lock too, so the page is in the file before the
+//! flush ends. Several threads may so write victims back at once, and together evict up to one
+//! batch each more than the budget needs.
+//!
+//! **Reused runs.** An engine that writes a run of pages to the file itself
+//! ([`crate::io::PageFile::write_run`], past the pool) into page ids it freed and allocated
+//! again calls [`BufferPool::forget_run`] first: the pool drops its frames of those ids
+//! unwritten, advances their versions and leaves them evicted (and no longer freed), and waits
+//! until no older copy of them is in flight, so the run's write lands after any the pool
+//! started.
+//!
+//! Discarding is `region`'s ([`super::region::Region::discard_many`]).
+
+use std::sync::atomic::Ordering;
+
+use parking_lot::MutexGuard;
+
+use super::state::{is_evicted, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, MARKED};
+use super::BufferPool;
+use crate::error::{Error, Result};
+use crate::sync::backoff;
+
+/// Pages an eviction evicts at once at most (the discard of their frames is one system call).
+pub(super) const MAX_EVICT_BATCH: usize = 32;
+
+/// Victims of an eviction waiting for the discard of their frames: locked, clean, and no
+/// longer in the clock's list or the resident count.
+#[derive(Default)]
+struct Victims {
+    ids: [u64; MAX_EVICT_BATCH],
+    len: usize,
+}
+
+impl Victims {
+    fn push(&mut self, id: u64) {
+        self.ids[self.len] = id;
+        self.len += 1;
+    }
+
+    fn is_full(&self) -> bool {
+        self.len == MAX_EVICT_BATCH
+    }
+
+    fn ids(&self) -> &[u64] {
+        &self.ids[..self.len]
+    }
+
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+}
+
+impl BufferPool {
+    /// Forgets what the pool holds of pages `first..first + n`, for a run of page ids that is
+    /// being reused with contents written to the file directly, past the pool
+    /// ([`crate::io::PageFile::write_run`]): each resident frame is discarded without being
+    /// written back (its bytes are obsolete), each page's version advances (an optimistic read
+    /// begun before fails its validation) and the page is left evicted and no longer freed, so
+    /// its next use reads the file. Returns once no write of an older copy of these pages is in
+    /// flight, so a run written after it lands last.
+    ///
+    /// Call it before writing the run, while nothing references the pages (they were freed and
+    /// are not yet linked into anything): a page read between this call and the run's write
+    /// would bring the old contents back.
+    pub fn forget_run(&self, first: u64, n: u64) -> Result<()> {
+        let end = first.checked_add(n).filter(|&end| end <= self.capacity);
+        let Some(end) = end else {
+            return Err(Error::InvalidArgument {
+                what: format!("pages {first}..+{n} are beyond the pool's reserved address space"),
+                limit: self.capacity as usize,
+            });
+        };
+        let mut start = first;
+        while start < end {
+            let stop = end.min(start + MAX_EVICT_BATCH as u64);
+            self.forget_pages(start, stop)?;
+            start = stop;
+        }
+        Ok(())
+    }
+
+    /// [`BufferPool::forget_run`] for at most [`MAX_EVICT_BATCH`] pages `first..end` (within
+    /// the capacity): locks each, waits for its write in flight, then drops the resident ones
+    /// from the clock and discards their frames together.
+    fn forget_pages(&self, first: u64, end: u64) -> Result<()> {
+        let mut resident = Victims::default();
+        for id in first..end {
+            let st = self.state(id)?;
+            let mut spins = 0;
+            let s = loop {
+                let s = st.load();
+                if s & BUSY != 0 {
+                    st.wait(s, BUSY, &mut spins);
+                } else if st.try_lock(s) {
+                    break s;
+                }
+            };
+            // The flusher that wrote an older copy clears IN_FLIGHT when its write ends,
+            // whoever holds the page; it does not wake anyone (rare: a page freed while its
+            // copy was being written).
+            let mut spins = 0;
+            while st.load() & IN_FLIGHT != 0 {
+                backoff(&mut spins);
+            }
+            if !is_evicted(s) && s & FREED == 0 {
+                resident.push(id);
+            }
+        }
+        let ids = resident.ids();
+        let mut discarded = Ok(());
+        if !ids.is_empty() {
+            // Every resident page of the range is locked by us: nobody else adds or removes
+            // it from the list meanwhile.
+            self.clock
+                .lock()
+                .pages
+                .retain(|p| !(first..end).contains(p));
+            self.resident.fetch_sub(ids.len() as u64, Ordering::Relaxed);
+            // As in `release`: a refused discard leaves bytes nobody reads as a page, since
+            // every page here is released evicted.
+            discarded = self.discard_frames(ids);
+        }
+        for id in first..end {
+            self.state(id)?.unlock(EVICTED, false);
+        }
+        discarded
+    }
+
+    /// Makes room for one more page: if the pool is full, evicts a batch of pages (module docs,
+    /// eviction).
+    pub(super) fn make_room(&self) -> Result<()> {
+        if self.resident.load(Ordering::Relaxed) < self.budget_pages {
+            return Ok(());
+        }
+        let mut victims = Victims::default();
+        let evicted = self.evict(&mut victims);
+        let released = self.release(&mut victims);
+        evicted.and(released)
+    }
+
+    /// Runs the clock until the pool is `evict_batch - 1` pages below its budget; leaves the
+    /// last victims (locked, clean, no longer counted) in `victims` for the caller to release.
+    fn evict(&self, victims: &mut Victims) -> Result<()> {
+        let mut clock = self.clock.lock();
+        if self.resident.load(Ordering::Relaxed) < self.budget_pages {
+            return Ok(()); // another thread made room while we waited for the clock
+        }
+        let low = self.budget_pages + 1 - self.evict_batch as u64;
+        let mut passes = 0usize;
+        while self.resident.load(Ordering::Relaxed) >= low {
+            let n = clock.pages.len();
+            if n == 0 || passes > 3 * n {
+                // Everything resident is locked by someone: allow a brief overshoot rather
+                // than deadlock; the next load evicts again.
+                break;
+            }
+            passes += 1;
+            clock.hand %= n;
+            let id = clock.pages[clock.hand];
+            let st = self.state(id)?;
+            let s = st.load();
+            // A page in flight stays: dropping it would let a reader reload the older bytes on
+            // disk, and writing it here could land before the copy's write.
+            if s & (BUSY | EVICTED | FREED | IN_FLIGHT) != 0 {
+                clock.hand += 1;
+                continue;
+            }
+            if s & MARKED == 0 {
+                let _ =
+                    st.0.compare_exchange(s, s | MARKED, Ordering::AcqRel, Ordering::Relaxed);
+                clock.hand += 1;
+                continue;
+            }
+            if !st.try_lock(s) {
+                clock.hand += 1;
+                continue;
+            }
+            if s & DIRTY == 0 {
+                // Its bytes are in the file: it leaves the list (the hand now points at the
+                // page moved into its place) and the count at once, before its discard.
+                let at = clock.hand;
+                clock.pages.swap_remove(at);
+            } else {
+                let at = clock.hand;
+                // Written back without the clock (module docs, eviction): other threads make
+                // room and load pages meanwhile; only this page, locked, waits for the I/O.
+                // The victims so far are released first, so they are not held for the write.
+                let written = MutexGuard::unlocked(&mut clock, || {
+                    self.release(victims)?;
+                    self.write_back(id)
+                });
+                if let Err(e) = written {
+                    st.unlock(0, true);
+                    return Err(e);
+                }
+                // The entry is where the hand found it unless, while the clock was released,
+                // it was the last one and a removal moved it (`swap_remove`): rare, so a
+                // search then. Nothing else removes or adds it while we hold the page.
+                let at = if clock.pages.get(at) == Some(&id) {
+                    Some(at)
+                } else {
+                    clock.pages.iter().position(|&p| p == id)
+                };
+                if let Some(at) = at {
+                    clock.pages.swap_remove(at);
+                }
+            }
+            self.resident.fetch_sub(1, Ordering::Relaxed);
+            victims.push(id);
+            if victims.is_full() {
+                MutexGuard::unlocked(&mut clock, || self.release(victims))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Discards the frames of `ids` (at most [`MAX_EVICT_BATCH`], each locked by the caller)
+    /// together.
+    fn discard_frames(&self, ids: &[u64]) -> Result<()> {
+        let mut offsets = [0usize; MAX_EVICT_BATCH];
+        for (o, &id) in offsets.iter_mut().zip(ids) {
+            *o = id as usize * self.page_size;
+        }
+        let n = ids.len().min(MAX_EVICT_BATCH);
+        self.frames.discard_many(&offsets[..n], self.page_size)
+    }
+
+    /// Discards the frames of `victims` (locked, clean, out of the clock's list and the count)
+    /// together and releases them evicted; empties `victims`.
+    fn release(&self, victims: &mut Victims) -> Result<()> {
+        let ids = victims.ids();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        // If the kernel refused a discard, some frames may still hold their bytes (memory the
+        // count no longer sees), but every victim is clean: released evicted, it is read again
+        // from the file at its next use, so nobody reads a discarded frame as a valid page.
+        let discarded = self.discard_frames(ids);
+        for &id in ids {
+            if let Ok(st) = self.state(id) {
+                st.unlock(EVICTED, false);
+            }
+        }
+        self.evictions
+            .fetch_add(ids.len() as u64, Ordering::Relaxed);
+        victims.clear();
+        discarded
+    }
+}
