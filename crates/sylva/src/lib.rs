@@ -8,7 +8,10 @@
 //! Engines:
 //! - [`Db`]: the durable database — the slotted-page B+tree of "B-Trees Are Back" paged through a
 //!   buffer pool onto a page file, with a write-ahead log, recovery, checkpoints, atomic
-//!   [`WriteBatch`]es and [`Cursor`]s. [`DbOptions`] and [`SyncMode`] say how it runs.
+//!   [`WriteBatch`]es and [`Cursor`]s. [`DbOptions`] and [`SyncMode`] say how it runs. It
+//!   stands on the durability layer every disk engine shares (the directory and its lock,
+//!   recovery, checkpoints, the `SyncMode` cadence, the poisoned state), whose cadence,
+//!   [`SyncCadence`], is public: `sylva bench`'s peer adapters sync on it too.
 //! - [`BTree`]: the same slotted-page B+tree in memory ([`BTreeOptions`], [`Layout`]).
 //! - [`BpTreeStore`]: the BP-tree, an in-memory concurrent B+tree with
 //!   buffered-partitioned-array leaves, and its sorted-leaf baseline ([`BpTreeOptions`],
@@ -67,6 +70,7 @@ macro_rules! layer {
 layer!(btree);
 layer!(buffer);
 mod db;
+mod durable;
 mod error;
 layer!(io);
 mod kv;
@@ -77,9 +81,9 @@ mod sync;
 layer!(wal);
 
 pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
-pub use db::{
-    Cursor, Db, DbOptions, DbStats, RecoveryReport, WriteBatch, DATA_FILE, LOCK_FILE,
-    NEW_DATA_FILE, OPTION_KEYS as DB_OPTION_KEYS, WAL_FILE, WAL_FILE_2,
+pub use db::{Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS};
+pub use durable::{
+    Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2,
 };
 pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};

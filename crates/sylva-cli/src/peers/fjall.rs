@@ -29,11 +29,11 @@ use std::path::{Path, PathBuf};
 
 use fjall::config::{BlockSizePolicy, CompressionPolicy};
 use fjall::{CompressionType, Database, Keyspace, KeyspaceCreateOptions, PersistMode};
-use sylva::{KvStore, Limits, Stats, Visitor};
+use sylva::{KvStore, Limits, Stats, SyncCadence, Visitor};
 
 use super::{
-    copy_value, create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, visit_entries,
-    BoundarySync, DeleteStripes, PeerSettings, SyncCadence, ADAPTER_MAX_VALUE,
+    cadence, copy_value, create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error,
+    syncs_due, visit_entries, DeleteStripes, PeerSettings, ADAPTER_MAX_VALUE,
 };
 
 const PEER: &str = "fjall";
@@ -45,12 +45,12 @@ const LIMITS: Limits = Limits::variable(FJALL_MAX_KEY, ADAPTER_MAX_VALUE);
 
 /// fjall opened on a directory, with the fair settings.
 pub struct FjallPeer {
-    /// `Batch`'s boundary sync thread (first, so it stops before the database closes).
-    boundary: Option<BoundarySync>,
+    /// The sync cadence, with `Batch`'s boundary sync thread (first, so it stops before the
+    /// database closes).
+    cadence: SyncCadence,
     db: Database,
     keyspace: Keyspace,
     dir: PathBuf,
-    cadence: SyncCadence,
     deletes: DeleteStripes,
 }
 
@@ -77,18 +77,17 @@ impl FjallPeer {
                     .index_block_compression_policy(CompressionPolicy::disabled())
             })
             .map_err(|e| error(dir, e))?;
-        let boundary = {
+        let cadence = {
             let db = db.clone();
-            BoundarySync::for_batch(settings.sync, PEER, dir, move |dir| {
+            cadence(settings.sync, PEER, dir, move |dir| {
                 db.persist(PersistMode::SyncData).map_err(|e| error(dir, e))
             })?
         };
         Ok(FjallPeer {
-            boundary,
+            cadence,
             db,
             keyspace,
             dir: dir.to_path_buf(),
-            cadence: SyncCadence::new(settings.sync),
             deletes: DeleteStripes::new(),
         })
     }
@@ -99,13 +98,11 @@ impl FjallPeer {
 
     /// Counts a completed write towards the sync policy, persisting the journal when due.
     fn written(&self) -> sylva::Result<()> {
-        if self.cadence.note(1) {
-            match &self.boundary {
-                Some(b) if b.hand_over()? => self.cadence.synced(),
-                _ => self.sync()?,
-            }
-        }
-        Ok(())
+        self.cadence.written(1, |_| {
+            self.db
+                .persist(PersistMode::SyncData)
+                .map_err(|e| self.err(e))
+        })
     }
 
     fn visit(
@@ -209,6 +206,7 @@ impl KvStore for FjallPeer {
             counters: vec![
                 ("tables", self.keyspace.table_count() as u64),
                 ("l0_tables", self.keyspace.l0_table_count() as u64),
+                syncs_due(&self.cadence),
             ],
         }
     }

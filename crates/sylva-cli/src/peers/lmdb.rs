@@ -40,12 +40,12 @@ use std::path::{Path, PathBuf};
 
 use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, EnvFlags, EnvOpenOptions, MdbError};
-use sylva::{KvStore, Limits, Stats, Visitor};
+use sylva::{Due, KvStore, Limits, Stats, SyncCadence, Visitor};
 
 use super::group::{GroupCommit, WriteOp};
 use super::{
-    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, BoundarySync,
-    PeerSettings, PeerSync, SyncCadence, ADAPTER_MAX_VALUE,
+    cadence, copy_value, create_dir, dir_bytes, empty_range, peer_error, syncs_due, visit_entries,
+    PeerSettings, PeerSync, ADAPTER_MAX_VALUE,
 };
 
 const PEER: &str = "lmdb";
@@ -55,15 +55,15 @@ const MAX_READERS: u32 = 512;
 
 /// LMDB opened on a directory, with the fair settings.
 pub struct LmdbPeer {
-    /// `Batch`'s boundary sync thread (first, so it stops before the environment closes).
-    boundary: Option<BoundarySync>,
+    /// The sync cadence, with `Batch`'s boundary sync thread (first, so it stops before the
+    /// environment closes).
+    cadence: SyncCadence,
     env: Env,
     db: Database<'static, Bytes, Bytes>,
     dir: PathBuf,
     limits: Limits,
     map_size: u64,
     group: GroupCommit,
-    cadence: SyncCadence,
 }
 
 impl LmdbPeer {
@@ -118,21 +118,20 @@ impl LmdbPeer {
         let limits = Limits::variable(env.max_key_size(), ADAPTER_MAX_VALUE);
         // `mdb_env_sync` may run on another thread while writers commit (with MDB_NOSYNC the
         // commits only skip their own sync).
-        let boundary = {
+        let cadence = {
             let env = env.clone();
-            BoundarySync::for_batch(settings.sync, PEER, dir, move |dir| {
+            cadence(settings.sync, PEER, dir, move |dir| {
                 env.force_sync().map_err(|e| error(dir, map_size, e))
             })?
         };
         Ok(LmdbPeer {
-            boundary,
+            cadence,
             env,
             db,
             dir: dir.to_path_buf(),
             limits,
             map_size,
             group: GroupCommit::default(),
-            cadence: SyncCadence::new(settings.sync),
         })
     }
 
@@ -191,17 +190,11 @@ impl LmdbPeer {
                 });
             }
             wtxn.commit().map_err(|e| self.err(e))?;
-            // Under Always the commit itself synced.
-            if self.cadence.note(ops.len() as u64) && self.cadence.policy() != PeerSync::Always {
-                if !self
-                    .boundary
-                    .as_ref()
-                    .map_or(Ok(false), BoundarySync::hand_over)?
-                {
-                    self.env.force_sync().map_err(|e| self.err(e))?;
-                }
-                self.cadence.synced();
-            }
+            self.cadence.written(ops.len() as u64, |due| match due {
+                // Under Always the commit itself synced.
+                Due::Write => Ok(()),
+                Due::Boundary => self.env.force_sync().map_err(|e| self.err(e)),
+            })?;
             Ok(answers)
         })
     }
@@ -292,6 +285,7 @@ impl KvStore for LmdbPeer {
                 ("last_page", info.last_page_number as u64),
                 ("write_txns", groups),
                 ("writes", writes),
+                syncs_due(&self.cadence),
             ],
         }
     }

@@ -12,12 +12,14 @@
 //!   redb and LMDB need a write transaction per commit; their adapters combine concurrent writers
 //!   into one transaction ([`group`]), so one writer thread commits one transaction per write and
 //!   `n` concurrent writers share commits.
-//! - Durability follows [`PeerSync`]: no fsync per operation unless [`PeerSync::Always`]; under
-//!   [`PeerSync::Batch`] the writer that crosses a batch boundary (so many writes, or so much time
-//!   since the last durable point, checked when a write completes) makes everything before it
-//!   durable: it hands the peer's sync to a [`BoundarySync`] thread, as sylva's `db` does, except
-//!   for redb, whose durability is its commit's; `sync()` always makes every acknowledged write
-//!   durable.
+//! - Durability follows [`PeerSync`] (sylva's `SyncMode`) on sylva's own cadence,
+//!   [`sylva::SyncCadence`], the one `db` runs on: no fsync per operation unless
+//!   [`PeerSync::Always`]; under [`PeerSync::Batch`] the writer that crosses a batch boundary (so
+//!   many writes, or so much time since the last durable point, checked when a write completes)
+//!   makes everything before it durable: it hands the peer's sync to the cadence's boundary sync
+//!   thread, as `db` hands its log's, except for redb, whose durability is its commit's; `sync()`
+//!   always makes every acknowledged write durable. Every adapter reports the durable points the
+//!   cadence asked for as the counter `syncs_due`, as `db` does.
 //! - `limits()` are the peer's real limits, capped at [`ADAPTER_MAX_KEY`] / [`ADAPTER_MAX_VALUE`]
 //!   (the limits of sylva's `MemMap`) where the peer allows more; input outside them is
 //!   `InvalidArgument` from the adapter before it reaches the peer, so no peer ever panics on it.
@@ -34,11 +36,10 @@ mod sled;
 
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use sylva::{Error, KvStore, Limits, Visitor};
+use sylva::{Error, KvStore, Limits, SyncCadence, Visitor};
 
 pub use self::fjall::FjallPeer;
 pub use self::lmdb::LmdbPeer;
@@ -58,23 +59,12 @@ pub const ADAPTER_MAX_KEY: usize = sylva::MEMMAP_MAX_KEY;
 /// and LMDB take values of gigabytes); sylva's `MemMap` limit.
 pub const ADAPTER_MAX_VALUE: usize = sylva::MEMMAP_MAX_VALUE;
 
-/// When writes become durable: the same policy sylva's durable engine takes (`Sync` in issue 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PeerSync {
-    /// The write-ahead log is written, never fsynced by the adapter (the peer's own background
-    /// flushes and compactions still fsync their files). `sync()` still makes writes durable.
-    Never,
-    /// Durable at the next batch boundary: after `ops` writes or `interval` since the last
-    /// durable point, whichever comes first, checked as writes complete; or at `sync()`.
-    Batch {
-        /// Writes per batch.
-        ops: u64,
-        /// Longest time between durable points while writes keep coming.
-        interval: Duration,
-    },
-    /// Durable before `put` or `delete` returns (concurrent writers may share one fsync).
-    Always,
-}
+/// When writes become durable: sylva's [`sylva::SyncMode`], the policy its durable engine takes
+/// (`Never`: the write-ahead log is written, never fsynced by the adapter, though the peer's own
+/// background flushes and compactions still fsync their files; `Batch`: durable at the next batch
+/// boundary; `Always`: durable before `put` or `delete` returns, concurrent writers possibly
+/// sharing one fsync). `sync()` makes writes durable under every policy.
+pub use sylva::SyncMode as PeerSync;
 
 /// The fair settings a peer is opened with.
 ///
@@ -219,185 +209,32 @@ pub(crate) fn empty_range(start: &[u8], end: &[u8]) -> bool {
     start >= end
 }
 
-/// Counts writes and time towards the next durable point of [`PeerSync::Batch`].
-///
-/// Writers call [`SyncCadence::note`] after each acknowledged write (or group of writes); exactly
-/// one writer is told a boundary was crossed, and it makes the store durable and calls
-/// [`SyncCadence::synced`].
-pub(crate) struct SyncCadence {
+/// The cadence of a peer opened on `dir` under `policy`: under [`PeerSync::Batch`] with a boundary
+/// sync thread that runs `sync` (which gets the directory, for its errors) once per boundary
+/// handed to it.
+pub(crate) fn cadence(
     policy: PeerSync,
-    /// Writes since the last durable point.
-    pending: AtomicU64,
-    /// When the last durable point was, in nanoseconds after `epoch`.
-    last_sync_ns: AtomicU64,
-    epoch: Instant,
+    peer: &str,
+    dir: &Path,
+    sync: impl Fn(&Path) -> sylva::Result<()> + Send + 'static,
+) -> sylva::Result<SyncCadence> {
+    let owned = dir.to_path_buf();
+    SyncCadence::with_thread(policy, &format!("{peer}-boundary-sync"), move || {
+        sync(&owned)
+    })
+    .map_err(|e| {
+        peer_error(
+            peer,
+            dir,
+            e.kind(),
+            format_args!("cannot start the boundary sync thread: {e}"),
+        )
+    })
 }
 
-impl SyncCadence {
-    pub(crate) fn new(policy: PeerSync) -> Self {
-        SyncCadence {
-            policy,
-            pending: AtomicU64::new(0),
-            last_sync_ns: AtomicU64::new(0),
-            epoch: Instant::now(),
-        }
-    }
-
-    /// The policy this cadence follows.
-    pub(crate) fn policy(&self) -> PeerSync {
-        self.policy
-    }
-
-    fn now_ns(&self) -> u64 {
-        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
-    }
-
-    /// Records `n` acknowledged writes; `true` if the caller must now make the store durable.
-    /// Under `Always` every write is due; under `Never` none is.
-    pub(crate) fn note(&self, n: u64) -> bool {
-        match self.policy {
-            PeerSync::Never => false,
-            PeerSync::Always => true,
-            PeerSync::Batch { ops, interval } => {
-                let before = self.pending.fetch_add(n, Ordering::Relaxed);
-                // Exactly one writer sees the count cross the boundary.
-                if before < ops && before + n >= ops {
-                    return true;
-                }
-                let last = self.last_sync_ns.load(Ordering::Relaxed);
-                let now = self.now_ns();
-                let interval_ns = u64::try_from(interval.as_nanos()).unwrap_or(u64::MAX);
-                now.saturating_sub(last) >= interval_ns
-                    && self
-                        .last_sync_ns
-                        .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok()
-            }
-        }
-    }
-
-    /// Records that everything written so far is durable.
-    pub(crate) fn synced(&self) {
-        self.pending.store(0, Ordering::Relaxed);
-        self.last_sync_ns.store(self.now_ns(), Ordering::Relaxed);
-    }
-}
-
-/// The boundary sync of [`PeerSync::Batch`] on a thread of its own, the way sylva's `db` runs
-/// it (its log sync thread, `sylva::db`): the writer that crosses a boundary hands the peer's
-/// sync over and goes on; a writer that crosses the next boundary while that sync still runs
-/// syncs itself (the caller does, when [`BoundarySync::hand_over`] says the thread is busy), so
-/// at most two batches are ever not durable. The batch is durable once the thread's sync returns.
-/// A failed sync is kept and returned by the next hand-over.
-pub(crate) struct BoundarySync {
-    shared: std::sync::Arc<BoundaryShared>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-#[derive(Default)]
-struct BoundaryShared {
-    state: Mutex<BoundaryState>,
-    cv: std::sync::Condvar,
-}
-
-#[derive(Default)]
-struct BoundaryState {
-    requested: bool,
-    running: bool,
-    shutdown: bool,
-    failed: Option<Error>,
-}
-
-impl BoundarySync {
-    /// Starts the thread of `peer`, which runs `sync` once per hand-over.
-    pub(crate) fn start(
-        peer: &str,
-        dir: &Path,
-        sync: impl Fn() -> sylva::Result<()> + Send + 'static,
-    ) -> sylva::Result<Self> {
-        let shared = std::sync::Arc::new(BoundaryShared::default());
-        let theirs = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name(format!("{peer}-boundary-sync"))
-            .spawn(move || loop {
-                {
-                    let mut st = lock(&theirs.state);
-                    while !st.requested && !st.shutdown {
-                        st = theirs.cv.wait(st).unwrap_or_else(|e| e.into_inner());
-                    }
-                    if st.shutdown {
-                        return;
-                    }
-                    st.requested = false;
-                    st.running = true;
-                }
-                let r = sync();
-                let mut st = lock(&theirs.state);
-                st.running = false;
-                if let Err(e) = r {
-                    st.failed.get_or_insert(e);
-                }
-            })
-            .map_err(|e| {
-                peer_error(
-                    peer,
-                    dir,
-                    e.kind(),
-                    format_args!("cannot start the boundary sync thread: {e}"),
-                )
-            })?;
-        Ok(BoundarySync {
-            shared,
-            thread: Some(thread),
-        })
-    }
-
-    /// The boundary sync thread of a peer opened on `dir` under `policy`: started under
-    /// [`PeerSync::Batch`] (`sync` gets the directory, for its errors), none otherwise.
-    pub(crate) fn for_batch(
-        policy: PeerSync,
-        peer: &str,
-        dir: &Path,
-        sync: impl Fn(&Path) -> sylva::Result<()> + Send + 'static,
-    ) -> sylva::Result<Option<Self>> {
-        if !matches!(policy, PeerSync::Batch { .. }) {
-            return Ok(None);
-        }
-        let owned = dir.to_path_buf();
-        Self::start(peer, dir, move || sync(&owned)).map(Some)
-    }
-
-    /// Hands a boundary's sync to the thread: `Ok(true)` if it took it, `Ok(false)` if it is
-    /// still busy with the previous one (the caller then syncs itself), or the error of an
-    /// earlier sync of the thread's.
-    pub(crate) fn hand_over(&self) -> sylva::Result<bool> {
-        let mut st = lock(&self.shared.state);
-        if let Some(e) = st.failed.take() {
-            return Err(e);
-        }
-        if st.requested || st.running {
-            return Ok(false);
-        }
-        st.requested = true;
-        self.shared.cv.notify_one();
-        Ok(true)
-    }
-}
-
-/// Locks `m`; a poisoned lock is still used (the state it guards stays consistent: every change
-/// is a few field stores).
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Drop for BoundarySync {
-    fn drop(&mut self) {
-        lock(&self.shared.state).shutdown = true;
-        self.shared.cv.notify_one();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
+/// The counter every adapter (and `db`) reports: the durable points its cadence asked for.
+pub(crate) fn syncs_due(cadence: &SyncCadence) -> (&'static str, u64) {
+    ("syncs_due", cadence.due_count())
 }
 
 /// Striped locks that make an LSM peer's read-then-delete atomic per key.
@@ -438,57 +275,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_boundary_sync_thread_takes_one_sync_at_a_time_and_reports_a_failure() {
-        use std::sync::mpsc;
-        let (release, held) = mpsc::channel::<sylva::Result<()>>();
-        let (started_tx, started) = mpsc::channel::<()>();
-        let held = Mutex::new(held);
-        let b = BoundarySync::start("test", Path::new("<test>"), move || {
-            started_tx.send(()).unwrap();
-            lock(&held).recv().unwrap()
-        })
-        .unwrap();
-        assert!(b.hand_over().unwrap(), "an idle thread takes the sync");
-        started.recv().unwrap();
-        // While it runs, the next boundary's writer must sync itself.
-        assert!(!b.hand_over().unwrap());
-        release.send(Ok(())).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let took = loop {
-            match b.hand_over().unwrap() {
-                true => break true,
-                false if Instant::now() < deadline => std::thread::yield_now(),
-                false => break false,
-            }
-        };
-        assert!(
-            took,
-            "the thread takes the next sync once the first returned"
-        );
-        started.recv().unwrap();
-        release
-            .send(Err(Error::io_at(
-                Path::new("<test>"),
-                io::Error::other("injected"),
-            )))
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let err = loop {
-            match b.hand_over() {
-                Err(e) => break Some(e),
-                Ok(_) if Instant::now() < deadline => std::thread::yield_now(),
-                Ok(_) => break None,
-            }
-        };
-        assert!(
-            err.is_some_and(|e| e.to_string().contains("injected")),
-            "a failed sync surfaces at the next hand-over"
-        );
-        release.send(Ok(())).unwrap();
-        drop(b);
-    }
-
-    #[test]
     fn batch_cadence_fires_once_per_boundary() {
         let c = SyncCadence::new(PeerSync::Batch {
             ops: 3,
@@ -516,6 +302,62 @@ mod tests {
     fn never_and_always() {
         assert!(!SyncCadence::new(PeerSync::Never).note(1_000_000));
         assert!(SyncCadence::new(PeerSync::Always).note(1));
+    }
+
+    /// The peers' adapters and sylva's `db` run on one cadence, `sylva::SyncCadence` (the type
+    /// each adapter's `cadence` field has and `db`'s `durable` layer holds): given the same
+    /// writes, deletes and explicit `sync()`, every one asks for the same durable points.
+    #[test]
+    fn the_peers_and_db_ask_for_the_same_durable_points() {
+        let batch = PeerSync::Batch {
+            ops: 10,
+            interval: Duration::from_secs(3600),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let db = sylva::Db::open(
+            dir.path().join("db"),
+            sylva::DbOptions {
+                sync: batch,
+                background: false,
+                cache_bytes: 8 << 20,
+                ..sylva::DbOptions::default()
+            },
+        )
+        .unwrap();
+        let mut stores: Vec<(&str, Box<dyn KvStore>)> = vec![("db", Box::new(db))];
+        let settings = PeerSettings {
+            sync: batch,
+            ..PeerSettings::default()
+        };
+        for &name in PEER_NAMES {
+            if name == "rocksdb" && !cfg!(feature = "peers") {
+                continue;
+            }
+            stores.push((
+                name,
+                open_peer(name, &dir.path().join(name), &settings).unwrap(),
+            ));
+        }
+        let mut counts = Vec::new();
+        for (name, store) in &stores {
+            for i in 0..95u32 {
+                store.put(&i.to_be_bytes(), b"v").unwrap();
+            }
+            store.sync().unwrap();
+            for i in 0..25u32 {
+                store.put(&(1000 + i).to_be_bytes(), b"w").unwrap();
+            }
+            for i in 0..3u32 {
+                assert!(store.delete(&i.to_be_bytes()).unwrap(), "{name}");
+            }
+            let stats = store.stats();
+            let due = stats.counters.iter().find(|(n, _)| *n == "syncs_due");
+            counts.push((*name, due.map(|c| c.1)));
+        }
+        // 95 writes: 9 boundaries; sync() restarts the count; 28 writes: 2 more.
+        for (name, due) in &counts {
+            assert_eq!(*due, Some(11), "{name}: {counts:?}");
+        }
     }
 
     #[test]

@@ -30,12 +30,12 @@ use redb::{
     AccessGuard, Builder, Database, Durability, ReadableDatabase, ReadableTableMetadata,
     TableDefinition,
 };
-use sylva::{KvStore, Limits, Stats, Visitor};
+use sylva::{KvStore, Limits, Stats, SyncCadence, Visitor};
 
 use super::group::{GroupCommit, WriteOp};
 use super::{
-    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, PeerSettings,
-    PeerSync, SyncCadence, CAPPED_LIMITS,
+    copy_value, create_dir, dir_bytes, empty_range, peer_error, syncs_due, visit_entries,
+    PeerSettings, PeerSync, CAPPED_LIMITS,
 };
 
 const PEER: &str = "redb";
@@ -238,6 +238,7 @@ impl KvStore for RedbPeer {
                 ("cache_read_misses", cache.read_misses()),
                 ("write_txns", groups),
                 ("writes", writes),
+                syncs_due(&self.cadence),
             ],
         }
     }

@@ -33,24 +33,24 @@ use rocksdb::{
     BlockBasedOptions, Cache, DBCompressionType, ErrorKind, Options, ReadOptions,
     WriteBufferManager, WriteOptions, DB,
 };
-use sylva::{KvStore, Limits, Stats, Visitor};
+use sylva::{Due, KvStore, Limits, Stats, SyncCadence, Visitor};
 
 use super::{
-    create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, BoundarySync,
-    DeleteStripes, PeerSettings, PeerSync, SyncCadence, CAPPED_LIMITS,
+    cadence, create_dir, dir_bytes, empty_range, lsm_memtable_bytes, peer_error, syncs_due,
+    DeleteStripes, PeerSettings, PeerSync, CAPPED_LIMITS,
 };
 
 const PEER: &str = "rocksdb";
 
 /// RocksDB opened on a directory, with the fair settings.
 pub struct RocksDbPeer {
-    /// `Batch`'s boundary sync thread (first, so it stops before the database closes).
-    boundary: Option<BoundarySync>,
+    /// The sync cadence, with `Batch`'s boundary sync thread (first, so it stops before the
+    /// database closes).
+    cadence: SyncCadence,
     db: Arc<DB>,
     cache: Cache,
     dir: PathBuf,
     write_options: WriteOptions,
-    cadence: SyncCadence,
     deletes: DeleteStripes,
 }
 
@@ -87,21 +87,20 @@ impl RocksDbPeer {
 
         let db = Arc::new(DB::open(&options, dir).map_err(|e| error(dir, e))?);
         // `FlushWAL(sync)` may run on another thread while writers append.
-        let boundary = {
+        let cadence = {
             let db = db.clone();
-            BoundarySync::for_batch(settings.sync, PEER, dir, move |dir| {
+            cadence(settings.sync, PEER, dir, move |dir| {
                 db.flush_wal(true).map_err(|e| error(dir, e))
             })?
         };
         let mut write_options = WriteOptions::default();
         write_options.set_sync(settings.sync == PeerSync::Always);
         Ok(RocksDbPeer {
-            boundary,
+            cadence,
             db,
             cache,
             dir: dir.to_path_buf(),
             write_options,
-            cadence: SyncCadence::new(settings.sync),
             deletes: DeleteStripes::new(),
         })
     }
@@ -112,14 +111,11 @@ impl RocksDbPeer {
 
     /// Counts a completed write towards the batch cadence, syncing the log at a boundary.
     fn written(&self) -> sylva::Result<()> {
-        // Under Always the write itself was synced.
-        if self.cadence.note(1) && self.cadence.policy() != PeerSync::Always {
-            match &self.boundary {
-                Some(b) if b.hand_over()? => self.cadence.synced(),
-                _ => self.sync()?,
-            }
-        }
-        Ok(())
+        self.cadence.written(1, |due| match due {
+            // Under Always the write itself was synced.
+            Due::Write => Ok(()),
+            Due::Boundary => self.db.flush_wal(true).map_err(|e| self.err(e)),
+        })
     }
 
     fn visit(
@@ -253,6 +249,7 @@ impl KvStore for RocksDbPeer {
                 ),
                 ("sst_bytes", property("rocksdb.total-sst-files-size")),
                 ("l0_files", property("rocksdb.num-files-at-level0")),
+                syncs_due(&self.cadence),
             ],
         }
     }

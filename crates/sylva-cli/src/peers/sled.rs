@@ -29,11 +29,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use sylva::{KvStore, Limits, Stats, Visitor};
+use sylva::{KvStore, Limits, Stats, SyncCadence, Visitor};
 
 use super::{
-    copy_value, create_dir, dir_bytes, empty_range, peer_error, visit_entries, BoundarySync,
-    PeerSettings, SyncCadence, CAPPED_LIMITS,
+    cadence, copy_value, create_dir, dir_bytes, empty_range, peer_error, syncs_due, visit_entries,
+    PeerSettings, CAPPED_LIMITS,
 };
 
 const PEER: &str = "sled";
@@ -43,12 +43,12 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// sled opened on a directory, with the fair settings.
 pub struct SledPeer {
-    /// `Batch`'s boundary sync thread (first, so it stops before the database closes).
-    boundary: Option<BoundarySync>,
+    /// The sync cadence, with `Batch`'s boundary sync thread (first, so it stops before the
+    /// database closes).
+    cadence: SyncCadence,
     db: sled::Db,
     dir: PathBuf,
     records: AtomicU64,
-    cadence: SyncCadence,
 }
 
 impl SledPeer {
@@ -77,18 +77,17 @@ impl SledPeer {
             }
         };
         let records = AtomicU64::new(db.len() as u64);
-        let boundary = {
+        let cadence = {
             let db = db.clone();
-            BoundarySync::for_batch(settings.sync, PEER, dir, move |dir| {
+            cadence(settings.sync, PEER, dir, move |dir| {
                 db.flush().map(drop).map_err(|e| error(dir, e))
             })?
         };
         Ok(SledPeer {
-            boundary,
+            cadence,
             db,
             dir: dir.to_path_buf(),
             records,
-            cadence: SyncCadence::new(settings.sync),
         })
     }
 
@@ -98,13 +97,8 @@ impl SledPeer {
 
     /// Counts a completed write towards the sync policy, flushing when due.
     fn written(&self) -> sylva::Result<()> {
-        if self.cadence.note(1) {
-            match &self.boundary {
-                Some(b) if b.hand_over()? => self.cadence.synced(),
-                _ => self.sync()?,
-            }
-        }
-        Ok(())
+        self.cadence
+            .written(1, |_| self.db.flush().map(drop).map_err(|e| self.err(e)))
     }
 
     fn visit(
@@ -187,7 +181,10 @@ impl KvStore for SledPeer {
         Stats {
             records: self.records.load(Ordering::Relaxed),
             bytes_used: dir_bytes(&self.dir),
-            counters: vec![("size_on_disk", self.db.size_on_disk().unwrap_or(0))],
+            counters: vec![
+                ("size_on_disk", self.db.size_on_disk().unwrap_or(0)),
+                syncs_due(&self.cadence),
+            ],
         }
     }
 }

@@ -90,7 +90,7 @@ impl<'db> Cursor<'db> {
             match &self.upper {
                 Bound::Included(k) | Bound::Excluded(k) => k.clone(),
                 // Longer than any key can be, so above every key.
-                Bound::Unbounded => vec![0xFF; self.db.core.tree.limits().max_key + 1],
+                Bound::Unbounded => vec![0xFF; self.db.tree().limits().max_key + 1],
             }
         } else {
             match &self.lower {
@@ -138,7 +138,7 @@ impl<'db> Cursor<'db> {
     /// key may also hold records already returned.
     fn load(&mut self, key: &[u8]) -> Result<()> {
         self.db.check_open()?;
-        let r = self.db.core.tree.leaf_records(key, &mut self.leaf);
+        let r = self.db.tree().leaf_records(key, &mut self.leaf);
         let (lower, upper) = self.db.guard_read(r)?;
         let n = self.leaf.len();
         let first_ge = (0..n).find(|&i| self.leaf.key(i) >= key).unwrap_or(n);

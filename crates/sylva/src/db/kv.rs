@@ -7,7 +7,7 @@ use crate::kv::{KvStore, Limits, Stats, Visitor};
 
 impl KvStore for Db {
     fn limits(&self) -> Limits {
-        self.core.tree.limits()
+        self.tree().limits()
     }
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
@@ -24,13 +24,13 @@ impl KvStore for Db {
 
     fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
-        let r = KvStore::scan(&self.core.tree, start, limit, visitor);
+        let r = KvStore::scan(self.tree(), start, limit, visitor);
         self.guard_read(r)
     }
 
     fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
-        let r = KvStore::map_range(&self.core.tree, start, end, visitor);
+        let r = KvStore::map_range(self.tree(), start, end, visitor);
         self.guard_read(r)
     }
 
@@ -57,11 +57,11 @@ impl KvStore for Db {
             ("wal_written", s.wal_written),
             ("wal_fpw_written", s.wal_fpw_written),
             ("checkpoints", s.checkpoints),
+            ("syncs_due", self.durable.syncs_due()),
         ];
         // The tree's structure changes since open (splits, merges, redistributions, ...).
         counters.extend(
-            self.core
-                .tree
+            self.tree()
                 .stats()
                 .counters
                 .into_iter()

@@ -23,12 +23,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! A directory holds four files: `data.sylva` (the page file), `wal.log` and `wal.2.log` (the
-//! log's two segments) and `LOCK` (held with `flock` while a process has the database open).
-//! Every file operation goes through [`crate::io::Vfs`] and [`crate::io::Io`], so the power-loss
-//! simulation ([`crate::io::SimFs`]) can stand under all of it. A new database is built under a
-//! temporary name and renamed into place, each name made durable by its directory's fsync
-//! ([`Db::open_in`]): a crash while creating leaves a directory that opens.
+//! `Db` is the first engine of the durability layer, [`crate::durable`]: the directory and its
+//! lock, opening and recovery's order, the checkpoint and log sync threads, the `SyncMode`
+//! cadence and the poisoned state are its, and this module supplies what is the tree's (the
+//! [`crate::durable::Engine`] of [`engine`]): redo of its log records, the pages a checkpoint
+//! writes, the state the meta page keeps. A directory holds four files: `data.sylva` (the page
+//! file), `wal.log` and `wal.2.log` (the log's two segments) and `LOCK` (held with `flock` while
+//! a process has the database open). Every file operation goes through [`crate::io::Vfs`] and
+//! [`crate::io::Io`], so the power-loss simulation ([`crate::io::SimFs`]) can stand under all of
+//! it. A new database is built under a temporary name and renamed into place, each name made
+//! durable by its directory's fsync ([`Db::open_in`]): a crash while creating leaves a directory
+//! that opens.
 //!
 //! **Node store.** The tree's logic is unchanged; only its node store differs: [`store`] maps
 //! the tree's latches onto the pool's page-state words (optimistic reads, exclusive writes; a
@@ -87,19 +92,19 @@
 //! fsync is shared by concurrent writers and happens after the leaf latch is released);
 //! `Batch { ops, interval }`: durable at the next batch boundary (after `ops` writes or once
 //! `interval` has passed) or `sync()`; the boundary's fsync runs on a log sync thread, so the
-//! writer that reaches it does not wait for it ([`log_sync_loop`]); `Never`: at `sync()`,
+//! writer that reaches it does not wait for it ([`crate::SyncCadence`]); `Never`: at `sync()`,
 //! `checkpoint()` or `close()`. With [`DbOptions::background`] off there are no threads: the
 //! writer that reaches a batch boundary or the checkpoint threshold does the work itself.
 //!
 //! **Failure.** Any error inside a write other than bad input (a failed write or fsync, a
 //! corrupt page) poisons the database: every later call returns [`Error::Poisoned`] until it is
 //! reopened, and recovery decides what really reached disk.
+//!
+//! [`Error::Poisoned`]: crate::Error::Poisoned
 
-mod background;
 mod batch;
-mod checkpoint;
-mod create;
 mod cursor;
+mod engine;
 mod kv;
 mod log;
 mod options;
@@ -109,40 +114,22 @@ mod store;
 
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::time::Instant;
-
-use parking_lot::Mutex;
+use std::sync::atomic::Ordering;
 
 use crate::btree::{self, BTree, CheckReport};
 use crate::buffer::{BufferPool, PoolOptions};
-use crate::error::{Error, Result};
-use crate::io::{create_dir_all_durable, Io, LockGuard, OpenFile, OsFs, Vfs};
-use crate::io::{Meta, PageFile, FIRST_DATA_PAGE};
+use crate::durable::{self, dir, Durable, RecoveryReport};
+use crate::error::Result;
+use crate::io::{Io, OsFs, Vfs, FIRST_DATA_PAGE};
 use crate::kv::Limits;
-use crate::wal::{SyncMode, Wal};
+use engine::PagedTree;
 use store::PoolStore;
 
-use background::{checkpoint_loop, log_sync_loop, Trigger};
 use batch::BatchOp;
-use create::create_files;
-use state::State;
 
 pub use batch::WriteBatch;
 pub use cursor::Cursor;
 pub use options::{DbOptions, OPTION_KEYS};
-
-/// The page file in a database directory.
-pub const DATA_FILE: &str = "data.sylva";
-/// The write-ahead log in a database directory (its first segment).
-pub const WAL_FILE: &str = "wal.log";
-/// The write-ahead log's second segment (the log alternates between the two; `docs/format.md`).
-pub const WAL_FILE_2: &str = "wal.2.log";
-/// The lock file in a database directory.
-pub const LOCK_FILE: &str = "LOCK";
-/// A page file being created: renamed to [`DATA_FILE`] once the new database is whole.
-pub const NEW_DATA_FILE: &str = "data.sylva.new";
 
 /// What `Db::stats` reports.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -182,61 +169,14 @@ pub struct DbStats {
     pub checkpoints: u64,
 }
 
-/// What recovery found when the database was opened.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RecoveryReport {
-    /// Log records redone.
-    pub records_redone: u64,
-    /// Bytes of torn or corrupt log tail cut off.
-    pub cut_bytes: u64,
-    /// File offset of an intact record beyond the cut. Recovery opens only when none of them
-    /// says the cut records had been synced (so they were never acknowledged as durable: the OS
-    /// wrote an unsynced flush back out of order before a power failure); otherwise it refuses
-    /// with `Error::Corruption`.
-    pub intact_after_cut: Option<u64>,
-    /// A write batch whose page records were cut short was applied again from its log record.
-    pub batch_reapplied: bool,
-    /// What was wrong with the page file's older meta page (the checkpoint before the one
-    /// recovered from), if anything: a torn write by a crash during a checkpoint, or damage.
-    /// Harmless (the next checkpoint rewrites it); `sylva check` reports it.
-    pub older_meta_damage: Option<String>,
-}
-
 /// A durable, ordered key-value database in a directory. Share it between threads by reference
 /// (`Db` is `Sync`); every method may be called concurrently.
 pub struct Db {
-    core: Arc<Core>,
+    durable: Durable<PagedTree>,
     options: DbOptions,
     /// Where the page file lives (for error messages).
     path: PathBuf,
-    /// The lock on the directory's lock file, held for as long as the database is open.
-    _lock: Option<Box<dyn LockGuard>>,
-    closed: AtomicBool,
     recovery: RecoveryReport,
-    /// Writes since the last sync (`SyncMode::Batch`), and when that sync was.
-    unsynced: AtomicU64,
-    last_sync: Mutex<Instant>,
-    checkpointer: Arc<Trigger>,
-    checkpoint_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// `SyncMode::Batch`'s log sync thread (`None` in the other modes).
-    syncer: Option<Arc<Trigger>>,
-    sync_thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-}
-
-/// What a `Db` shares with its checkpoint thread.
-struct Core {
-    tree: BTree<PoolStore>,
-    layout: btree::Layout,
-    poisoned: AtomicBool,
-    checkpoints: AtomicU64,
-    /// A checkpoint is requested or running.
-    checkpointing: AtomicBool,
-    /// One checkpoint at a time (the checkpoint thread's, `checkpoint()`'s, `close()`'s).
-    checkpoint_lock: Mutex<()>,
-    /// The LSN the last durable checkpoint recovers from.
-    durable_checkpoint: AtomicU64,
-    /// [`DbOptions::fuzzy_checkpoints`].
-    fuzzy: bool,
 }
 
 impl Db {
@@ -244,66 +184,28 @@ impl Db {
     /// none. Errors: [`Error::Locked`] if another process (or another `Db` in this one) has it
     /// open, [`Error::NotSylva`] for a directory holding other files or a foreign `data.sylva`,
     /// [`Error::UnsupportedVersion`], and checksum or corruption errors from recovery.
+    ///
+    /// [`Error::Locked`]: crate::Error::Locked
+    /// [`Error::NotSylva`]: crate::Error::NotSylva
+    /// [`Error::UnsupportedVersion`]: crate::Error::UnsupportedVersion
     pub fn open(dir: impl AsRef<Path>, options: DbOptions) -> Result<Db> {
         Self::open_in(&OsFs, dir.as_ref(), options)
     }
 
     /// [`Db::open`] on the file system `vfs` (a simulated one in crash tests).
     ///
-    /// A new database is built whole under a temporary name ([`NEW_DATA_FILE`], the log's
-    /// segments beside it), made durable, and only then renamed to [`DATA_FILE`]; the rename
-    /// is made durable before anything is written to it. So after a crash the directory holds
-    /// either a database or an unfinished creation, which holds nothing acknowledged and is
-    /// started over. Every name the database needs (the directory itself in its parent, the
-    /// log's segments) is durable before `open` returns.
+    /// A new database is built whole under a temporary name ([`crate::NEW_DATA_FILE`], the
+    /// log's segments beside it), made durable, and only then renamed to [`crate::DATA_FILE`];
+    /// the rename is made durable before anything is written to it. So after a crash the
+    /// directory holds either a database or an unfinished creation, which holds nothing
+    /// acknowledged and is started over. Every name the database needs (the directory itself in
+    /// its parent, the log's segments) is durable before `open` returns.
     pub fn open_in(vfs: &dyn Vfs, dir: &Path, options: DbOptions) -> Result<Db> {
-        create_dir_all_durable(vfs, dir)?;
-        let data = dir.join(DATA_FILE);
-        let exists = vfs.exists(&data)?;
-        if !exists {
-            for name in vfs.list(dir)? {
-                if ![LOCK_FILE, WAL_FILE, WAL_FILE_2, NEW_DATA_FILE]
-                    .iter()
-                    .any(|n| name == *n)
-                {
-                    return Err(Error::NotSylva {
-                        path: dir.to_path_buf(),
-                        expected: "database directory",
-                        detail: format!(
-                            "it holds {} but no {DATA_FILE}; refusing to create a database among other files",
-                            name.to_string_lossy()
-                        ),
-                    });
-                }
-            }
-        }
-        let lock = vfs.lock(&dir.join(LOCK_FILE), dir)?;
-        if !exists {
-            create_files(vfs, dir, &options)?;
-        }
-        let opened = vfs.open(
-            &data,
-            OpenFile {
-                create: false,
-                direct: options.direct_io,
-            },
-        )?;
-        let (file, meta) = PageFile::open_io(opened.io, opened.direct)?;
-        // A version 1 directory has no second segment: it is created here.
-        let segment = |name: &str| -> Result<Box<dyn Io>> {
-            let how = OpenFile {
-                create: true,
-                direct: false,
-            };
-            Ok(vfs.open(&dir.join(name), how)?.io)
+        let create = dir::Create {
+            page_size: options.page_size,
+            direct_io: options.direct_io,
         };
-        let wal_io = [segment(WAL_FILE)?, segment(WAL_FILE_2)?];
-        // Every name the database needs made durable before anything is acknowledged, whoever
-        // created it: a process that died (`kill -9`) between a creation and its directory's
-        // fsync leaves a name that exists but would not survive a power loss.
-        // (The directory's own name and its ancestors': `create_dir_all_durable` above.)
-        vfs.sync_dir(dir)?;
-        Self::start(file, Some(meta), wal_io, options, Some(lock), data)
+        Self::start(dir::open_dir(vfs, dir, create)?, options)
     }
 
     /// Opens a database over the given page-file and log I/O (the log's two segments), without
@@ -313,113 +215,61 @@ impl Db {
         wal_io: [Box<dyn Io>; 2],
         options: DbOptions,
     ) -> Result<Db> {
-        let path = page_io.path().to_path_buf();
-        let (file, meta) = if page_io.file_len()? == 0 {
-            (
-                PageFile::create_io(page_io, options.page_size, false)?,
-                None,
-            )
-        } else {
-            let (f, m) = PageFile::open_io(page_io, false)?;
-            (f, Some(m))
-        };
-        Self::start(file, meta, wal_io, options, None, path)
+        Self::start(dir::open_io(page_io, wal_io, options.page_size)?, options)
     }
 
-    fn start(
-        file: PageFile,
-        meta: Option<Meta>,
-        wal_io: [Box<dyn Io>; 2],
-        options: DbOptions,
-        lock: Option<Box<dyn LockGuard>>,
-        path: PathBuf,
-    ) -> Result<Db> {
-        // A process that died (`kill -9`) may have left page-file writes the OS holds but has
-        // not written: the meta page this open reads among them. Durable first, before anything
-        // acknowledged is built on them (the log's segments are synced at open for the same
-        // reason).
-        file.sync()?;
-        let state = match &meta {
-            Some(m) => State::decode(&path, &m.user)?,
-            None => None,
+    /// Opens the tree over `files` through the durability layer (recovery included).
+    fn start(files: dir::Files, options: DbOptions) -> Result<Db> {
+        let path = files.path.clone();
+        let durable_options = durable::Options {
+            sync: options.sync,
+            checkpoint_bytes: options.checkpoint_bytes,
+            fuzzy_checkpoints: options.fuzzy_checkpoints,
+            background: options.background,
         };
-        let checkpoint_lsn = state.map_or(1, |s| s.checkpoint_lsn);
-        let file_meta_damage = file.meta_damage_at_open().map(str::to_owned);
-        let (wal, recovered) = Wal::open_segments(wal_io, checkpoint_lsn)?;
-        let wal = Arc::new(wal);
-        let pool = BufferPool::new(
-            file,
-            Some(wal.clone()),
-            PoolOptions {
-                budget_bytes: options.cache_bytes,
-                ..PoolOptions::default()
+        let (durable, recovery) = Durable::start(
+            files,
+            durable_options,
+            |file, wal, state, checkpoint_lsn| {
+                let pool = BufferPool::new(
+                    file,
+                    Some(wal.clone()),
+                    PoolOptions {
+                        budget_bytes: options.cache_bytes,
+                        ..PoolOptions::default()
+                    },
+                )?;
+                let store = PoolStore::new(pool, wal, checkpoint_lsn);
+                let layout = state.map_or(options.layout, |s: state::State| s.layout);
+                let tree_options = btree::Options {
+                    layout,
+                    page_size: store.page_size_bytes(),
+                    redistribute: options.redistribute,
+                };
+                let tree = match state {
+                    None => BTree::with_store(store, tree_options)?,
+                    Some(s) => BTree::open_store(store, tree_options, s.meta_page, s.records)?,
+                };
+                Ok(PagedTree {
+                    tree,
+                    layout,
+                    pending_batch: None,
+                })
             },
         )?;
-        let store = PoolStore::new(pool, wal, checkpoint_lsn);
-        let layout = state.map_or(options.layout, |s| s.layout);
-        let tree_options = btree::Options {
-            layout,
-            page_size: store.page_size_bytes(),
-            redistribute: options.redistribute,
-        };
-        let tree = match state {
-            None => BTree::with_store(store, tree_options)?,
-            Some(s) => BTree::open_store(store, tree_options, s.meta_page, s.records)?,
-        };
-        let mut db = Db {
-            core: Arc::new(Core {
-                tree,
-                layout,
-                poisoned: AtomicBool::new(false),
-                checkpoints: AtomicU64::new(0),
-                checkpointing: AtomicBool::new(false),
-                checkpoint_lock: Mutex::new(()),
-                durable_checkpoint: AtomicU64::new(checkpoint_lsn),
-                fuzzy: options.fuzzy_checkpoints,
-            }),
+        let layout = durable.engine().layout;
+        Ok(Db {
+            durable,
             options: DbOptions { layout, ..options },
             path,
-            _lock: lock,
-            closed: AtomicBool::new(false),
-            recovery: RecoveryReport {
-                older_meta_damage: file_meta_damage,
-                cut_bytes: recovered.cut_bytes,
-                intact_after_cut: recovered.intact_after_cut,
-                ..RecoveryReport::default()
-            },
-            unsynced: AtomicU64::new(0),
-            last_sync: Mutex::new(Instant::now()),
-            checkpointer: Arc::default(),
-            checkpoint_thread: Mutex::new(None),
-            syncer: (options.background && matches!(options.sync, SyncMode::Batch { .. }))
-                .then(Arc::default),
-            sync_thread: Mutex::new(None),
-        };
-        if state.is_some() {
-            db.redo(checkpoint_lsn)?;
-        }
-        if state.is_none() || db.recovery.records_redone > 0 || recovered.cut_bytes > 0 {
-            db.core.checkpoint_quiet()?;
-        }
-        db.core.tree.store.logging.store(true, Ordering::Release);
-        if !options.background {
-            return Ok(db);
-        }
-        let (core, checkpointer) = (db.core.clone(), db.checkpointer.clone());
-        let thread = std::thread::Builder::new()
-            .name("sylva-checkpoint".into())
-            .spawn(move || checkpoint_loop(core, checkpointer))
-            .map_err(|e| Error::io_at(&db.path, e))?;
-        *db.checkpoint_thread.lock() = Some(thread);
-        if let Some(syncer) = &db.syncer {
-            let (core, syncer) = (db.core.clone(), syncer.clone());
-            let thread = std::thread::Builder::new()
-                .name("sylva-log-sync".into())
-                .spawn(move || log_sync_loop(core, syncer))
-                .map_err(|e| Error::io_at(&db.path, e))?;
-            *db.sync_thread.lock() = Some(thread);
-        }
-        Ok(db)
+            recovery,
+        })
+    }
+
+    /// The tree.
+    #[inline]
+    pub(crate) fn tree(&self) -> &BTree<PoolStore> {
+        &self.durable.engine().tree
     }
 
     /// What recovery did when this database was opened.
@@ -434,33 +284,24 @@ impl Db {
 
     /// Key and value size limits.
     pub fn limits(&self) -> Limits {
-        self.core.tree.limits()
+        self.tree().limits()
     }
 
+    #[inline]
     pub(crate) fn check_open(&self) -> Result<()> {
-        if self.core.poisoned.load(Ordering::Acquire) {
-            return Err(Error::Poisoned);
-        }
-        Ok(())
+        self.durable.check_open()
     }
 
     /// Poisons the database on any failure of a write other than bad input.
+    #[inline]
     fn guard<T>(&self, r: Result<T>) -> Result<T> {
-        if let Err(e) = &r {
-            if !matches!(e, Error::InvalidArgument { .. }) {
-                self.core.poisoned.store(true, Ordering::Release);
-            }
-        }
-        r
+        self.durable.poison().guard(r)
     }
 
-    /// Poisons the database when a read fails with an I/O error: a read may have written back
-    /// a dirty page to make room, and a failed write must not be retried silently.
+    /// Poisons the database when a read fails with an I/O error ([`durable::poison`]).
+    #[inline]
     pub(crate) fn guard_read<T>(&self, r: Result<T>) -> Result<T> {
-        if let Err(Error::Io { .. } | Error::Poisoned) = &r {
-            self.core.poisoned.store(true, Ordering::Release);
-        }
-        r
+        self.durable.poison().guard_read(r)
     }
 
     /// The value of `key`, if present.
@@ -472,14 +313,14 @@ impl Db {
     /// Looks `key` up; on a hit copies the value into `out` and returns `true`.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         self.check_open()?;
-        let r = self.core.tree.get_into(key, out);
+        let r = self.tree().get_into(key, out);
         self.guard_read(r)
     }
 
     /// Inserts or overwrites `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_open()?;
-        let r = self.core.tree.put_logged(key, value);
+        let r = self.tree().put_logged(key, value);
         let lsn = self.guard(r)?;
         self.after_write(1, lsn)
     }
@@ -487,7 +328,7 @@ impl Db {
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.check_open()?;
-        let r = self.core.tree.delete_logged(key);
+        let r = self.tree().delete_logged(key);
         let (found, lsn) = self.guard(r)?;
         if found {
             self.after_write(1, lsn)?;
@@ -499,7 +340,7 @@ impl Db {
     /// A batch holds other writers back while it applies.
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
         self.check_open()?;
-        let limits = self.core.tree.limits();
+        let limits = self.tree().limits();
         for op in &batch.ops {
             match op {
                 BatchOp::Put(k, v) => {
@@ -512,7 +353,7 @@ impl Db {
         if batch.ops.is_empty() {
             return Ok(());
         }
-        let store = &self.core.tree.store;
+        let store = &self.tree().store;
         let r = (|| {
             let _gate = store.exclusive();
             let mut buf = Vec::new();
@@ -526,8 +367,8 @@ impl Db {
             store.append_record(&buf)?;
             for op in &batch.ops {
                 match op {
-                    BatchOp::Put(k, v) => self.core.tree.put(k, v)?,
-                    BatchOp::Delete(k) => drop(self.core.tree.delete(k)?),
+                    BatchOp::Put(k, v) => self.tree().put(k, v)?,
+                    BatchOp::Delete(k) => drop(self.tree().delete(k)?),
                 }
             }
             log::batch_end(&mut buf);
@@ -538,42 +379,10 @@ impl Db {
     }
 
     /// Durability and checkpoint duties after a write of `ops` operations whose last log record
-    /// is `lsn`.
+    /// is `lsn` ([`Durable::after_write`]).
+    #[inline]
     fn after_write(&self, ops: u64, lsn: u64) -> Result<()> {
-        let wal = &self.core.tree.store.wal;
-        let r = match self.options.sync {
-            SyncMode::Always => wal.sync_to(lsn),
-            SyncMode::Batch {
-                ops: batch_ops,
-                interval,
-            } => {
-                let n = self.unsynced.fetch_add(ops, Ordering::Relaxed) + ops;
-                if n >= batch_ops || self.last_sync.lock().elapsed() >= interval {
-                    self.unsynced.store(0, Ordering::Relaxed);
-                    *self.last_sync.lock() = Instant::now();
-                    match &self.syncer {
-                        Some(syncer) if syncer.request() => Ok(()),
-                        _ => wal.sync(),
-                    }
-                } else {
-                    Ok(())
-                }
-            }
-            SyncMode::Never => Ok(()),
-        };
-        self.guard(r)?;
-        if self.core.tree.store.log_bytes.load(Ordering::Relaxed) > self.options.checkpoint_bytes
-            && !self.core.checkpointing.swap(true, Ordering::AcqRel)
-        {
-            if self.options.background {
-                self.checkpointer.request();
-            } else {
-                let r = self.core.checkpoint_now();
-                self.core.checkpointing.store(false, Ordering::Release);
-                self.guard(r)?;
-            }
-        }
-        Ok(())
+        self.durable.after_write(ops, lsn)
     }
 
     /// An iterator over the keys in `(lower, upper)`, in ascending order; `.rev()` on the
@@ -584,24 +393,18 @@ impl Db {
 
     /// Makes every write so far durable.
     pub fn sync(&self) -> Result<()> {
-        self.check_open()?;
-        let r = self.core.tree.store.wal.sync();
-        self.unsynced.store(0, Ordering::Relaxed);
-        *self.last_sync.lock() = Instant::now();
-        self.guard(r)
+        self.durable.sync()
     }
 
     /// Writes every dirty page and records a checkpoint, while writers go on (a fuzzy
     /// checkpoint, module docs); afterwards recovery redoes only the log appended since it began.
     pub fn checkpoint(&self) -> Result<()> {
-        self.check_open()?;
-        let r = self.core.checkpoint_now();
-        self.guard(r)
+        self.durable.checkpoint()
     }
 
     /// Counts and cache figures, with the fill factor (which walks every leaf).
     pub fn stats(&self) -> DbStats {
-        let height = self.core.tree.height().unwrap_or(0);
+        let height = self.tree().height().unwrap_or(0);
         let record_bytes = self.record_bytes();
         let mut s = self.quick_stats();
         s.height = height;
@@ -611,10 +414,10 @@ impl Db {
 
     /// Counts and cache figures without the height and fill factor (no page reads).
     fn quick_stats(&self) -> DbStats {
-        let store = &self.core.tree.store;
+        let store = &self.tree().store;
         let pool = store.pool.stats();
         let file = store.pool.file();
-        let tree = self.core.tree.stats();
+        let tree = self.tree().stats();
         let tree_pages = tree
             .counters
             .iter()
@@ -636,14 +439,14 @@ impl Db {
             wal_bytes: store.wal.bytes(),
             wal_written: store.log_written.load(Ordering::Relaxed),
             wal_fpw_written: store.log_fpw.load(Ordering::Relaxed),
-            checkpoints: self.core.checkpoints.load(Ordering::Relaxed),
+            checkpoints: self.durable.checkpoints(),
         }
     }
 
     /// Key and value bytes of all records (a full walk; for `stats`).
     fn record_bytes(&self) -> u64 {
         let mut bytes = 0u64;
-        let _ = self.core.tree.walk(&[], None, usize::MAX, &mut |k, v| {
+        let _ = self.tree().walk(&[], None, usize::MAX, &mut |k, v| {
             bytes += (k.len() + v.len()) as u64;
             true
         });
@@ -654,7 +457,7 @@ impl Db {
     /// structure. Run it on a quiet database: concurrent writers may cause spurious reports.
     pub fn check(&self) -> Result<CheckReport> {
         self.checkpoint()?;
-        let file = self.core.tree.store.pool.file();
+        let file = self.tree().store.pool.file();
         let mut frame = file.buffer(1);
         for id in FIRST_DATA_PAGE..file.page_count() {
             if file.is_free(id) {
@@ -662,60 +465,27 @@ impl Db {
             }
             file.read_frame(id, &mut frame)?;
         }
-        self.core.tree.check()
+        self.tree().check()
     }
 
     /// Checkpoints and closes. Dropping a `Db` does the same but cannot report errors. A
     /// poisoned database closes without a checkpoint and returns [`Error::Poisoned`].
+    ///
+    /// [`Error::Poisoned`]: crate::Error::Poisoned
     pub fn close(self) -> Result<()> {
-        self.stop_checkpointer();
-        let r = self.close_inner();
-        self.closed.store(true, Ordering::Release);
-        r
-    }
-
-    fn close_inner(&self) -> Result<()> {
-        if self.closed.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        // A poisoned database cannot checkpoint; reopening recovers what reached disk.
-        self.check_open()?;
-        self.core.checkpoint_quiet()
-    }
-
-    /// Stops the checkpoint thread and the log sync thread (after the checkpoint or sync each
-    /// may be running).
-    fn stop_checkpointer(&self) {
-        self.checkpointer.stop();
-        if let Some(t) = self.checkpoint_thread.lock().take() {
-            let _ = t.join();
-        }
-        if let Some(syncer) = &self.syncer {
-            syncer.stop();
-        }
-        if let Some(t) = self.sync_thread.lock().take() {
-            let _ = t.join();
-        }
+        self.durable.close()
     }
 
     /// Drops the database the way a crash would: no checkpoint, no flush of the log's buffer or
     /// of dirty pages. For tests of recovery.
     #[doc(hidden)]
     pub fn simulate_crash(self) {
-        self.stop_checkpointer();
-        self.closed.store(true, Ordering::Release);
+        self.durable.simulate_crash();
     }
 
     /// Where the page file is.
     pub fn path(&self) -> &Path {
         &self.path
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        self.stop_checkpointer();
-        let _ = self.close_inner();
     }
 }
 

@@ -18,7 +18,7 @@ pub(super) const STATE_LEN: usize = 40;
 
 /// The Db's state recorded at a checkpoint (in the page file's meta area; `docs/format.md`).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct State {
+pub(crate) struct State {
     pub(super) layout: btree::Layout,
     pub(super) meta_page: PageId,
     pub(super) records: u64,

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::io::MemIo;
+use crate::wal::SyncMode;
 
 fn options() -> DbOptions {
     DbOptions {
@@ -23,12 +24,12 @@ fn a_batch_cut_short_is_applied_again_from_its_log_record() {
     .unwrap();
     db.put(b"a", b"old").unwrap();
     db.put(b"gone", b"x").unwrap();
-    let store = &db.core.tree.store;
+    let store = &db.tree().store;
     let mut buf = Vec::new();
     let ops: Vec<log::BatchEntry> = vec![(b"a", Some(b"new")), (b"b", Some(b"1")), (b"gone", None)];
     log::batch(&mut buf, ops.into_iter());
     store.append_record(&buf).unwrap();
-    db.core.tree.put(b"a", b"new").unwrap();
+    db.tree().put(b"a", b"new").unwrap();
     store.wal.sync().unwrap();
     // The state a crash would leave: the page file as of the last checkpoint, the log as
     // synced.

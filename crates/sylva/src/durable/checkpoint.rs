@@ -1,38 +1,36 @@
-//! Checkpoints, fuzzy and quiet (the module docs of [`super`], "Checkpoints are fuzzy").
+//! Checkpoints, fuzzy and quiet (the module docs of [`super`], "The protocol"; the B+tree's side
+//! in the module docs of [`crate::db`], "Checkpoints are fuzzy").
 
 use std::sync::atomic::Ordering;
 
-use super::state::State;
-use super::Core;
+use super::{Core, Engine};
 use crate::error::Result;
 
-impl Core {
-    /// A fuzzy checkpoint (module docs): its log position and record count are taken under
-    /// the write gate, then the dirty pages are written while writers go on, then the meta page
+impl<E: Engine> Core<E> {
+    /// A fuzzy checkpoint (module docs): its log position and the engine's state are taken with
+    /// writers held back, then what it needs is written while writers go on, then the meta page
     /// is written. Falls back to a quiet one if the log cannot rotate.
     pub(super) fn checkpoint_now(&self) -> Result<()> {
         let _one = self.checkpoint_lock.lock();
         if !self.fuzzy {
             return self.checkpoint_quiet_locked();
         }
-        let store = &self.tree.store;
-        let file = store.pool.file();
+        let engine = &self.engine;
+        let wal = &self.wal;
+        let file = engine.page_file();
         // Most of the log's fsync here, so the rotation's own, with writers held back, is short.
-        store.wal.sync()?;
+        wal.sync()?;
         let begun = {
-            let _gate = store.exclusive();
-            let rotated = store
-                .wal
-                .rotate(self.durable_checkpoint.load(Ordering::Acquire))?;
+            let _gate = engine.hold_writers();
+            let rotated = wal.rotate(self.durable_checkpoint.load(Ordering::Acquire))?;
             rotated.then(|| {
-                let lsn = store.wal.next_lsn();
-                store.checkpoint_lsn.store(lsn, Ordering::Release);
+                let lsn = wal.next_lsn();
+                let state = engine.begin_checkpoint(lsn);
                 file.begin_fuzzy();
-                store.log_bytes.store(0, Ordering::Relaxed);
-                (lsn, self.tree.records.load(Ordering::Relaxed))
+                (lsn, state)
             })
         };
-        let Some((lsn, records)) = begun else {
+        let Some((lsn, state)) = begun else {
             return self.checkpoint_quiet_locked();
         };
         // Recovery redoes from `lsn`, so every change with a smaller LSN must be in the file
@@ -46,7 +44,7 @@ impl Core {
         // came after the gate: its LSN is at least `lsn`, and the page's first change after
         // `lsn` logged its full image, so redo rebuilds the page from the log whatever version
         // of it reached the file.
-        store.pool.flush_all()?;
+        engine.flush(lsn)?;
         // Most of the data file's sync happens here, not while the file holds allocations back.
         file.sync()?;
         // The log up to here durable: a page that was dirty when the checkpoint began and was
@@ -54,17 +52,11 @@ impl Core {
         // survive, or recovery would bring the page back with its older content. (Pages the
         // file grew by since the checkpoint began are listed free in it, `PageFile::checkpoint`;
         // redo allocates again those whose records survive.)
-        store.wal.sync()?;
-        let state = State {
-            layout: self.layout,
-            meta_page: self.tree.meta,
-            records,
-            checkpoint_lsn: lsn,
-        };
-        file.checkpoint(&state.encode())?;
+        wal.sync()?;
+        file.checkpoint(&state)?;
         self.durable_checkpoint.store(lsn, Ordering::Release);
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
-        store.wal.drop_other(lsn)?;
+        wal.drop_other(lsn)?;
         Ok(())
     }
 
@@ -76,24 +68,19 @@ impl Core {
     }
 
     fn checkpoint_quiet_locked(&self) -> Result<()> {
-        let store = &self.tree.store;
-        // Write most dirty pages while writers go on; under the gate only the pages dirtied
-        // meanwhile are left to write, so writers wait for far less.
-        store.pool.flush_all()?;
-        let _gate = store.exclusive();
-        let lsn = store.wal.next_lsn();
-        store.wal.sync()?;
-        store.checkpoint_lsn.store(lsn, Ordering::Release);
-        let state = State {
-            layout: self.layout,
-            meta_page: self.tree.meta,
-            records: self.tree.records.load(Ordering::Relaxed),
-            checkpoint_lsn: lsn,
-        };
-        store.pool.checkpoint(&state.encode())?;
+        let engine = &self.engine;
+        let wal = &self.wal;
+        // Write most dirty pages while writers go on; with writers held back only the pages
+        // dirtied meanwhile are left to write, so writers wait for far less.
+        engine.flush(wal.next_lsn())?;
+        let _gate = engine.hold_writers();
+        let lsn = wal.next_lsn();
+        wal.sync()?;
+        let state = engine.begin_checkpoint(lsn);
+        engine.flush(lsn)?;
+        engine.page_file().checkpoint(&state)?;
         self.durable_checkpoint.store(lsn, Ordering::Release);
-        store.wal.truncate()?;
-        store.log_bytes.store(0, Ordering::Relaxed);
+        wal.truncate()?;
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }

@@ -1,0 +1,71 @@
+//! `Db`'s engine over [`crate::durable`]: the B+tree paged through the buffer pool, with its
+//! logging ([`super::store`]), redo ([`super::recovery`]) and meta-page state ([`super::state`]).
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+
+use super::recovery::OwnedOp;
+use super::state::State;
+use super::store::{ExclusiveGate, PoolStore};
+use crate::btree::{self, BTree};
+use crate::durable::Engine;
+use crate::error::Result;
+use crate::io::PageFile;
+
+/// The B+tree over the buffer pool, as an engine of the durability layer.
+pub(crate) struct PagedTree {
+    pub(crate) tree: BTree<PoolStore>,
+    /// The node layout (recorded at each checkpoint: an existing database keeps its own).
+    pub(crate) layout: btree::Layout,
+    /// During redo: the last write batch whose end the log has not shown yet.
+    pub(super) pending_batch: Option<Vec<OwnedOp>>,
+}
+
+impl Engine for PagedTree {
+    type State = State;
+    type Writers<'a> = ExclusiveGate<'a>;
+
+    fn decode_state(path: &Path, user: &[u8]) -> Result<Option<(State, u64)>> {
+        Ok(State::decode(path, user)?.map(|s| (s, s.checkpoint_lsn)))
+    }
+
+    fn redo(&mut self, lsn: u64, payload: &[u8]) -> Result<()> {
+        self.redo_record(lsn, payload)
+    }
+
+    fn redo_end(&mut self) -> Result<bool> {
+        self.finish_redo()
+    }
+
+    fn hold_writers(&self) -> ExclusiveGate<'_> {
+        self.tree.store.exclusive()
+    }
+
+    fn begin_checkpoint(&self, lsn: u64) -> Vec<u8> {
+        let store = &self.tree.store;
+        store.checkpoint_lsn.store(lsn, Ordering::Release);
+        store.log_bytes.store(0, Ordering::Relaxed);
+        State {
+            layout: self.layout,
+            meta_page: self.tree.meta,
+            records: self.tree.records.load(Ordering::Relaxed),
+            checkpoint_lsn: lsn,
+        }
+        .encode()
+        .to_vec()
+    }
+
+    /// Every dirty page of the pool (`flush_all` writes them all, whatever their LSN).
+    fn flush(&self, _lsn: u64) -> Result<()> {
+        self.tree.store.pool.flush_all()
+    }
+
+    fn page_file(&self) -> &PageFile {
+        self.tree.store.pool.file()
+    }
+
+    #[inline]
+    fn logged_bytes(&self) -> u64 {
+        self.tree.store.log_bytes.load(Ordering::Relaxed)
+    }
+}
