@@ -1,0 +1,257 @@
+//! `Extents`: a set of page ids kept as disjoint, non-adjacent runs `[start, start + len)`,
+//! indexed twice: by start (to find a run's neighbours and to coalesce) and by `(len, start)`
+//! (to find the smallest run at least `n` long). Taking or adding a run costs O(log runs).
+//!
+//! **Allocation policy: best fit, lowest address among equals.** [`Extents::take`] cuts `n` pages
+//! from the front of the shortest run that holds them. Single pages so come from single-page
+//! holes first (the B+tree's frees), long runs stay whole for the engines that need them, and
+//! among runs of one length the lowest address wins (what the free set of single pages did).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Disjoint, coalesced runs of page ids (module docs).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Extents {
+    /// start → length.
+    by_start: BTreeMap<u64, u64>,
+    /// (length, start) of every run.
+    by_len: BTreeSet<(u64, u64)>,
+    /// Pages in all runs.
+    pages: u64,
+}
+
+impl Extents {
+    /// Pages in all runs.
+    pub(crate) fn pages(&self) -> u64 {
+        self.pages
+    }
+
+    /// Number of runs.
+    #[cfg(test)]
+    pub(crate) fn runs(&self) -> usize {
+        self.by_start.len()
+    }
+
+    /// The run holding `id`, if any.
+    pub(crate) fn run_of(&self, id: u64) -> Option<(u64, u64)> {
+        let (&start, &len) = self.by_start.range(..=id).next_back()?;
+        (id - start < len).then_some((start, len))
+    }
+
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.run_of(id).is_some()
+    }
+
+    /// Whether any page of `[start, start + len)` is in the set.
+    pub(crate) fn overlaps(&self, start: u64, len: u64) -> bool {
+        let end = start.saturating_add(len);
+        if self.run_of(start).is_some() {
+            return true;
+        }
+        self.by_start.range(start..end).next().is_some()
+    }
+
+    fn put(&mut self, start: u64, len: u64) {
+        self.by_start.insert(start, len);
+        self.by_len.insert((len, start));
+        self.pages += len;
+    }
+
+    fn cut(&mut self, start: u64, len: u64) {
+        self.by_start.remove(&start);
+        self.by_len.remove(&(len, start));
+        self.pages -= len;
+    }
+
+    /// Adds `[start, start + len)`, merging it with the runs it touches. Returns `false`, and
+    /// changes nothing, if any of its pages is already in the set.
+    pub(crate) fn insert(&mut self, start: u64, len: u64) -> bool {
+        if len == 0 {
+            return true;
+        }
+        if self.overlaps(start, len) {
+            return false;
+        }
+        let (mut s, mut l) = (start, len);
+        if let Some((&ps, &pl)) = self.by_start.range(..start).next_back() {
+            if ps + pl == start {
+                self.cut(ps, pl);
+                s = ps;
+                l += pl;
+            }
+        }
+        if let Some(&nl) = self.by_start.get(&(start + len)) {
+            self.cut(start + len, nl);
+            l += nl;
+        }
+        self.put(s, l);
+        true
+    }
+
+    /// Takes `n` (≥ 1) contiguous pages by the policy of the module docs; `None` if no run
+    /// holds `n`.
+    pub(crate) fn take(&mut self, n: u64) -> Option<u64> {
+        let &(len, start) = self.by_len.range((n, 0)..).next()?;
+        self.cut(start, len);
+        if len > n {
+            self.put(start + n, len - n);
+        }
+        Some(start)
+    }
+
+    /// Removes `[start, start + len)`, which must lie inside one run; returns whether it did.
+    pub(crate) fn remove(&mut self, start: u64, len: u64) -> bool {
+        let Some((rs, rl)) = self.run_of(start) else {
+            return false;
+        };
+        if len == 0 || start + len > rs + rl {
+            return false;
+        }
+        self.cut(rs, rl);
+        if start > rs {
+            self.put(rs, start - rs);
+        }
+        if rs + rl > start + len {
+            self.put(start + len, rs + rl - start - len);
+        }
+        true
+    }
+
+    /// The runs in start order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.by_start.iter().map(|(&s, &l)| (s, l))
+    }
+
+    /// The parts of runs that fall in `[from, to)`, in start order.
+    pub(crate) fn clipped(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        let first = self.run_of(from).map_or(from, |(s, _)| s);
+        self.by_start
+            .range(first..to)
+            .map(move |(&s, &l)| (s.max(from), (s + l).min(to)))
+            .filter(|(s, e)| s < e)
+            .map(|(s, e)| (s, e - s))
+    }
+
+    /// Empties the set, returning its runs.
+    pub(crate) fn drain(&mut self) -> Vec<(u64, u64)> {
+        let runs = self.iter().collect();
+        *self = Extents::default();
+        runs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeSet as Set;
+
+    fn pages_of(e: &Extents) -> Set<u64> {
+        e.iter().flat_map(|(s, l)| s..s + l).collect()
+    }
+
+    /// Runs are disjoint, non-adjacent, and both indexes agree.
+    fn well_formed(e: &Extents) {
+        let mut prev_end = None;
+        let mut pages = 0;
+        for (s, l) in e.iter() {
+            assert!(l > 0);
+            if let Some(p) = prev_end {
+                assert!(s > p, "runs touching or overlapping at {s}");
+            }
+            prev_end = Some(s + l);
+            assert!(e.by_len.contains(&(l, s)));
+            pages += l;
+        }
+        assert_eq!(e.by_len.len(), e.by_start.len());
+        assert_eq!(pages, e.pages);
+    }
+
+    #[test]
+    fn neighbours_coalesce_and_best_fit_prefers_the_shortest_run() {
+        let mut e = Extents::default();
+        assert!(e.insert(10, 2));
+        assert!(e.insert(14, 2));
+        assert_eq!(e.runs(), 2);
+        assert!(e.insert(12, 2), "the hole between them");
+        assert_eq!(e.iter().collect::<Vec<_>>(), [(10, 6)]);
+        assert!(!e.insert(15, 3), "overlapping pages are refused");
+        assert!(e.insert(40, 1));
+        assert!(e.insert(30, 3));
+        // One page: the single-page hole, not the front of the long run.
+        assert_eq!(e.take(1), Some(40));
+        assert_eq!(e.take(3), Some(30));
+        assert_eq!(e.take(7), None);
+        assert_eq!(e.take(4), Some(10));
+        assert_eq!(e.iter().collect::<Vec<_>>(), [(14, 2)]);
+        assert!(e.remove(15, 1));
+        assert!(!e.remove(15, 1));
+        assert_eq!(e.iter().collect::<Vec<_>>(), [(14, 1)]);
+        well_formed(&e);
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Insert(u64, u64),
+        Take(u64),
+        Remove(u64, u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            (0u64..200, 1u64..12).prop_map(|(s, l)| Op::Insert(s, l)),
+            (1u64..10).prop_map(Op::Take),
+            (0u64..200, 1u64..6).prop_map(|(s, l)| Op::Remove(s, l)),
+        ]
+    }
+
+    proptest! {
+        /// Against a set of single pages: the same pages, runs coalesced, `take` returns a
+        /// run of free pages that is the shortest one holding `n`.
+        #[test]
+        fn behaves_as_a_set_of_pages(ops in proptest::collection::vec(op(), 1..120)) {
+            let mut e = Extents::default();
+            let mut model = Set::new();
+            for op in ops {
+                match op {
+                    Op::Insert(s, l) => {
+                        let clash = (s..s + l).any(|p| model.contains(&p));
+                        prop_assert_eq!(e.insert(s, l), !clash);
+                        if !clash {
+                            model.extend(s..s + l);
+                        }
+                    }
+                    Op::Take(n) => {
+                        let shortest = e.iter().filter(|&(_, l)| l >= n).map(|(_, l)| l).min();
+                        match e.take(n) {
+                            Some(s) => {
+                                prop_assert!((s..s + n).all(|p| model.remove(&p)));
+                                // The run it came from was the shortest that held n.
+                                let mut len = n;
+                                while model.contains(&(s + len)) { len += 1; }
+                                prop_assert_eq!(Some(len), shortest);
+                            }
+                            None => prop_assert_eq!(shortest, None),
+                        }
+                    }
+                    Op::Remove(s, l) => {
+                        let inside = e.run_of(s).is_some_and(|(rs, rl)| s + l <= rs + rl);
+                        prop_assert_eq!(e.remove(s, l), inside);
+                        if inside {
+                            for p in s..s + l { model.remove(&p); }
+                        }
+                    }
+                }
+                well_formed(&e);
+                prop_assert_eq!(&pages_of(&e), &model);
+                for p in [0u64, 17, 63, 150] {
+                    prop_assert_eq!(e.contains(p), model.contains(&p));
+                    prop_assert_eq!(e.overlaps(p, 5), (p..p + 5).any(|x| model.contains(&x)));
+                    let clipped: Set<u64> = e.clipped(p, p + 40).flat_map(|(s, l)| s..s + l).collect();
+                    let want: Set<u64> = model.range(p..p + 40).copied().collect();
+                    prop_assert_eq!(clipped, want);
+                }
+            }
+        }
+    }
+}
