@@ -28,6 +28,9 @@ use crate::error::{Error, Result};
 /// The first page id that holds data (0 and 1 are the meta pages).
 const FIRST: u64 = super::FIRST_DATA_PAGE;
 
+/// A region page read at open: region index, page id, and the runs of pages it marks.
+pub(super) type RegionRuns = (u64, u64, Vec<(u64, u64)>);
+
 /// The free space of a page file (module docs).
 pub(super) struct FreeSpace {
     page_size: usize,
@@ -83,6 +86,14 @@ struct Running {
     regions: BTreeMap<u64, (u64, u32)>,
     overflow: Option<Vec<u64>>,
     inline_cap: usize,
+}
+
+/// A checkpoint's pages, laid out.
+struct Layout {
+    plan: Plan,
+    released: Vec<u64>,
+    regions: BTreeMap<u64, (u64, u32)>,
+    overflow: Option<Vec<u64>>,
 }
 
 /// What a checkpoint writes: free-space pages (unsealed bodies) and the meta page's fields.
@@ -154,7 +165,7 @@ impl FreeSpace {
     pub(super) fn from_regions(
         page_size: usize,
         page_count: u64,
-        regions: Vec<(u64, u64, Vec<(u64, u64)>)>,
+        regions: Vec<RegionRuns>,
         overflow: Vec<u64>,
         inline_cap: usize,
     ) -> Result<Self> {
@@ -357,9 +368,10 @@ impl FreeSpace {
             self.free.insert(old, id - old);
             self.page_count = id + 1;
             self.mark(old, id + 1 - old);
-        } else if self.free.remove(id, 1) {
-            self.mark(id, 1);
-        } else if self.deferred.remove(id, 1) || self.recorded.remove(id, 1) {
+        } else if self.free.remove(id, 1)
+            || self.deferred.remove(id, 1)
+            || self.recorded.remove(id, 1)
+        {
             self.mark(id, 1);
         }
         Ok(())
@@ -411,9 +423,7 @@ impl FreeSpace {
         self.recorded = std::mem::take(&mut self.deferred);
         let mut bitmaps = BTreeMap::new();
         for r in dirty.iter().copied().chain([self.region(self.page_count)]) {
-            if !bitmaps.contains_key(&r) {
-                bitmaps.insert(r, self.bitmap(r));
-            }
+            bitmaps.entry(r).or_insert_with(|| self.bitmap(r));
         }
         // Enough for every dirty region and the directory, unless the file grows meanwhile
         // (then the checkpoint grows it for the rest). Free when it began, these pages stay
@@ -445,7 +455,7 @@ impl FreeSpace {
         if self.begun.is_none() {
             self.begin();
         }
-        let Some(mut b) = self.begun.take() else {
+        let Some(b) = self.begun.take() else {
             return Err(corrupt(0, "no checkpoint began"));
         };
         let start = b.page_count;
@@ -497,16 +507,53 @@ impl FreeSpace {
             self.free.insert(p, 1);
         }
         self.space.extend(ids.iter().copied());
+        let laid_out = self.lay_out(b, &written, &ids, (start, end), cap);
+        let mut running = Running {
+            written,
+            new_pages: ids,
+            released: Vec::new(),
+            regions: BTreeMap::new(),
+            overflow: None,
+            inline_cap: cap,
+        };
+        match laid_out {
+            Ok(l) => {
+                running.released = l.released;
+                running.regions = l.regions;
+                running.overflow = l.overflow;
+                self.running = Some(running);
+                Ok(l.plan)
+            }
+            Err(e) => {
+                self.running = Some(running);
+                self.abort();
+                Err(e)
+            }
+        }
+    }
+
+    /// Lays out the checkpoint that began as `b`: the pages of the regions in `written` and of
+    /// the directory, on the pages `ids`, for a file of pages `0..end` of which those from
+    /// `start` on grew since it began.
+    fn lay_out(
+        &self,
+        mut b: Begun,
+        written: &BTreeSet<u64>,
+        ids: &[u64],
+        (start, end): (u64, u64),
+        cap: usize,
+    ) -> Result<Layout> {
+        let per = self.per_region;
+        let per_page = entries_per_page(self.page_size);
         let mut next = ids.iter().copied();
         let mut take = || {
             next.next()
-                .ok_or_else(|| corrupt(0, "checkpoint ran out of pages"))
+                .ok_or_else(|| corrupt(0, "a checkpoint counted too few pages for its free space"))
         };
-
         let mut regions = self.regions.clone();
         let mut released = self.retired.clone();
         let mut writes = Vec::new();
-        for &r in &written {
+        for &r in written {
             let mut bits = b
                 .bitmaps
                 .remove(&r)
@@ -530,8 +577,7 @@ impl FreeSpace {
         }
         let entries: Vec<(u64, u64)> = regions.iter().map(|(&r, &(p, _))| (r, p)).collect();
         let inline_n = entries.len().min(cap);
-        let rewrite_dir = self.inline_cap != Some(cap) || !written.is_empty();
-        let overflow = if rewrite_dir {
+        let overflow = if self.inline_cap != Some(cap) || !written.is_empty() {
             released.extend(self.overflow.iter().copied());
             let chunks: Vec<&[(u64, u64)]> = entries[inline_n..].chunks(per_page).collect();
             let pages = chunks
@@ -547,6 +593,12 @@ impl FreeSpace {
         } else {
             None
         };
+        if next.next().is_some() {
+            return Err(corrupt(
+                0,
+                "a checkpoint counted too many pages for its free space",
+            ));
+        }
         let overflow_head = overflow
             .as_ref()
             .unwrap_or(&self.overflow)
@@ -561,15 +613,12 @@ impl FreeSpace {
             inline: entries[..inline_n].to_vec(),
             marked: regions.values().map(|&(_, m)| u64::from(m)).sum(),
         };
-        self.running = Some(Running {
-            written,
-            new_pages: ids,
+        Ok(Layout {
+            plan,
             released,
             regions,
             overflow,
-            inline_cap: cap,
-        });
-        Ok(plan)
+        })
     }
 
     /// The planned checkpoint's meta page is durable: the free-space pages it replaced and the
