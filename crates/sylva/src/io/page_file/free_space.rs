@@ -462,9 +462,10 @@ impl FreeSpace {
         let per = self.per_region;
         let cap = inline_entries(self.page_size, user_len);
         let per_page = entries_per_page(self.page_size);
+        // Whether region `r` holds pages of `start..end` (the file's growth since it began).
         let grown_since = |r: u64, end: u64| {
             let base = r.saturating_mul(per);
-            base < end && base.saturating_add(per) > start
+            start.max(base) < end.min(base.saturating_add(per))
         };
         // Regions to write: those dirty as it began, and those the file grew into since
         // (pages grown since are after the state it records: they are marked free, and redo
