@@ -6,6 +6,11 @@
 //! from the front of the shortest run that holds them. Single pages so come from single-page
 //! holes first (the B+tree's frees), long runs stay whole for the engines that need them, and
 //! among runs of one length the lowest address wins (what the free set of single pages did).
+//!
+//! The length index keeps single-page runs apart, as a set of their ids: the B+tree frees and
+//! allocates single pages, and so pays one search for its neighbours and one insertion into
+//! each index to free a page (one more than the set of single pages it replaces), and two
+//! removals to allocate one (as many).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -14,7 +19,9 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(crate) struct Extents {
     /// start → length.
     by_start: BTreeMap<u64, u64>,
-    /// (length, start) of every run.
+    /// Starts of the runs one page long.
+    singles: BTreeSet<u64>,
+    /// (length, start) of the runs at least two pages long.
     by_len: BTreeSet<(u64, u64)>,
     /// Pages in all runs.
     pages: u64,
@@ -53,13 +60,21 @@ impl Extents {
 
     fn put(&mut self, start: u64, len: u64) {
         self.by_start.insert(start, len);
-        self.by_len.insert((len, start));
+        if len == 1 {
+            self.singles.insert(start);
+        } else {
+            self.by_len.insert((len, start));
+        }
         self.pages += len;
     }
 
     fn cut(&mut self, start: u64, len: u64) {
         self.by_start.remove(&start);
-        self.by_len.remove(&(len, start));
+        if len == 1 {
+            self.singles.remove(&start);
+        } else {
+            self.by_len.remove(&(len, start));
+        }
         self.pages -= len;
     }
 
@@ -69,19 +84,26 @@ impl Extents {
         if len == 0 {
             return true;
         }
-        if self.overlaps(start, len) {
+        let end = start.saturating_add(len);
+        // One search: the run starting at `end` (to merge) and the last one starting before
+        // `end`, which overlaps the new pages if any run does, or else may end at `start`.
+        let mut before_end = self.by_start.range(..=end);
+        let (prev, next) = match before_end.next_back() {
+            Some((&s, &l)) if s == end => (before_end.next_back(), Some((s, l))),
+            other => (other, None),
+        };
+        let prev = prev.map(|(&s, &l)| (s, l));
+        if prev.is_some_and(|(s, l)| s + l > start) {
             return false;
         }
         let (mut s, mut l) = (start, len);
-        if let Some((&ps, &pl)) = self.by_start.range(..start).next_back() {
-            if ps + pl == start {
-                self.cut(ps, pl);
-                s = ps;
-                l += pl;
-            }
+        if let Some((ps, pl)) = prev.filter(|&(ps, pl)| ps + pl == start) {
+            self.cut(ps, pl);
+            s = ps;
+            l += pl;
         }
-        if let Some(&nl) = self.by_start.get(&(start + len)) {
-            self.cut(start + len, nl);
+        if let Some((ns, nl)) = next {
+            self.cut(ns, nl);
             l += nl;
         }
         self.put(s, l);
@@ -90,7 +112,15 @@ impl Extents {
 
     /// Takes `n` (≥ 1) contiguous pages by the policy of the module docs; `None` if no run
     /// holds `n`.
+    #[inline]
     pub(crate) fn take(&mut self, n: u64) -> Option<u64> {
+        if n == 1 {
+            if let Some(s) = self.singles.pop_first() {
+                self.by_start.remove(&s);
+                self.pages -= 1;
+                return Some(s);
+            }
+        }
         let &(len, start) = self.by_len.range((n, 0)..).next()?;
         self.cut(start, len);
         if len > n {
@@ -160,10 +190,14 @@ mod tests {
                 assert!(s > p, "runs touching or overlapping at {s}");
             }
             prev_end = Some(s + l);
-            assert!(e.by_len.contains(&(l, s)));
+            if l == 1 {
+                assert!(e.singles.contains(&s));
+            } else {
+                assert!(e.by_len.contains(&(l, s)));
+            }
             pages += l;
         }
-        assert_eq!(e.by_len.len(), e.by_start.len());
+        assert_eq!(e.by_len.len() + e.singles.len(), e.by_start.len());
         assert_eq!(pages, e.pages);
     }
 

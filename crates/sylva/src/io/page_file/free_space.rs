@@ -58,8 +58,8 @@ pub(super) struct FreeSpace {
     space: BTreeSet<u64>,
     /// Regions whose marks may have changed since the last checkpoint began.
     dirty: BTreeSet<u64>,
-    /// The region last added to `dirty` (the hot path skips the set for it).
-    last_dirty: u64,
+    /// The pages of the region last added to `dirty` (the hot path skips the set for them).
+    last_dirty: std::ops::Range<u64>,
     /// Directory entries the last meta page written holds itself (None: not known to match
     /// the overflow pages, so the next checkpoint rewrites the directory).
     inline_cap: Option<usize>,
@@ -151,7 +151,7 @@ impl FreeSpace {
             retired: Vec::new(),
             space: BTreeSet::new(),
             dirty: BTreeSet::new(),
-            last_dirty: u64::MAX,
+            last_dirty: 0..0,
             inline_cap: None,
             begun: None,
             running: None,
@@ -260,15 +260,16 @@ impl FreeSpace {
     /// Notes that the marks of pages `first..first + n` change.
     #[inline]
     fn mark(&mut self, first: u64, n: u64) {
-        let a = self.region(first);
-        let b = self.region(first.saturating_add(n.max(1) - 1));
-        if a == b && a == self.last_dirty {
+        if first >= self.last_dirty.start && first.saturating_add(n) <= self.last_dirty.end {
             return;
         }
+        let a = self.region(first);
+        let b = self.region(first.saturating_add(n.max(1) - 1));
         for r in a..=b {
             self.dirty.insert(r);
         }
-        self.last_dirty = b;
+        let base = b.saturating_mul(self.per_region);
+        self.last_dirty = base..base.saturating_add(self.per_region);
     }
 
     /// Free pages, deferred frees and reserved pages (neither in use nor holding free space).
@@ -320,13 +321,13 @@ impl FreeSpace {
         first
     }
 
-    /// Whether `first..first + n` are all in use (allocated data pages).
+    /// Whether `first..first + n` are data pages that are not deferred frees, reserved or
+    /// holding free space (the caller checks the free pages).
     fn in_use(&self, first: u64, n: u64) -> bool {
         let end = first.saturating_add(n);
         n > 0
             && first >= FIRST
             && end <= self.page_count
-            && !self.free.overlaps(first, n)
             && !self.deferred.overlaps(first, n)
             && !self.recorded.overlaps(first, n)
             && self.space.range(first..end).next().is_none()
@@ -335,17 +336,17 @@ impl FreeSpace {
 
     /// Frees `first..first + n` for reuse now.
     pub(super) fn free_run(&mut self, first: u64, n: u64) -> Result<()> {
-        if !self.in_use(first, n) {
+        // `insert` refuses pages already free.
+        if !self.in_use(first, n) || !self.free.insert(first, n) {
             return Err(bad_free(first, n));
         }
-        self.free.insert(first, n);
         self.mark(first, n);
         Ok(())
     }
 
     /// Frees `first..first + n` for reuse once the next checkpoint to begin is durable.
     pub(super) fn free_run_deferred(&mut self, first: u64, n: u64) -> Result<()> {
-        if !self.in_use(first, n) {
+        if !self.in_use(first, n) || self.free.overlaps(first, n) {
             return Err(bad_free(first, n));
         }
         self.deferred.insert(first, n);
@@ -403,7 +404,7 @@ impl FreeSpace {
     fn abandon_begun(&mut self) {
         if let Some(b) = self.begun.take() {
             self.dirty.extend(b.dirty);
-            self.last_dirty = u64::MAX;
+            self.last_dirty = 0..0;
             for p in std::mem::take(&mut self.reserved) {
                 self.free.insert(p, 1);
             }
@@ -419,7 +420,7 @@ impl FreeSpace {
     pub(super) fn begin(&mut self) {
         self.abandon_begun();
         let dirty = std::mem::take(&mut self.dirty);
-        self.last_dirty = u64::MAX;
+        self.last_dirty = 0..0;
         self.recorded = std::mem::take(&mut self.deferred);
         let mut bitmaps = BTreeMap::new();
         for r in dirty.iter().copied().chain([self.region(self.page_count)]) {
@@ -651,7 +652,7 @@ impl FreeSpace {
             return;
         };
         self.dirty.extend(r.written);
-        self.last_dirty = u64::MAX;
+        self.last_dirty = 0..0;
         for (s, l) in self.recorded.drain() {
             self.deferred.insert(s, l);
         }
