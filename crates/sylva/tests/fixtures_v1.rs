@@ -5,6 +5,8 @@
 //! The fixtures were written by `regenerate` (ignored; run it only when adding a new version's
 //! fixtures: `cargo test -p sylva --test fixtures_v1 -- --ignored regenerate`).
 
+mod fixture_pages;
+
 use std::path::{Path, PathBuf};
 
 use sylva::io::page_header::PageKind;
@@ -51,15 +53,7 @@ fn regenerate() {
     let pages_path = dir.join("pages-v1.db");
     let _ = std::fs::remove_file(&pages_path);
     let file = PageFile::create(&pages_path, 4096, false).expect("create");
-    let mut buf = file.buffer(1);
-    for i in 0..4u8 {
-        let id = file.allocate();
-        buf.fill(0);
-        buf[64..64 + 13].copy_from_slice(b"fixture page ");
-        buf[77] = b'0' + i;
-        file.write_page(id, &mut buf, PageKind::BTreeLeaf, 100 + u64::from(i))
-            .expect("write");
-    }
+    fixture_pages::write(&file, 4);
     file.free(3).expect("free");
     file.checkpoint(b"fixture meta v1").expect("checkpoint");
     drop(file);
@@ -101,13 +95,8 @@ fn page_file_v1_opens_with_its_pages() {
     assert_eq!(meta.user, b"fixture meta v1");
     assert_eq!(file.page_size(), 4096);
     assert_eq!(file.free_pages() + file.free_list_pages(), 1);
-    let mut buf = file.buffer(1);
     for (id, i) in [(2u64, 0u8), (4, 2), (5, 3)] {
-        let lsn = file
-            .read_page(id, &mut buf, PageKind::BTreeLeaf)
-            .expect("read page");
-        assert_eq!(lsn, 100 + u64::from(i));
-        assert_eq!(&buf[64..78], format!("fixture page {i}").as_bytes());
+        fixture_pages::check(&file, id, i);
     }
 }
 
@@ -163,11 +152,7 @@ fn page_file_v1_is_upgraded_to_version_2_at_its_first_checkpoint() {
     let (file, meta) = PageFile::open(&p, false).expect("reopen");
     assert_eq!(meta.user, b"fixture meta v2");
     for (id, i) in [(2u64, 0u8), (5, 3)] {
-        let lsn = file
-            .read_page(id, &mut buf, PageKind::BTreeLeaf)
-            .expect("read page");
-        assert_eq!(lsn, 100 + u64::from(i));
-        assert_eq!(&buf[64..78], format!("fixture page {i}").as_bytes());
+        fixture_pages::check(&file, id, i);
     }
     assert_eq!(
         file.read_page(new, &mut buf, PageKind::BTreeLeaf)

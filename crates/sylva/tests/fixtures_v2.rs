@@ -7,9 +7,10 @@
 //! Written by `regenerate` (ignored; run it only when adding a new version's fixtures:
 //! `cargo test -p sylva --test fixtures_v2 -- --ignored regenerate`).
 
+mod fixture_pages;
+
 use std::path::{Path, PathBuf};
 
-use sylva::io::page_header::PageKind;
 use sylva::io::{decode_meta_page, PageFile};
 
 fn fixture(name: &str) -> PathBuf {
@@ -33,15 +34,7 @@ fn regenerate() {
     let path = fixture("pages-v2.db");
     let _ = std::fs::remove_file(&path);
     let file = PageFile::create(&path, 4096, false).expect("create");
-    let mut buf = file.buffer(1);
-    for i in 0..8u8 {
-        let id = file.allocate();
-        buf.fill(0);
-        buf[64..64 + 13].copy_from_slice(b"fixture page ");
-        buf[77] = b'0' + i;
-        file.write_page(id, &mut buf, PageKind::BTreeLeaf, 100 + u64::from(i))
-            .expect("write");
-    }
+    fixture_pages::write(&file, 8);
     for id in FREED {
         file.free(id).expect("free");
     }
@@ -71,7 +64,6 @@ fn page_file_v2_opens_with_its_pages_and_free_space() {
         file.page_count() - 2 - file.free_pages() - file.free_list_pages(),
         8 - FREED.len() as u64
     );
-    let mut buf = file.buffer(1);
     for i in 0..8u8 {
         let id = 2 + u64::from(i);
         if FREED.contains(&id) {
@@ -79,10 +71,6 @@ fn page_file_v2_opens_with_its_pages_and_free_space() {
             continue;
         }
         assert!(!file.is_free(id));
-        let lsn = file
-            .read_page(id, &mut buf, PageKind::BTreeLeaf)
-            .expect("read page");
-        assert_eq!(lsn, 100 + u64::from(i));
-        assert_eq!(&buf[64..78], format!("fixture page {i}").as_bytes());
+        fixture_pages::check(&file, id, i);
     }
 }
