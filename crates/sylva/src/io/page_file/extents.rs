@@ -7,22 +7,23 @@
 //! holes first (the B+tree's frees), long runs stay whole for the engines that need them, and
 //! among runs of one length the lowest address wins (what the free set of single pages did).
 //!
-//! The length index keeps single-page runs apart, as a set of their ids: the B+tree frees and
-//! allocates single pages, and so pays one search for its neighbours and one insertion into
-//! each index to free a page (one more than the set of single pages it replaces), and two
-//! removals to allocate one (as many).
+//! **Single pages apart.** A run one page long is kept only in a set of its own, not in the
+//! two indexes: the B+tree frees and allocates single pages, and so allocates one with one
+//! removal from that set (the set of single pages this replaces took a search and a removal),
+//! and frees one with a search of that set for its neighbours and its own id, a search of the
+//! runs for a neighbour, and an insertion.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Disjoint, coalesced runs of page ids (module docs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Extents {
-    /// start → length.
+    /// Runs at least two pages long: start → length.
     by_start: BTreeMap<u64, u64>,
-    /// Starts of the runs one page long.
-    singles: BTreeSet<u64>,
-    /// (length, start) of the runs at least two pages long.
+    /// (length, start) of the runs in `by_start`.
     by_len: BTreeSet<(u64, u64)>,
+    /// Runs one page long.
+    singles: BTreeSet<u64>,
     /// Pages in all runs.
     pages: u64,
 }
@@ -36,11 +37,14 @@ impl Extents {
     /// Number of runs.
     #[cfg(test)]
     pub(crate) fn runs(&self) -> usize {
-        self.by_start.len()
+        self.by_start.len() + self.singles.len()
     }
 
     /// The run holding `id`, if any.
     pub(crate) fn run_of(&self, id: u64) -> Option<(u64, u64)> {
+        if self.singles.contains(&id) {
+            return Some((id, 1));
+        }
         let (&start, &len) = self.by_start.range(..=id).next_back()?;
         (id - start < len).then_some((start, len))
     }
@@ -52,27 +56,29 @@ impl Extents {
     /// Whether any page of `[start, start + len)` is in the set.
     pub(crate) fn overlaps(&self, start: u64, len: u64) -> bool {
         let end = start.saturating_add(len);
-        if self.run_of(start).is_some() {
-            return true;
-        }
-        self.by_start.range(start..end).next().is_some()
+        self.singles.range(start..end).next().is_some()
+            || self
+                .by_start
+                .range(..end)
+                .next_back()
+                .is_some_and(|(&s, &l)| s + l > start)
     }
 
     fn put(&mut self, start: u64, len: u64) {
-        self.by_start.insert(start, len);
         if len == 1 {
             self.singles.insert(start);
         } else {
+            self.by_start.insert(start, len);
             self.by_len.insert((len, start));
         }
         self.pages += len;
     }
 
     fn cut(&mut self, start: u64, len: u64) {
-        self.by_start.remove(&start);
         if len == 1 {
             self.singles.remove(&start);
         } else {
+            self.by_start.remove(&start);
             self.by_len.remove(&(len, start));
         }
         self.pages -= len;
@@ -85,26 +91,45 @@ impl Extents {
             return true;
         }
         let end = start.saturating_add(len);
-        // One search: the run starting at `end` (to merge) and the last one starting before
-        // `end`, which overlaps the new pages if any run does, or else may end at `start`.
+        // Single pages from `start - 1` to `end`: one inside is an overlap, the two at the
+        // ends are neighbours.
+        let (mut left, mut right) = (None, None);
+        for &p in self.singles.range(start.saturating_sub(1)..=end) {
+            if p == end {
+                right = Some((p, 1));
+            } else if p + 1 == start {
+                left = Some((p, 1));
+            } else {
+                return false;
+            }
+        }
+        // Longer runs: the one starting at `end`, and the last one starting before `end`,
+        // which overlaps the new pages if any run does, or else may end at `start`.
         let mut before_end = self.by_start.range(..=end);
-        let (prev, next) = match before_end.next_back() {
-            Some((&s, &l)) if s == end => (before_end.next_back(), Some((s, l))),
-            other => (other, None),
+        let last = match before_end.next_back() {
+            Some((&s, &l)) if s == end => {
+                right = Some((s, l));
+                before_end.next_back()
+            }
+            other => other,
         };
-        let prev = prev.map(|(&s, &l)| (s, l));
-        if prev.is_some_and(|(s, l)| s + l > start) {
-            return false;
+        if let Some((&s, &l)) = last {
+            if s + l > start {
+                return false;
+            }
+            if s + l == start {
+                left = Some((s, l));
+            }
         }
         let (mut s, mut l) = (start, len);
-        if let Some((ps, pl)) = prev.filter(|&(ps, pl)| ps + pl == start) {
-            self.cut(ps, pl);
-            s = ps;
-            l += pl;
+        if let Some((ls, ll)) = left {
+            self.cut(ls, ll);
+            s = ls;
+            l += ll;
         }
-        if let Some((ns, nl)) = next {
-            self.cut(ns, nl);
-            l += nl;
+        if let Some((rs, rl)) = right {
+            self.cut(rs, rl);
+            l += rl;
         }
         self.put(s, l);
         true
@@ -116,7 +141,6 @@ impl Extents {
     pub(crate) fn take(&mut self, n: u64) -> Option<u64> {
         if n == 1 {
             if let Some(s) = self.singles.pop_first() {
-                self.by_start.remove(&s);
                 self.pages -= 1;
                 return Some(s);
             }
@@ -147,19 +171,27 @@ impl Extents {
         true
     }
 
-    /// The runs in start order.
+    /// The runs, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.by_start.iter().map(|(&s, &l)| (s, l))
+        let singles = self.singles.iter().map(|&s| (s, 1));
+        singles.chain(self.by_start.iter().map(|(&s, &l)| (s, l)))
     }
 
-    /// The parts of runs that fall in `[from, to)`, in start order.
+    /// The parts of runs that fall in `[from, to)`, in no particular order.
     pub(crate) fn clipped(&self, from: u64, to: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
-        let first = self.run_of(from).map_or(from, |(s, _)| s);
-        self.by_start
-            .range(first..to)
+        let first = self
+            .by_start
+            .range(..=from)
+            .next_back()
+            .map_or(from, |(&s, _)| s);
+        let runs = self
+            .by_start
+            .range(first..to.max(first))
             .map(move |(&s, &l)| (s.max(from), (s + l).min(to)))
             .filter(|(s, e)| s < e)
-            .map(|(s, e)| (s, e - s))
+            .map(|(s, e)| (s, e - s));
+        let singles = self.singles.range(from..to.max(from)).map(|&s| (s, 1));
+        singles.chain(runs)
     }
 
     /// Empties the set, returning its runs.
@@ -180,24 +212,26 @@ mod tests {
         e.iter().flat_map(|(s, l)| s..s + l).collect()
     }
 
-    /// Runs are disjoint, non-adjacent, and both indexes agree.
+    /// Runs are disjoint, non-adjacent, single pages apart, and both indexes agree.
     fn well_formed(e: &Extents) {
+        let mut runs: Vec<(u64, u64)> = e.iter().collect();
+        runs.sort_unstable();
         let mut prev_end = None;
         let mut pages = 0;
-        for (s, l) in e.iter() {
+        for (s, l) in runs {
             assert!(l > 0);
             if let Some(p) = prev_end {
                 assert!(s > p, "runs touching or overlapping at {s}");
             }
             prev_end = Some(s + l);
             if l == 1 {
-                assert!(e.singles.contains(&s));
+                assert!(e.singles.contains(&s) && !e.by_start.contains_key(&s));
             } else {
-                assert!(e.by_len.contains(&(l, s)));
+                assert!(e.by_len.contains(&(l, s)) && !e.singles.contains(&s));
             }
             pages += l;
         }
-        assert_eq!(e.by_len.len() + e.singles.len(), e.by_start.len());
+        assert_eq!(e.by_len.len(), e.by_start.len());
         assert_eq!(pages, e.pages);
     }
 
