@@ -293,3 +293,41 @@ fn db_v1_with_a_flipped_bit_gives_a_checksum_error() {
     }
     assert!(errors > 0, "every get succeeded on the damaged fixture");
 }
+
+/// The page format version of the newest meta page of a database's page file.
+fn page_file_version(dir: &Path) -> u16 {
+    let bytes = std::fs::read(dir.join("data.sylva")).expect("read the page file");
+    (0..2)
+        .filter_map(|slot| {
+            sylva::io::decode_meta_page(&bytes[slot * PAGE_SIZE..(slot + 1) * PAGE_SIZE]).ok()
+        })
+        .max_by_key(|m| m.sequence)
+        .expect("a meta page")
+        .version
+}
+
+/// A version 1 database is upgraded to page format version 2 by its next checkpoint (here
+/// close's); written to, closed and reopened, it holds the fixture's records and the new ones.
+#[test]
+fn db_v1_is_upgraded_to_page_format_version_2() {
+    let dir = scratch("db-v1");
+    assert_eq!(page_file_version(dir.path()), 1, "the fixture is version 1");
+    let db = Db::open(dir.path(), options(SyncMode::Always)).expect("open the v1 fixture");
+    let mut want = v1_records();
+    for n in 2000..2300 {
+        db.put(&ordered_key(n), &value(n, 5)).expect("put");
+        want.insert(ordered_key(n), value(n, 5));
+    }
+    for n in (600..800).step_by(2) {
+        db.delete(&ordered_key(n)).expect("delete");
+        want.remove(&ordered_key(n));
+    }
+    db.close().expect("close");
+    assert_eq!(page_file_version(dir.path()), 2, "the checkpoint upgraded");
+    let db = Db::open(dir.path(), options(SyncMode::Always)).expect("reopen");
+    let got = contents(&db).expect("a full scan");
+    assert!(got == want, "upgraded: {}", differences(&got, &want, 10));
+    assert_eq!(db.check().expect("check").records, want.len() as u64);
+    db.close().expect("close");
+    assert_eq!(page_file_version(dir.path()), 2);
+}

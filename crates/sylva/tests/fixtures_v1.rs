@@ -5,10 +5,12 @@
 //! The fixtures were written by `regenerate` (ignored; run it only when adding a new version's
 //! fixtures: `cargo test -p sylva --test fixtures_v1 -- --ignored regenerate`).
 
+mod fixture_pages;
+
 use std::path::{Path, PathBuf};
 
 use sylva::io::page_header::PageKind;
-use sylva::io::{FileIo, PageFile};
+use sylva::io::{decode_meta_page, FileIo, MetaPage, PageFile, FIRST_DATA_PAGE};
 use sylva::wal::Wal;
 use sylva::Error;
 
@@ -51,15 +53,7 @@ fn regenerate() {
     let pages_path = dir.join("pages-v1.db");
     let _ = std::fs::remove_file(&pages_path);
     let file = PageFile::create(&pages_path, 4096, false).expect("create");
-    let mut buf = file.buffer(1);
-    for i in 0..4u8 {
-        let id = file.allocate();
-        buf.fill(0);
-        buf[64..64 + 13].copy_from_slice(b"fixture page ");
-        buf[77] = b'0' + i;
-        file.write_page(id, &mut buf, PageKind::BTreeLeaf, 100 + u64::from(i))
-            .expect("write");
-    }
+    fixture_pages::write(&file, 4);
     file.free(3).expect("free");
     file.checkpoint(b"fixture meta v1").expect("checkpoint");
     drop(file);
@@ -101,13 +95,8 @@ fn page_file_v1_opens_with_its_pages() {
     assert_eq!(meta.user, b"fixture meta v1");
     assert_eq!(file.page_size(), 4096);
     assert_eq!(file.free_pages() + file.free_list_pages(), 1);
-    let mut buf = file.buffer(1);
     for (id, i) in [(2u64, 0u8), (4, 2), (5, 3)] {
-        let lsn = file
-            .read_page(id, &mut buf, PageKind::BTreeLeaf)
-            .expect("read page");
-        assert_eq!(lsn, 100 + u64::from(i));
-        assert_eq!(&buf[64..78], format!("fixture page {i}").as_bytes());
+        fixture_pages::check(&file, id, i);
     }
 }
 
@@ -126,4 +115,56 @@ fn page_file_v1_with_a_flipped_bit_reports_that_page() {
     }
     file.read_page(4, &mut buf, PageKind::BTreeLeaf)
         .expect("other pages are fine");
+}
+
+/// The page format version and sequence of a page file's newest meta page (4 KiB pages).
+fn newest_meta_version(path: &Path) -> u16 {
+    let bytes = std::fs::read(path).expect("read");
+    let metas: Vec<MetaPage> = (0..2)
+        .filter_map(|slot| decode_meta_page(&bytes[slot * 4096..(slot + 1) * 4096]).ok())
+        .collect();
+    metas
+        .iter()
+        .max_by_key(|m| m.sequence)
+        .expect("a meta page")
+        .version
+}
+
+/// A version 1 page file is upgraded by its first checkpoint: the free list's page becomes free,
+/// the free space is written as region bitmaps under a version 2 meta page, and the pages keep
+/// their contents.
+#[test]
+fn page_file_v1_is_upgraded_to_version_2_at_its_first_checkpoint() {
+    let (_d, p) = scratch("pages-v1.db");
+    assert_eq!(newest_meta_version(&p), 1, "the fixture is version 1");
+    let (file, _) = PageFile::open(&p, false).expect("open v1 page file");
+    let mut buf = file.buffer(1);
+    let new = file.allocate();
+    buf.fill(0);
+    buf[64..73].copy_from_slice(b"upgraded!");
+    file.write_page(new, &mut buf, PageKind::BTreeLeaf, 200)
+        .expect("write");
+    file.free(4).expect("free page 4");
+    file.checkpoint(b"fixture meta v2").expect("checkpoint");
+    drop(file);
+    assert_eq!(newest_meta_version(&p), 2, "the checkpoint wrote version 2");
+
+    let (file, meta) = PageFile::open(&p, false).expect("reopen");
+    assert_eq!(meta.user, b"fixture meta v2");
+    for (id, i) in [(2u64, 0u8), (5, 3)] {
+        fixture_pages::check(&file, id, i);
+    }
+    assert_eq!(
+        file.read_page(new, &mut buf, PageKind::BTreeLeaf)
+            .expect("read"),
+        200
+    );
+    assert_eq!(&buf[64..73], b"upgraded!");
+    assert!(file.is_free(4), "page 4 was freed");
+    assert!(!file.is_free(2) && !file.is_free(5) && !file.is_free(new));
+    // Pages 2..6 and the new one: every other page is free or holds the free space.
+    assert_eq!(
+        file.page_count() - FIRST_DATA_PAGE - file.free_pages() - file.free_list_pages(),
+        3
+    );
 }

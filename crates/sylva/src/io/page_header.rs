@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! 0..4    magic b"SYpg"
-//! 4..6    format version, u16 LE (1)
+//! 4..6    format version, u16 LE (2; 1 is still read)
 //! 6       page kind, u8 (see PageKind)
 //! 7       zero (reserved)
 //! 8..16   page id, u64 LE: where the page belongs (catches misdirected writes)
@@ -17,8 +17,11 @@ use crate::error::{Error, Result};
 pub const PAGE_HEADER_LEN: usize = 32;
 /// Magic at the start of every page.
 pub const PAGE_MAGIC: &[u8; 4] = b"SYpg";
-/// The page format version this build writes and reads.
-pub const PAGE_VERSION: u16 = 1;
+/// The page format version this build writes (`docs/format.md`: 2 since the page file's free
+/// space became region bitmaps).
+pub const PAGE_VERSION: u16 = 2;
+/// The oldest page format version this build reads.
+pub const OLDEST_PAGE_VERSION: u16 = 1;
 
 /// Where the page kind is in the header.
 const KIND_AT: usize = 6;
@@ -68,6 +71,12 @@ pub struct PageHeader {
 #[inline]
 pub fn kind_byte(header: &[u8]) -> u8 {
     header[KIND_AT]
+}
+
+/// The page format version in a page's header.
+#[inline]
+pub fn version(header: &[u8]) -> u16 {
+    u16::from_le_bytes([header[4], header[5]])
 }
 
 /// Sets the kind in a page's header.
@@ -136,11 +145,13 @@ pub fn verify(page: &[u8], id: u64) -> Result<PageHeader> {
             detail: "wrong page magic".into(),
         });
     }
-    let version = u16::from_le_bytes([page[4], page[5]]);
-    if version != PAGE_VERSION {
+    let version = version(page);
+    if !(OLDEST_PAGE_VERSION..=PAGE_VERSION).contains(&version) {
         return Err(Error::Corruption {
             page: id,
-            detail: format!("page format version {version}; this build reads {PAGE_VERSION}"),
+            detail: format!(
+                "page format version {version}; this build reads {OLDEST_PAGE_VERSION} to {PAGE_VERSION}"
+            ),
         });
     }
     let kind = PageKind::from_u8(kind_byte(page)).ok_or_else(|| Error::Corruption {

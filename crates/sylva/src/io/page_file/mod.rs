@@ -1,20 +1,85 @@
 //! `PageFile`: a file of fixed-size pages with checksummed headers, two alternating meta pages,
-//! a free-page list, and contiguous runs read or written in one I/O.
+//! the file's free space, and contiguous runs read or written in one I/O.
 //!
 //! Pages 0 and 1 are meta pages written alternately by [`PageFile::checkpoint`], each carrying a
 //! sequence number: a torn meta write leaves the other intact, and open takes the valid one with
-//! the higher sequence. The meta page records the page size, the page count, the head of the
-//! persisted free list, and an opaque area for the layer above (the database's root page id,
+//! the higher sequence. The meta page records the page size, the page count, where the free
+//! space is recorded, and an opaque area for the layer above (the database's root page id,
 //! checkpoint LSN and so on).
 //!
-//! Free pages are kept in memory and persisted at each checkpoint as a chain of free-list pages
-//! drawn from the free pages themselves. The previous checkpoint's chain stays untouched until the
-//! new meta page is durable (a crash in between still finds the old chain intact); its pages are
-//! listed as free in the new chain and become reusable once the new meta lands.
+//! # Free space
+//!
+//! **In memory: extents.** Free pages are runs kept by start and by length ([`extents`]):
+//! [`PageFile::allocate_run`] takes `n` contiguous pages in O(log runs), best fit (the shortest
+//! run that holds them, lowest address among equals), and grows the file only when no run
+//! does; a free run coalesces with its neighbours. [`PageFile::allocate`] is `allocate_run(1)`:
+//! one map lookup and an update, or a counter when nothing is free (a load).
+//!
+//! **Two ways to free.** [`PageFile::free`] / [`PageFile::free_run`] make pages allocatable at
+//! once. [`PageFile::free_deferred`] / [`PageFile::free_run_deferred`] make them allocatable
+//! only once the next checkpoint to *begin* after the call is durable: that checkpoint records
+//! them free, and until its meta page is on disk the checkpoint in force (which a crash
+//! recovers) may still point at them, so they must keep their contents. Which to use:
+//! - an engine whose redo rebuilds every page it changed since the checkpoint from logged
+//!   images, in LSN order, may free immediately. `Db` does: a page's first change after a
+//!   checkpoint logs its full image, so a reused page is rewritten by redo whatever it held,
+//!   and immediate reuse keeps the file from growing between checkpoints (1 GiB of log apart
+//!   by default).
+//! - an engine whose recovery reads pages the last checkpoint's state points at (TreeLine's
+//!   page groups, the NB-tree's sequentially written nodes, out-of-line values: copy-on-write
+//!   structures that replace a run and free the old one) must defer: an immediately reused
+//!   run would be overwritten while the durable state still names it.
+//!
+//! **On disk: region bitmaps, rewritten only when they changed.** The page ids are cut into
+//! regions of R = 8 × (page size − 48) pages (32,384 for 4 KiB pages: 126 MiB of file). A
+//! region's *page* is a bitmap marking every page of the region that is not in use by the owner
+//! (free, deferred-and-recorded-free, or holding free space itself); a region that marks
+//! nothing has no page. A *directory* lists (region, page) for the regions that have one, in
+//! region order: as many entries as fit in the meta page after the owner's area (248 for 4 KiB
+//! pages and `Db`'s 40 bytes), the rest in a chain of overflow pages. A checkpoint writes a new
+//! page only for the regions whose marks changed since the last checkpoint began (tracked per
+//! allocation and free; the hot path compares one integer), the directory only if some entry
+//! changed, and the meta page always. A bitmap, not a list of extents, because it has a fixed
+//! size: a region's page never overflows however fragmented the region is, and the encoding
+//! needs no length fields a damaged page could lie with.
+//!
+//! Free-space pages are themselves marked in their region's bitmap (at open, the free pages are
+//! the marked ones minus the free-space pages), so taking a free page for free space, or
+//! releasing a free-space page, changes no mark and dirties no region. That is what keeps a
+//! checkpoint's writes to the dirty regions: a new region page placed in a clean region does not
+//! make that region dirty.
+//!
+//! **Crash safety** (as with the free list before): a checkpoint writes its new free-space pages
+//! to pages that the checkpoint in force does not use (taken from the free pages, or the file's
+//! end), fsyncs, writes the meta page, fsyncs; only then do the pages it replaced become free.
+//! A crash at any point leaves one meta page whose free space is intact. Regions not rewritten
+//! are shared by both checkpoints, and are right for both, since no mark of theirs changed.
+//!
+//! **Fuzzy checkpoints** record the free space of the moment they *began*
+//! ([`PageFile::begin_fuzzy`], under the caller's writers' lock), since recovery redoes every
+//! allocation and free logged from then on. Beginning notes the marks of the dirty regions and
+//! takes enough free pages for the checkpoint's own pages out of use. Those pages were free when
+//! it began and are never allocated meanwhile, so redo never finds a record allocating one
+//! (pages allocated since are marked in use again by redo; pages freed since are marked free
+//! again by redo). Pages the file grows by after it began are marked free in it (their records
+//! may be lost in a crash; redo allocates again those whose records survive), and if it needs
+//! more pages than it took, it grows the file for them. The page count the meta page records
+//! is the one when its free space was built: pages a writer adds during its fsyncs are not
+//! counted (nor marked), so a crash then leaves them outside the file. Regions changed after
+//! it began stay dirty for the next checkpoint.
+//!
+//! **Versions.** Page format version 1 kept a free list (every free page id, rewritten whole at
+//! each checkpoint). It is still read: its free pages and the list's own pages (free after the
+//! next checkpoint) become the extents, every region that marks something is dirty, and the
+//! next checkpoint writes the version 2 free space and a version 2 meta page.
 //!
 //! `O_DIRECT` is used where the filesystem allows it (it bypasses the page cache, so the buffer
 //! pool's budget is the real memory bound); where it does not (tmpfs, some overlay filesystems)
 //! the file is opened buffered and [`PageFile::direct_io`] says so.
+
+mod encoding;
+mod extents;
+mod free_space;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -22,9 +87,15 @@ use std::path::Path;
 use parking_lot::Mutex;
 
 use super::aligned::{AlignedBuf, IO_ALIGN};
-use super::page_header::{seal, verify, PageHeader, PageKind, PAGE_HEADER_LEN};
+use super::page_header::{seal, verify, PageHeader, PageKind};
 use super::{Io, OpenFile, OsFs, Vfs};
 use crate::error::{Error, Result};
+use encoding::{
+    decode_free_list_page, encode_meta, inline_entries, le_u32, le_u64, MetaFields,
+    EXTENTS_VERSION, FREE_SPACE_KIND, META_BODY, META_USER,
+};
+pub use encoding::{decode_free_space_page, decode_meta_page, FreeSpacePage, MetaPage};
+use free_space::FreeSpace;
 
 /// Smallest and largest page sizes.
 pub const MIN_PAGE_SIZE: usize = 4096;
@@ -33,31 +104,10 @@ pub const MAX_PAGE_SIZE: usize = 64 * 1024;
 /// The first page id that holds data (0 and 1 are the meta pages).
 pub const FIRST_DATA_PAGE: u64 = 2;
 
-const META_BODY: usize = PAGE_HEADER_LEN;
-const META_USER: usize = META_BODY + 48;
-
 struct State {
-    /// Pages the file has (allocated or free), including the meta pages.
-    page_count: u64,
-    free: BTreeSet<u64>,
-    /// Pages holding the free list of the last checkpoint: not reusable until the next one lands.
-    chain: Vec<u64>,
+    space: FreeSpace,
     /// Sequence number of the last meta page written.
     sequence: u64,
-    /// The free list as a fuzzy checkpoint began, while one runs.
-    fuzzy: Option<FuzzyFree>,
-}
-
-/// The free list a fuzzy checkpoint records: the pages free when it began (its log position),
-/// and those of them never allocated since, which alone may hold the new free-list chain
-/// (recovery redoes every allocation since the beginning, and must never find one of them
-/// allocating a chain page).
-struct FuzzyFree {
-    listed: BTreeSet<u64>,
-    untouched: BTreeSet<u64>,
-    /// The page count when it began: pages the file grew by since are allocations after the
-    /// checkpoint's log position, whose records a crash may lose.
-    page_count: u64,
 }
 
 /// What a checkpoint recorded, as read back at open.
@@ -77,16 +127,6 @@ pub struct PageFile {
     state: Mutex<State>,
     /// What was wrong with the meta page open did not take (module docs), if anything.
     meta_damage: Option<String>,
-}
-
-fn le_u64(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
-}
-
-fn le_u32(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 fn io_starts_with_magic(io: &dyn Io) -> Result<bool> {
@@ -134,11 +174,8 @@ impl PageFile {
             direct,
             meta_damage: None,
             state: Mutex::new(State {
-                page_count: FIRST_DATA_PAGE,
-                free: BTreeSet::new(),
-                chain: Vec::new(),
+                space: FreeSpace::new(page_size, FIRST_DATA_PAGE),
                 sequence: 0,
-                fuzzy: None,
             }),
         };
         // Both meta slots start valid, so open never meets a file without one.
@@ -227,74 +264,171 @@ impl PageFile {
                 Ok(_) => None,
             },
         };
-        let file = PageFile {
+        let decoded = decode_meta_page(&meta)?;
+        if decoded.page_count > u64::MAX / 2 / page_size as u64 {
+            return Err(Error::Corruption {
+                page: meta_id,
+                detail: format!(
+                    "meta page counts {} pages: more than a file can hold",
+                    decoded.page_count
+                ),
+            });
+        }
+        let mut file = PageFile {
             io,
             page_size,
             direct,
             meta_damage,
             state: Mutex::new(State {
-                page_count: FIRST_DATA_PAGE,
-                free: BTreeSet::new(),
-                chain: Vec::new(),
-                sequence: 0,
-                fuzzy: None,
+                space: FreeSpace::new(page_size, decoded.page_count),
+                sequence,
             }),
         };
-        let page_count = le_u64(&meta, META_BODY + 16);
-        let mut free_head = le_u64(&meta, META_BODY + 24);
-        let user_len = le_u32(&meta, META_BODY + 40) as usize;
-        if page_count < FIRST_DATA_PAGE || user_len > page_size - META_USER {
-            return Err(Error::Corruption {
-                page: 0,
-                detail: format!("meta page counts {page_count} pages, {user_len} user bytes"),
-            });
-        }
-        let user = meta[META_USER..META_USER + user_len].to_vec();
-        file.state.lock().page_count = page_count;
-        let mut free = BTreeSet::new();
+        let space = if decoded.version >= EXTENTS_VERSION {
+            file.read_free_space(&decoded)?
+        } else {
+            file.read_free_list(decoded.page_count, decoded.chain_head)?
+        };
+        file.state.get_mut().space = space;
+        Ok((
+            file,
+            Meta {
+                sequence,
+                user: decoded.user,
+            },
+        ))
+    }
+
+    /// Reads a version 1 free list (module docs, "Versions").
+    fn read_free_list(&self, page_count: u64, mut head: u64) -> Result<FreeSpace> {
+        let mut ids = Vec::new();
         let mut chain = Vec::new();
         let mut seen = BTreeSet::new();
-        let mut buf = file.buffer(1);
-        while free_head != 0 {
-            if free_head >= page_count || !seen.insert(free_head) {
+        let mut buf = self.buffer(1);
+        while head != 0 {
+            if !(FIRST_DATA_PAGE..page_count).contains(&head) || !seen.insert(head) {
                 return Err(Error::Corruption {
-                    page: free_head,
+                    page: head,
                     detail: "free list points outside the file or loops".into(),
                 });
             }
-            file.read_page(free_head, &mut buf, PageKind::FreeList)?;
-            chain.push(free_head);
-            let count = le_u32(&buf, PAGE_HEADER_LEN + 8) as usize;
-            if count > Self::ids_per_free_page(page_size) {
-                return Err(Error::Corruption {
-                    page: free_head,
-                    detail: format!("free-list page lists {count} ids"),
-                });
-            }
-            for i in 0..count {
-                let id = le_u64(&buf, PAGE_HEADER_LEN + 16 + 8 * i);
-                if !(FIRST_DATA_PAGE..page_count).contains(&id) {
-                    return Err(Error::Corruption {
-                        page: free_head,
-                        detail: format!("free page id {id} outside the file"),
-                    });
-                }
-                free.insert(id);
-            }
-            free_head = le_u64(&buf, PAGE_HEADER_LEN);
+            self.read_page_in(head, &mut buf, FREE_SPACE_KIND, page_count)?;
+            chain.push(head);
+            let (next, listed) = decode_free_list_page(&buf[..self.page_size], head)?;
+            ids.extend(listed);
+            head = next;
         }
-        *file.state.lock() = State {
-            page_count,
-            free,
-            chain,
-            sequence,
-            fuzzy: None,
-        };
-        Ok((file, Meta { sequence, user }))
+        FreeSpace::from_free_list(self.page_size, page_count, &ids, chain)
     }
 
-    fn ids_per_free_page(page_size: usize) -> usize {
-        (page_size - PAGE_HEADER_LEN - 16) / 8
+    /// Reads the version 2 free space: the directory (in the meta page, then its overflow
+    /// chain) and every region page it lists.
+    fn read_free_space(&self, meta: &MetaPage) -> Result<FreeSpace> {
+        let page_count = meta.page_count;
+        let mut entries = meta.inline.clone();
+        let mut overflow = Vec::new();
+        let mut seen = BTreeSet::new();
+        let mut buf = self.buffer(1);
+        let mut head = meta.chain_head;
+        while (entries.len() as u64) < meta.entries {
+            if !(FIRST_DATA_PAGE..page_count).contains(&head) || !seen.insert(head) {
+                return Err(Error::Corruption {
+                    page: head,
+                    detail: "free-space directory points outside the file or loops".into(),
+                });
+            }
+            self.read_page_in(head, &mut buf, FREE_SPACE_KIND, page_count)?;
+            overflow.push(head);
+            match decode_free_space_page(&buf[..self.page_size])? {
+                FreeSpacePage::Directory { next, entries: e } if !e.is_empty() => {
+                    entries.extend(e);
+                    head = next;
+                }
+                _ => {
+                    return Err(Error::Corruption {
+                        page: head,
+                        detail: "expected a non-empty free-space directory page".into(),
+                    })
+                }
+            }
+        }
+        if entries.len() as u64 != meta.entries || (!overflow.is_empty() && head != 0) {
+            return Err(Error::Corruption {
+                page: head,
+                detail: format!(
+                    "free-space directory holds {} entries, the meta page says {}",
+                    entries.len(),
+                    meta.entries
+                ),
+            });
+        }
+        let mut regions = Vec::with_capacity(entries.len());
+        let mut last = None;
+        for (region, page) in entries {
+            if last.is_some_and(|l| region <= l) {
+                return Err(Error::Corruption {
+                    page,
+                    detail: format!("free-space directory out of region order at region {region}"),
+                });
+            }
+            last = Some(region);
+            self.read_page_in(page, &mut buf, FREE_SPACE_KIND, page_count)?;
+            match decode_free_space_page(&buf[..self.page_size])? {
+                FreeSpacePage::Region { index, runs } if index == region => {
+                    regions.push((region, page, runs))
+                }
+                _ => {
+                    return Err(Error::Corruption {
+                        page,
+                        detail: format!("expected the bitmap page of region {region}"),
+                    })
+                }
+            }
+        }
+        let space = FreeSpace::from_regions(
+            self.page_size,
+            page_count,
+            regions,
+            overflow,
+            inline_entries(self.page_size, meta.user.len()),
+        )?;
+        if space.marked() != meta.free_count {
+            return Err(Error::Corruption {
+                page: 0,
+                detail: format!(
+                    "the region pages mark {} pages, the meta page says {}",
+                    space.marked(),
+                    meta.free_count
+                ),
+            });
+        }
+        Ok(space)
+    }
+
+    /// Reads page `id` of `kind` while opening, before the page count is set.
+    fn read_page_in(
+        &self,
+        id: u64,
+        buf: &mut AlignedBuf,
+        kind: PageKind,
+        page_count: u64,
+    ) -> Result<()> {
+        if !(FIRST_DATA_PAGE..page_count).contains(&id) {
+            return Err(Error::Corruption {
+                page: id,
+                detail: format!("page {id} is outside the file's {page_count} pages"),
+            });
+        }
+        let bytes = &mut buf[..self.page_size];
+        self.io.read_at(bytes, id * self.page_size as u64)?;
+        let h = verify(bytes, id)?;
+        if h.kind != kind {
+            return Err(Error::Corruption {
+                page: id,
+                detail: format!("expected a {kind:?} page, found {:?}", h.kind),
+            });
+        }
+        Ok(())
     }
 
     /// Bytes per page.
@@ -321,24 +455,26 @@ impl PageFile {
 
     /// Pages in the file (allocated or free), including the two meta pages.
     pub fn page_count(&self) -> u64 {
-        self.state.lock().page_count
+        self.state.lock().space.page_count
     }
 
-    /// Free pages.
+    /// Pages not in use: free, freed with a deferred free, or kept for a running checkpoint
+    /// (not counting the pages holding the free space, [`PageFile::free_list_pages`]).
     pub fn free_pages(&self) -> u64 {
-        self.state.lock().free.len() as u64
+        self.state.lock().space.free_pages()
     }
 
-    /// Pages holding the persisted free list of the last checkpoint (free again after the next).
+    /// Pages holding the recorded free space (region bitmaps and directory overflow pages;
+    /// after opening a version 1 file, its free list until the next checkpoint).
     pub fn free_list_pages(&self) -> u64 {
-        self.state.lock().chain.len() as u64
+        self.state.lock().space.space_pages()
     }
 
     /// Checks that `pages` pages from `first` are data pages of the file. A read of others
     /// follows a damaged page id (a child pointer, say): corruption; a write of others is the
     /// caller's mistake.
     fn check_range(&self, first: u64, pages: usize, read: bool) -> Result<()> {
-        let count = self.state.lock().page_count;
+        let count = self.state.lock().space.page_count;
         let end = first.saturating_add(pages as u64);
         if first >= FIRST_DATA_PAGE && end <= count {
             return Ok(());
@@ -488,70 +624,22 @@ impl PageFile {
     }
 
     /// Allocates one page (reusing a free one when there is one).
+    #[inline]
     pub fn allocate(&self) -> u64 {
-        self.allocate_run(1)
+        self.state.lock().space.allocate_run(1)
     }
 
-    /// Allocates `n` contiguous pages and returns the first id: a run of free pages if one
-    /// exists, else new pages at the end of the file.
+    /// Allocates `n` contiguous pages and returns the first id: the shortest run of free pages
+    /// that holds them (the lowest among equals), else new pages at the end of the file.
     pub fn allocate_run(&self, n: usize) -> u64 {
-        let n = n.max(1) as u64;
-        let mut st = self.state.lock();
-        let mut run_start = None;
-        let (mut start, mut len, mut prev) = (0u64, 0u64, u64::MAX);
-        for &id in &st.free {
-            if prev != u64::MAX && id == prev + 1 {
-                len += 1;
-            } else {
-                start = id;
-                len = 1;
-            }
-            prev = id;
-            if len == n {
-                run_start = Some(start);
-                break;
-            }
-        }
-        match run_start {
-            Some(s) => {
-                for id in s..s + n {
-                    st.free.remove(&id);
-                    if let Some(f) = st.fuzzy.as_mut() {
-                        f.untouched.remove(&id);
-                    }
-                }
-                s
-            }
-            None => {
-                let s = st.page_count;
-                st.page_count += n;
-                s
-            }
-        }
+        self.state.lock().space.allocate_run(n as u64)
     }
 
     /// Marks page `id` in use, as recovery does for a page the log shows allocated after the
-    /// last checkpoint: it leaves the free list, or the file grows to hold it (pages skipped on
+    /// last checkpoint: it leaves the free pages, or the file grows to hold it (pages skipped on
     /// the way become free).
     pub fn ensure_allocated(&self, id: u64) -> Result<()> {
-        let mut st = self.state.lock();
-        if id < FIRST_DATA_PAGE || st.chain.contains(&id) {
-            return Err(Error::Corruption {
-                page: id,
-                detail: "the log allocates a meta or free-list page".into(),
-            });
-        }
-        if id >= st.page_count {
-            let old = st.page_count;
-            st.free.extend(old..id);
-            st.page_count = id + 1;
-        } else {
-            st.free.remove(&id);
-            if let Some(f) = st.fuzzy.as_mut() {
-                f.untouched.remove(&id);
-            }
-        }
-        Ok(())
+        self.state.lock().space.ensure_allocated(id)
     }
 
     /// Every byte of the underlying file (tests that copy a database's state).
@@ -565,26 +653,33 @@ impl PageFile {
         bytes
     }
 
-    /// Whether page `id` is on the free list or holds the free list itself.
+    /// Whether page `id` is not in use: free, freed (deferred or not), or holding the free
+    /// space itself.
     pub fn is_free(&self, id: u64) -> bool {
-        let st = self.state.lock();
-        st.free.contains(&id) || st.chain.contains(&id)
+        self.state.lock().space.is_free(id)
     }
 
-    /// Returns page `id` to the free list. Freeing a meta page, a page outside the file or a page
-    /// already free is an error.
+    /// Returns page `id` to the free pages, allocatable at once (module docs, "Two ways to
+    /// free"). Freeing a meta page, a page outside the file or a page not in use is an error.
     pub fn free(&self, id: u64) -> Result<()> {
-        let mut st = self.state.lock();
-        if !(FIRST_DATA_PAGE..st.page_count).contains(&id)
-            || st.chain.contains(&id)
-            || !st.free.insert(id)
-        {
-            return Err(Error::InvalidArgument {
-                what: format!("page {id} cannot be freed (not an allocated data page)"),
-                limit: 0,
-            });
-        }
-        Ok(())
+        self.free_run(id, 1)
+    }
+
+    /// Returns `n` pages from `first` to the free pages, allocatable at once; like
+    /// [`PageFile::free`] for each.
+    pub fn free_run(&self, first: u64, n: usize) -> Result<()> {
+        self.state.lock().space.free_run(first, n as u64)
+    }
+
+    /// Frees page `id` so that it becomes allocatable only once the next checkpoint to begin
+    /// is durable (module docs, "Two ways to free").
+    pub fn free_deferred(&self, id: u64) -> Result<()> {
+        self.free_run_deferred(id, 1)
+    }
+
+    /// Frees `n` pages from `first` as [`PageFile::free_deferred`] does.
+    pub fn free_run_deferred(&self, first: u64, n: usize) -> Result<()> {
+        self.state.lock().space.free_run_deferred(first, n as u64)
     }
 
     /// Makes every write so far durable.
@@ -592,25 +687,21 @@ impl PageFile {
         self.io.sync()
     }
 
-    /// Remembers the free list as it is now, for the fuzzy checkpoint that begins: its
-    /// [`PageFile::checkpoint`] then records this free list (the one that goes with the state
-    /// the checkpoint's log position recovers from), not the one of the moment it ends.
-    /// Allocations and frees may go on in between. The caller keeps them out while this runs.
+    /// Notes the free space as it is now, for the fuzzy checkpoint that begins: its
+    /// [`PageFile::checkpoint`] then records this free space (the one that goes with the state
+    /// the checkpoint's log position recovers from), not the one of the moment it ends, and
+    /// the deferred frees so far become allocatable when it is durable. Allocations and frees
+    /// may go on in between. The caller keeps them out while this runs.
     pub fn begin_fuzzy(&self) {
-        let mut st = self.state.lock();
-        st.fuzzy = Some(FuzzyFree {
-            listed: st.free.clone(),
-            untouched: st.free.clone(),
-            page_count: st.page_count,
-        });
+        self.state.lock().space.begin();
     }
 
-    /// Persists the free list and a new meta page carrying `user` (at most
+    /// Persists the free space and a new meta page carrying `user` (at most
     /// `page_size - 80` bytes), and makes everything written so far durable. Without
     /// [`PageFile::begin_fuzzy`] before, the caller keeps allocations and frees out while this
-    /// runs and the free list is the current one; after it, they may go on, and the free list
-    /// is the one `begin_fuzzy` saw. The two fsyncs run without the free-list lock, so that
-    /// allocations (a writer's split) are not held back for them.
+    /// runs and the free space is the current one; after it, they may go on, and the free space
+    /// is the one `begin_fuzzy` saw. The writes and the two fsyncs run without the free-space
+    /// lock, so that allocations (a writer's split) are not held back for them.
     pub fn checkpoint(&self, user: &[u8]) -> Result<()> {
         let max_user = self.page_size - META_USER;
         if user.len() > max_user {
@@ -619,93 +710,53 @@ impl PageFile {
                 limit: max_user,
             });
         }
-        let mut guard = self.state.lock();
-        let st = &mut *guard;
-        let fuzzy = st.fuzzy.take();
-        // The new chain lists every free page plus the old chain's pages (free once this meta
-        // lands), and is written to pages that are neither.
-        // For a fuzzy checkpoint, the pages the file grew by since it began are listed free
-        // too: the state it records is the one of its beginning, when they did not exist.
-        // Redo marks each in use again from the record that allocated it; one whose record a
-        // crash lost stays free, instead of counted in the file but neither free nor in use
-        // (and perhaps never written, past the file's end).
-        let (free_listed, mut candidates, grown) = match fuzzy {
-            Some(f) => (f.listed, f.untouched, f.page_count..st.page_count),
-            None => (st.free.clone(), st.free.clone(), 0..0),
-        };
-        let mut listed: Vec<u64> = free_listed
-            .iter()
-            .copied()
-            .chain(grown)
-            .chain(st.chain.iter().copied())
-            .collect();
-        let per_page = Self::ids_per_free_page(self.page_size);
-        let mut chain_pages = Vec::new();
-        while chain_pages.len() * per_page < listed.len() {
-            // Take chain pages from the free set (they leave the list), else from the file end.
-            let id = match candidates.pop_first() {
-                Some(id) => {
-                    st.free.remove(&id);
-                    listed.retain(|&x| x != id);
-                    id
-                }
-                None => {
-                    st.page_count += 1;
-                    st.page_count - 1
-                }
-            };
-            chain_pages.push(id);
-        }
-        // The page count this free list goes with. Writers may grow the file while the lock is
-        // released for the fsync below; pages they add then are after this checkpoint's state
-        // (redo allocates them again from their records), so the meta page must not count them:
-        // counted but neither listed free nor in use, a crash would leave them unwritten.
-        let page_count = st.page_count;
-        let mut buf = self.buffer(1);
-        let mut next = 0u64;
-        for (i, &page) in chain_pages.iter().enumerate().rev() {
-            buf.fill(0);
-            let ids =
-                &listed[(i * per_page).min(listed.len())..((i + 1) * per_page).min(listed.len())];
-            buf[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 8].copy_from_slice(&next.to_le_bytes());
-            buf[PAGE_HEADER_LEN + 8..PAGE_HEADER_LEN + 12]
-                .copy_from_slice(&(ids.len() as u32).to_le_bytes());
-            for (j, id) in ids.iter().enumerate() {
-                let at = PAGE_HEADER_LEN + 16 + 8 * j;
-                buf[at..at + 8].copy_from_slice(&id.to_le_bytes());
+        let plan = self.state.lock().space.plan(user.len())?;
+        match self.write_checkpoint(&plan, user) {
+            Ok(sequence) => {
+                let mut st = self.state.lock();
+                st.space.commit();
+                st.sequence = sequence;
+                Ok(())
             }
-            seal(&mut buf, PageKind::FreeList, page, 0);
-            self.io.write_at(&buf, page * self.page_size as u64)?;
-            next = page;
+            Err(e) => {
+                self.state.lock().space.abort();
+                Err(e)
+            }
         }
-        // Everything the meta page refers to must be durable before the meta page itself. The
-        // chain pages have left the free set and the old chain stays out of it until the meta
-        // page is durable, so allocations and frees may go on meanwhile; only checkpoints
-        // change `sequence` and `chain`, and the caller runs one at a time.
-        drop(guard);
+    }
+
+    /// Writes a planned checkpoint: its free-space pages, fsync, the meta page, fsync. Every
+    /// page the meta page refers to is durable before it is written. Returns its sequence.
+    fn write_checkpoint(&self, plan: &free_space::Plan, user: &[u8]) -> Result<u64> {
+        let mut buf = self.buffer(1);
+        for (id, body) in &plan.writes {
+            buf[..self.page_size].copy_from_slice(body);
+            seal(&mut buf[..self.page_size], FREE_SPACE_KIND, *id, 0);
+            self.io
+                .write_at(&buf[..self.page_size], id * self.page_size as u64)?;
+        }
         self.io.sync()?;
-        let mut guard = self.state.lock();
-        let st = &mut *guard;
-        let sequence = st.sequence + 1;
-        buf.fill(0);
-        buf[META_BODY..META_BODY + 4].copy_from_slice(&(self.page_size as u32).to_le_bytes());
-        buf[META_BODY + 8..META_BODY + 16].copy_from_slice(&sequence.to_le_bytes());
-        buf[META_BODY + 16..META_BODY + 24].copy_from_slice(&page_count.to_le_bytes());
-        buf[META_BODY + 24..META_BODY + 32].copy_from_slice(&next.to_le_bytes());
-        buf[META_BODY + 32..META_BODY + 40].copy_from_slice(&(listed.len() as u64).to_le_bytes());
-        buf[META_BODY + 40..META_BODY + 44].copy_from_slice(&(user.len() as u32).to_le_bytes());
-        buf[META_USER..META_USER + user.len()].copy_from_slice(user);
+        // Only checkpoints change `sequence`, and the caller runs one at a time.
+        let sequence = self.state.lock().sequence + 1;
+        encode_meta(
+            &mut buf[..self.page_size],
+            &MetaFields {
+                page_size: self.page_size,
+                sequence,
+                page_count: plan.page_count,
+                overflow_head: plan.overflow_head,
+                marked: plan.marked,
+                user,
+                entries: plan.entries,
+                inline: &plan.inline,
+            },
+        )?;
         let slot = sequence % 2;
-        seal(&mut buf, PageKind::Meta, slot, 0);
-        self.io.write_at(&buf, slot * self.page_size as u64)?;
-        drop(guard);
+        seal(&mut buf[..self.page_size], PageKind::Meta, slot, 0);
+        self.io
+            .write_at(&buf[..self.page_size], slot * self.page_size as u64)?;
         self.io.sync()?;
-        let mut guard = self.state.lock();
-        let st = &mut *guard;
-        let old_chain = std::mem::replace(&mut st.chain, chain_pages);
-        st.free.extend(old_chain);
-        st.sequence = sequence;
-        Ok(())
+        Ok(sequence)
     }
 }
 

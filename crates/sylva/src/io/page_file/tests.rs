@@ -1,5 +1,6 @@
+use super::encoding::encode_directory;
 use super::*;
-use crate::io::page_header::PageKind;
+use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 
 fn fill(file: &PageFile, id: u64, byte: u8) {
     let mut buf = file.buffer(1);
@@ -220,13 +221,53 @@ fn a_free_list_that_loops_is_corruption_not_a_hang() {
     for &id in &ids[..5] {
         file.free(id).expect("free");
     }
-    file.checkpoint(&[]).expect("checkpoint");
-    let head = file.state.lock().chain[0];
-    // Point the chain page at itself, with a valid checksum: a loop only structure reveals.
-    buf.fill(0);
-    buf[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 8].copy_from_slice(&head.to_le_bytes());
-    seal(&mut buf, PageKind::FreeList, head, 0);
-    file.io.write_at(&buf, head * 4096).expect("write loop");
+    // A full owner's area leaves the meta page no room for directory entries: the free
+    // space's one chain, the directory's overflow pages, holds them.
+    let user = vec![7u8; 4096 - META_USER];
+    file.checkpoint(&user).expect("checkpoint");
+    let (head, sequence) = {
+        let st = file.state.lock();
+        (st.space.overflow_pages()[0], st.sequence)
+    };
+    // Point the overflow page at itself, and have the meta page count one entry more than
+    // the page holds, with valid checksums: a loop only structure reveals.
+    file.read_page(head, &mut buf, PageKind::FreeList)
+        .expect("read the directory page");
+    let FreeSpacePage::Directory { entries, next } =
+        decode_free_space_page(&buf[..4096]).expect("decode")
+    else {
+        panic!("page {head} is not a directory page");
+    };
+    assert_eq!(next, 0, "one overflow page");
+    encode_directory(&mut buf[..4096], head, &entries);
+    seal(&mut buf[..4096], PageKind::FreeList, head, 0);
+    file.io
+        .write_at(&buf[..4096], head * 4096)
+        .expect("write loop");
+    let slot = sequence % 2;
+    file.io
+        .read_at(&mut buf[..4096], slot * 4096)
+        .expect("read meta");
+    let mut meta = decode_meta_page(&buf[..4096]).expect("decode meta");
+    meta.entries += 1;
+    encode_meta(
+        &mut buf[..4096],
+        &MetaFields {
+            page_size: 4096,
+            sequence: meta.sequence,
+            page_count: meta.page_count,
+            overflow_head: meta.chain_head,
+            marked: meta.free_count,
+            user: &meta.user,
+            entries: meta.entries,
+            inline: &meta.inline,
+        },
+    )
+    .expect("encode meta");
+    seal(&mut buf[..4096], PageKind::Meta, slot, 0);
+    file.io
+        .write_at(&buf[..4096], slot * 4096)
+        .expect("write meta");
     drop(file);
     match PageFile::open(&path, false) {
         Err(Error::Corruption { detail, .. }) => assert!(detail.contains("loops"), "{detail}"),
