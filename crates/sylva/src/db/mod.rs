@@ -63,7 +63,7 @@
 //!
 //! **Checkpoints are fuzzy** (ARIES' fuzzy checkpoints, with PostgreSQL's full-page writes):
 //! writers are held back (a writers' lock) only while the checkpoint rotates the log to its
-//! other segment and notes the next LSN, the record count and the free list; then every dirty
+//! other segment and notes the next LSN, the record count and the free space; then every dirty
 //! page is written while writers go on, and the meta page records what was noted. Recovery
 //! redoes the log from the noted LSN. That is correct whatever state the pages were written in,
 //! because every page changed after that LSN logged its full image first: redo installs the
