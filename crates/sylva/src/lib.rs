@@ -20,6 +20,8 @@ pub mod btree;
 pub mod buffer;
 mod db;
 mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod io;
 mod kv;
 pub mod mem;

@@ -101,7 +101,7 @@ mod checkpoint;
 mod create;
 mod cursor;
 mod kv;
-mod log;
+pub(crate) mod log;
 mod options;
 mod recovery;
 mod state;
