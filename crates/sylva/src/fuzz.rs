@@ -33,8 +33,17 @@ pub fn slotted_node(page: &[u8]) {
         return;
     };
     let _ = (v.lower_fence(), v.upper_fence(), v.prefix());
-    let _ = (v.free_space(), v.free_space_after_compaction(), v.op_counter());
-    let _ = (v.sorted(), v.fingerprints(), v.fp_capacity(), v.upper_child());
+    let _ = (
+        v.free_space(),
+        v.free_space_after_compaction(),
+        v.op_counter(),
+    );
+    let _ = (
+        v.sorted(),
+        v.fingerprints(),
+        v.fp_capacity(),
+        v.upper_child(),
+    );
     let _ = free_gap(ID, page);
     if v.has_hints() {
         for i in 0..HINT_COUNT {
@@ -80,8 +89,19 @@ pub fn dense_leaf(page: &[u8]) {
     let Ok(d) = Dense::new(ID, page) else {
         return;
     };
-    let _ = (d.count(), d.key_len(), d.value_len(), d.reference(), d.op_counter());
-    let _ = (d.shape(), d.lower_fence(), d.upper_fence(), free_gap(ID, page));
+    let _ = (
+        d.count(),
+        d.key_len(),
+        d.value_len(),
+        d.reference(),
+        d.op_counter(),
+    );
+    let _ = (
+        d.shape(),
+        d.lower_fence(),
+        d.upper_fence(),
+        free_gap(ID, page),
+    );
     let mut key = Vec::new();
     for i in 0..d.capacity() {
         if d.present(i) {
@@ -102,9 +122,24 @@ pub fn semidense_leaf(page: &[u8]) {
     let Ok(s) = SemiDense::new(ID, page) else {
         return;
     };
-    let _ = (s.count(), s.key_len(), s.reference(), s.base(), s.op_counter());
-    let _ = (s.heap_start(), s.heap_used(), s.fixed_start(), s.free_space());
-    let _ = (s.free_space_after_compaction(), s.shape(), free_gap(ID, page));
+    let _ = (
+        s.count(),
+        s.key_len(),
+        s.reference(),
+        s.base(),
+        s.op_counter(),
+    );
+    let _ = (
+        s.heap_start(),
+        s.heap_used(),
+        s.fixed_start(),
+        s.free_space(),
+    );
+    let _ = (
+        s.free_space_after_compaction(),
+        s.shape(),
+        free_gap(ID, page),
+    );
     let _ = (s.lower_fence(), s.upper_fence());
     let mut key = Vec::new();
     for i in 0..s.slots() {
@@ -146,13 +181,12 @@ pub fn meta_page(data: &[u8]) {
     let named = data
         .get(32..36)
         .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
-    let page_size = if named.is_power_of_two()
-        && (MIN_PAGE_SIZE..=crate::io::MAX_PAGE_SIZE).contains(&named)
-    {
-        named
-    } else {
-        MIN_PAGE_SIZE
-    };
+    let page_size =
+        if named.is_power_of_two() && (MIN_PAGE_SIZE..=crate::io::MAX_PAGE_SIZE).contains(&named) {
+            named
+        } else {
+            MIN_PAGE_SIZE
+        };
     let mut file = data.to_vec();
     file.resize(file.len().max(2 * page_size), 0);
     for id in 0..2 {
