@@ -1,5 +1,8 @@
-//! Arbitrary bytes as a page file's meta pages (checksummed by the entry point): decoding must return an error or a view whose every accessor
-//! answers, never panic. The driver is `sylva::fuzz::meta_page`, which the stable tests also run.
+//! Arbitrary bytes as a page file whose first two pages, checksummed by the driver, are its meta
+//! pages: open must refuse them or give a file whose pages read, allocate and checkpoint,
+//! never panic.
+//! The driver, `sylva::fuzz::meta_page`, is in the library so the stable tests run it too
+//! (`tests/fuzz_seeds.rs`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,5 +1,7 @@
-//! Arbitrary bytes as a fully-dense leaf: decoding must return an error or a view whose every accessor
-//! answers, never panic. The driver is `sylva::fuzz::dense_leaf`, which the stable tests also run.
+//! Arbitrary bytes as a fully-dense leaf: the view must refuse them or answer every accessor a
+//! lookup, scan and split call, never panic.
+//! The driver, `sylva::fuzz::dense_leaf`, is in the library so the stable tests run it too
+//! (`tests/fuzz_seeds.rs`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
