@@ -243,7 +243,11 @@ impl PageFile {
         let page_count = le_u64(&meta, META_BODY + 16);
         let mut free_head = le_u64(&meta, META_BODY + 24);
         let user_len = le_u32(&meta, META_BODY + 40) as usize;
-        if page_count < FIRST_DATA_PAGE || user_len > page_size - META_USER {
+        // A count whose bytes lie past the largest file offset would overflow the offsets of
+        // its last pages (tests/page_file_meta_page_count.rs).
+        let most_pages = i64::MAX as u64 / page_size as u64;
+        if !(FIRST_DATA_PAGE..=most_pages).contains(&page_count) || user_len > page_size - META_USER
+        {
             return Err(Error::Corruption {
                 page: 0,
                 detail: format!("meta page counts {page_count} pages, {user_len} user bytes"),
