@@ -121,3 +121,37 @@ fn every_driver_returns_on_the_fixtures_and_their_damaged_headers() {
     );
     assert!(runs > 50_000, "{runs} node decodings");
 }
+
+#[test]
+fn the_readme_names_every_fuzz_target_and_how_to_run_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let manifest = std::fs::read_to_string(root.join("fuzz/Cargo.toml")).expect("fuzz/Cargo.toml");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let section = readme
+        .split("## Fuzzing")
+        .nth(1)
+        .expect("the README has a Fuzzing section");
+    let targets: Vec<&str> = manifest
+        .split("[[bin]]")
+        .skip(1)
+        .filter_map(|bin| bin.lines().find_map(|l| l.strip_prefix("name = ")))
+        .map(|name| name.trim_matches('"'))
+        .collect();
+    assert!(targets.len() >= 8, "{targets:?}");
+    for t in targets {
+        assert!(
+            root.join(format!("fuzz/fuzz_targets/{t}.rs")).exists(),
+            "{t}'s source"
+        );
+        assert!(
+            section.contains(&format!("| `{t}` |")),
+            "README's table lacks {t}"
+        );
+        assert!(
+            section.contains(&format!(
+                "fuzz run -O {t} corpus/{t} -- -max_total_time=600"
+            )),
+            "README's commands lack {t}"
+        );
+    }
+}
