@@ -1,9 +1,10 @@
-//! Regression (found by the `meta_page` fuzz target): a meta page whose page count is more than
-//! a file can hold (its bytes past the largest file offset, `i64::MAX`) was taken at open; the
-//! offsets of pages near the end, `id × page size`, then overflowed (a panic with overflow
-//! checks, a write over another page without them), and growing the file past the count
-//! overflowed the count. Open now refuses such a meta page as corruption; one whose count fits
-//! opens as before.
+//! Regression (found through the `meta_page` fuzz target, whose first crash was a meta page
+//! counting 2^36 pages: the driver's in-memory file grew to hold them): a meta page whose page
+//! count is more than a file can hold (its bytes past the largest file offset, `i64::MAX`) was
+//! taken at open; the offsets of pages near the end, `id × page size`, then overflowed (a panic
+//! with overflow checks, a write over another page without them), and growing the file past
+//! the count overflowed the count. Open now refuses such a meta page as corruption; one whose
+//! count fits opens as before.
 
 use sylva::io::page_header::{seal, PageKind};
 use sylva::io::{MemIo, PageFile, FIRST_DATA_PAGE};
