@@ -47,9 +47,15 @@ fn a_record_type_db_does_not_write_is_log_corruption_naming_its_owner() {
     };
     for (t, says) in [
         (0u8, "record type 0 is unassigned"),
-        (9, "record type 9 is in Db's range (1–31) but not one this build writes"),
+        (
+            9,
+            "record type 9 is in Db's range (1–31) but not one this build writes",
+        ),
         (40, "record type 40 is TreeLine's (32–63), not Db's (1–31)"),
-        (64, "record type 64 is the NB-tree's (64–95), not Db's (1–31)"),
+        (
+            64,
+            "record type 64 is the NB-tree's (64–95), not Db's (1–31)",
+        ),
         (250, "record type 250 is unassigned"),
     ] {
         let dir = with_first_record_type(t);
