@@ -72,6 +72,11 @@ layer!(buffer);
 mod db;
 mod durable;
 mod error;
+layer!(
+    /// One entry point per decoder of on-disk bytes, for the fuzz targets and their stable tests.
+    #[doc(hidden)]
+    fuzz
+);
 layer!(io);
 mod kv;
 layer!(mem);

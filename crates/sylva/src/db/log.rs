@@ -23,10 +23,16 @@
 //! separators inserted, untruncated) instead of the parent's image. A parent holds hundreds of
 //! separators, so its image was about a third of such a record; the edit is some 30 bytes.
 //! The parent's first change after a checkpoint still logs its image (full-page writes).
+//!
+//! The types are in `Db`'s range of record types ([`RecordOwner::Db`], 1–31, shared with the
+//! PA-Tree mode); [`decode`] answers any other type with an [`Error::LogCorruption`] that says
+//! whose range it is in. PAGES_EDIT is in logs of format version 2 and later (builds before it
+//! refuse a version 3 log as too new; see [`crate::wal::record`], "Versions").
 
 use crate::btree::ParentEdit;
 use crate::error::{Error, Result};
 use crate::page::PageId;
+use crate::wal::record::RecordOwner;
 
 const PUT: u8 = 1;
 const DELETE: u8 = 2;
@@ -36,6 +42,15 @@ const BATCH_END: u8 = 5;
 const PAGES_EDIT: u8 = 6;
 /// `remove` of a PAGES_EDIT that removes nothing.
 const NO_REMOVE: u16 = u16::MAX;
+const _: () = assert!(
+    RecordOwner::Db.owns(PUT)
+        && RecordOwner::Db.owns(DELETE)
+        && RecordOwner::Db.owns(PAGES)
+        && RecordOwner::Db.owns(BATCH)
+        && RecordOwner::Db.owns(BATCH_END)
+        && RecordOwner::Db.owns(PAGES_EDIT),
+    "Db's record types lie in Db's range"
+);
 
 /// One decoded record, borrowing the payload.
 #[derive(Debug, PartialEq, Eq)]
@@ -242,7 +257,7 @@ pub(crate) fn decode(lsn: u64, payload: &[u8], image_len: usize) -> Result<Recor
             Record::Batch(ops)
         }
         BATCH_END => Record::BatchEnd,
-        other => return Err(r.bad(&format!("unknown record type {other}"))),
+        other => return Err(RecordOwner::Db.unknown_type(lsn, other)),
     };
     if r.at != payload.len() && !matches!(record, Record::Put { .. } | Record::Delete { .. }) {
         return Err(r.bad("trailing bytes"));
@@ -394,5 +409,27 @@ mod tests {
         assert_eq!(decode(1, &b, 4).unwrap(), Record::BatchEnd);
         assert!(decode(1, &[99], 4).is_err());
         assert!(decode(1, &[], 4).is_err());
+    }
+
+    #[test]
+    fn types_outside_what_db_writes_are_log_corruption_naming_their_owner() {
+        for (t, says) in [
+            (0u8, "unassigned"),
+            (7, "in Db's range (1–31) but not one this build writes"),
+            (31, "in Db's range"),
+            (32, "TreeLine's (32–63), not Db's (1–31)"),
+            (70, "the NB-tree's (64–95), not Db's"),
+            (200, "unassigned"),
+        ] {
+            match decode(12, &[t, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 4) {
+                Err(Error::LogCorruption { detail, .. }) => {
+                    assert!(
+                        detail.contains("record 12") && detail.contains(says),
+                        "{t}: {detail}"
+                    );
+                }
+                other => panic!("type {t}: {other:?}"),
+            }
+        }
     }
 }

@@ -106,7 +106,7 @@ mod batch;
 mod cursor;
 mod engine;
 mod kv;
-mod log;
+pub(crate) mod log;
 mod options;
 mod recovery;
 mod state;

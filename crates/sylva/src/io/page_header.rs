@@ -28,7 +28,15 @@ const KIND_AT: usize = 6;
 /// Where the LSN is in the header.
 const LSN_AT: std::ops::Range<usize> = 16..24;
 
-/// What a page holds.
+/// What a page holds: the registry of page kinds, one number per kind for every engine that
+/// shares the page file format (`docs/format.md`, "Page kinds"). Numbers are grouped by owner:
+/// 1–15 the page file and `Db` (with its PA-Tree mode, which runs the same tree), 16–31 TreeLine,
+/// 32–47 the NB-tree; 0 and 48–255 are unassigned. A number, once given, is never reused.
+///
+/// The kinds of engines this build does not have yet are registered and *reserved*
+/// ([`PageKind::is_reserved`]): [`verify`] refuses a page of a reserved kind with an
+/// [`Error::Corruption`] naming the kind and its owner, as it refuses a number that is no kind.
+/// An engine that comes to read and write a reserved kind takes it out of the reserved set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum PageKind {
@@ -40,18 +48,62 @@ pub enum PageKind {
     BTreeLeaf = 3,
     /// A B+tree inner node.
     BTreeInner = 4,
+    /// Reserved: a page of an out-of-line value's run of contiguous pages (`Db`'s large values,
+    /// issue 23).
+    OverflowValue = 5,
+    /// Reserved: a page of a TreeLine segment (issue 21; a segment is 1, 2, 4, 8 or 16
+    /// contiguous pages).
+    SegmentPage = 16,
+    /// Reserved: a TreeLine page's overflow page (issue 21).
+    SegmentOverflow = 17,
+    /// Reserved: an NB-tree d-tree leaf (issue 22).
+    DTreeLeaf = 32,
+    /// Reserved: an NB-tree d-tree inner node (issue 22).
+    DTreeInner = 33,
+    /// Reserved: a page of an NB-tree d-tree's Bloom filter (issue 22).
+    Bloom = 34,
+    /// Reserved: a page of the NB-tree's manifest, the persisted s-tree (issue 22).
+    Manifest = 35,
 }
 
 impl PageKind {
-    /// The kind with tag `b`, if it is one.
+    /// Every registered kind, in number order.
+    pub const ALL: [PageKind; 11] = [
+        PageKind::Meta,
+        PageKind::FreeList,
+        PageKind::BTreeLeaf,
+        PageKind::BTreeInner,
+        PageKind::OverflowValue,
+        PageKind::SegmentPage,
+        PageKind::SegmentOverflow,
+        PageKind::DTreeLeaf,
+        PageKind::DTreeInner,
+        PageKind::Bloom,
+        PageKind::Manifest,
+    ];
+
+    /// The kind with tag `b`, if it is a registered one (reserved kinds included).
     pub fn from_u8(b: u8) -> Option<Self> {
-        Some(match b {
-            1 => PageKind::Meta,
-            2 => PageKind::FreeList,
-            3 => PageKind::BTreeLeaf,
-            4 => PageKind::BTreeInner,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|k| *k as u8 == b)
+    }
+
+    /// Whether the kind is registered for an engine or feature this build does not have: no
+    /// reader here handles it, and [`verify`] refuses it.
+    pub const fn is_reserved(self) -> bool {
+        !matches!(
+            self,
+            PageKind::Meta | PageKind::FreeList | PageKind::BTreeLeaf | PageKind::BTreeInner
+        )
+    }
+
+    /// Who owns the kind: the page file, `Db`, TreeLine or the NB-tree.
+    pub const fn owner(self) -> &'static str {
+        match self as u8 {
+            1..=2 => "the page file",
+            3..=15 => "Db",
+            16..=31 => "TreeLine",
+            _ => "the NB-tree",
+        }
     }
 }
 
@@ -122,7 +174,8 @@ fn le_u64(b: &[u8]) -> u64 {
     u64::from_le_bytes(w)
 }
 
-/// Verifies a page read from disk as page `id`: checksum, magic, version, kind and id.
+/// Verifies a page read from disk as page `id`: checksum, magic, version, kind (registered and
+/// not reserved) and id.
 pub fn verify(page: &[u8], id: u64) -> Result<PageHeader> {
     if page.len() < PAGE_HEADER_LEN {
         return Err(Error::Corruption {
@@ -158,6 +211,16 @@ pub fn verify(page: &[u8], id: u64) -> Result<PageHeader> {
         page: id,
         detail: format!("unknown page kind {}", kind_byte(page)),
     })?;
+    if kind.is_reserved() {
+        return Err(Error::Corruption {
+            page: id,
+            detail: format!(
+                "page kind {} ({kind:?}) is reserved for {}, which this build does not read",
+                kind as u8,
+                kind.owner()
+            ),
+        });
+    }
     let stored_id = le_u64(&page[8..16]);
     if stored_id != id {
         return Err(Error::Corruption {
@@ -204,6 +267,69 @@ mod tests {
                 Err(Error::ChecksumMismatch { .. })
             ),
             "a zeroed page"
+        );
+    }
+
+    #[test]
+    fn reserved_and_unknown_kinds_are_refused_with_an_error_naming_them() {
+        for kind in PageKind::ALL {
+            assert_eq!(PageKind::from_u8(kind as u8), Some(kind), "{kind:?}");
+            let mut page = vec![0u8; 4096];
+            seal(&mut page, kind, 5, 1);
+            match verify(&page, 5) {
+                Ok(h) => {
+                    assert!(!kind.is_reserved(), "{kind:?} is reserved but verified");
+                    assert_eq!(h.kind, kind);
+                }
+                Err(Error::Corruption { page: 5, detail }) => {
+                    assert!(kind.is_reserved(), "{kind:?} refused: {detail}");
+                    assert!(
+                        detail.contains(&format!("{kind:?}")) && detail.contains(kind.owner()),
+                        "{detail}"
+                    );
+                }
+                Err(e) => panic!("{kind:?}: {e:?}"),
+            }
+        }
+        for b in [0u8, 6, 15, 18, 31, 36, 48, 255] {
+            assert_eq!(PageKind::from_u8(b), None, "{b} is no kind");
+            let mut page = vec![0u8; 4096];
+            seal(&mut page, PageKind::BTreeLeaf, 5, 1);
+            page[KIND_AT] = b;
+            let crc = crc_of(&page);
+            page[24..28].copy_from_slice(&crc.to_le_bytes());
+            assert!(
+                matches!(verify(&page, 5), Err(Error::Corruption { ref detail, .. })
+                    if detail == &format!("unknown page kind {b}")),
+                "kind {b}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_registry_is_in_number_order_with_owners_by_range() {
+        for pair in PageKind::ALL.windows(2) {
+            assert!((pair[0] as u8) < (pair[1] as u8), "{pair:?}");
+        }
+        let owners: Vec<_> = PageKind::ALL
+            .iter()
+            .map(|k| (*k as u8, k.owner()))
+            .collect();
+        assert_eq!(
+            owners,
+            [
+                (1, "the page file"),
+                (2, "the page file"),
+                (3, "Db"),
+                (4, "Db"),
+                (5, "Db"),
+                (16, "TreeLine"),
+                (17, "TreeLine"),
+                (32, "the NB-tree"),
+                (33, "the NB-tree"),
+                (34, "the NB-tree"),
+                (35, "the NB-tree"),
+            ]
         );
     }
 }

@@ -3,12 +3,12 @@
 //! ```text
 //! file header (32 bytes, at offset 0)
 //!   0..8    magic  b"sylvaWAL"
-//!   8..12   format version, u32 LE (2; 1 is still read)
+//!   8..12   format version, u32 LE (3; 2 and 1 are still read)
 //!   12..16  CRC32C of bytes 0..12 and 16..32, u32 LE
 //!   16..24  start LSN: the LSN of the first record in the file, u64 LE
 //!   24..32  zero (reserved)
 //!
-//! record, version 2 (20-byte frame + payload), records back to back from offset 32
+//! record, versions 2 and 3 (20-byte frame + payload), records back to back from offset 32
 //!   0..4    payload length, u32 LE (at most MAX_PAYLOAD)
 //!   4..8    CRC32C of bytes 0..4, 8..20 and the payload, u32 LE
 //!   8..16   LSN, u64 LE: one more than the previous record's
@@ -22,11 +22,25 @@
 //!
 //! The synced gap lets recovery tell a hole that lost acknowledged records from one in a tail
 //! that was never synced (see [`super::Wal::open_strict`]).
+//!
+//! **Versions.** 1: 16-byte frames. 2: the synced gap. 3: the frame of 2; the number says the
+//! log may hold payloads an older build cannot decode (`Db`'s PAGES_EDIT), so such a build
+//! refuses the log as a newer version instead of reporting a corrupt one. Builds from the one
+//! that added PAGES_EDIT until version 3 wrote it into version 2 logs (and into version 1 logs
+//! they appended to), so this build decodes every payload type in a log of any version. A log
+//! of an older version is appended to in its own frame format until a truncation or rotation
+//! rewrites its header as the current version.
+//!
+//! **Record types.** A payload's first byte is its record type, and each engine owns a range of
+//! them ([`RecordOwner`]), so that one engine's decoder meeting another's record (a directory
+//! opened by the wrong engine, or damage) reports whose it is instead of misreading it.
+
+use crate::error::Error;
 
 /// Magic at the start of every log file.
 pub(crate) const MAGIC: &[u8; 8] = b"sylvaWAL";
-/// The log format version this build writes.
-pub(crate) const VERSION: u32 = 2;
+/// The log format version this build writes (module docs, "Versions").
+pub(crate) const VERSION: u32 = 3;
 /// The oldest log format version this build reads (and appends to until the next truncation).
 pub(crate) const OLDEST_VERSION: u32 = 1;
 /// Bytes of the file header.
@@ -37,6 +51,79 @@ pub(crate) const FRAME_LEN: usize = 20;
 pub(crate) const FRAME_LEN_V1: usize = 16;
 /// Largest payload a record may carry; a larger length field is corruption.
 pub const MAX_PAYLOAD: usize = 64 << 20;
+
+/// The engines that write records into a log, each owning a range of record types (a
+/// payload's first byte; `docs/format.md`, "Record types"). 0 and 96–255 are unassigned. A
+/// type, once given, is never reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordOwner {
+    /// `Db`'s tree, types 1–31 (1–6 in use), and the PA-Tree mode, which runs the same tree
+    /// and so writes the same records.
+    Db,
+    /// TreeLine (issue 21), types 32–63, reserved.
+    TreeLine,
+    /// The NB-tree (issue 22), types 64–95, reserved.
+    NbTree,
+}
+
+impl RecordOwner {
+    /// Every owner, in the order of their ranges.
+    pub const ALL: [RecordOwner; 3] = [RecordOwner::Db, RecordOwner::TreeLine, RecordOwner::NbTree];
+
+    /// The first and last record type of the owner's range.
+    pub const fn types(self) -> (u8, u8) {
+        match self {
+            RecordOwner::Db => (1, 31),
+            RecordOwner::TreeLine => (32, 63),
+            RecordOwner::NbTree => (64, 95),
+        }
+    }
+
+    /// Whether record type `t` is in the owner's range.
+    pub const fn owns(self, t: u8) -> bool {
+        let (first, last) = self.types();
+        first <= t && t <= last
+    }
+
+    /// The owner of record type `t`, if it is assigned.
+    pub fn of(t: u8) -> Option<RecordOwner> {
+        Self::ALL.into_iter().find(|o| o.owns(t))
+    }
+
+    /// The owner's name in messages.
+    pub const fn name(self) -> &'static str {
+        match self {
+            RecordOwner::Db => "Db",
+            RecordOwner::TreeLine => "TreeLine",
+            RecordOwner::NbTree => "the NB-tree",
+        }
+    }
+
+    /// The error for the record at `lsn` whose type `t` the decoder of this owner does not
+    /// know: a type of its own range that this build does not write, another engine's type, or
+    /// an unassigned one. An [`Error::LogCorruption`] that says which.
+    pub fn unknown_type(self, lsn: u64, t: u8) -> Error {
+        let (first, last) = self.types();
+        let detail = match Self::of(t) {
+            Some(o) if o == self => format!(
+                "record {lsn}: record type {t} is in {}'s range ({first}–{last}) but not one \
+                 this build writes",
+                self.name()
+            ),
+            Some(o) => {
+                let (f, l) = o.types();
+                format!(
+                    "record {lsn}: record type {t} is {}'s ({f}–{l}), not {}'s ({first}–{last}): \
+                     a log another engine wrote?",
+                    o.name(),
+                    self.name()
+                )
+            }
+            None => format!("record {lsn}: record type {t} is unassigned"),
+        };
+        Error::LogCorruption { path: None, detail }
+    }
+}
 
 /// Encodes the file header.
 pub(crate) fn encode_header(start_lsn: u64) -> [u8; HEADER_LEN as usize] {
@@ -221,5 +308,33 @@ mod tests {
             decode_record(&buf, 2).map(|r| r.synced_below),
             Some(Some(0))
         );
+    }
+
+    #[test]
+    fn record_types_belong_to_one_owner_each_and_unknown_ones_say_whose_they_are() {
+        for t in 0..=255u8 {
+            let owners: Vec<_> = RecordOwner::ALL.iter().filter(|o| o.owns(t)).collect();
+            assert!(owners.len() <= 1, "type {t}: {owners:?}");
+            assert_eq!(
+                RecordOwner::of(t).is_some(),
+                (1..=95).contains(&t),
+                "type {t}"
+            );
+        }
+        let detail = |e: Error| match e {
+            Error::LogCorruption { path: None, detail } => detail,
+            e => panic!("{e:?}"),
+        };
+        let own = detail(RecordOwner::Db.unknown_type(9, 7));
+        assert!(
+            own.contains("record 9") && own.contains("Db's range (1–31)"),
+            "{own}"
+        );
+        let foreign = detail(RecordOwner::Db.unknown_type(9, 40));
+        assert!(foreign.contains("TreeLine's (32–63)"), "{foreign}");
+        let foreign = detail(RecordOwner::TreeLine.unknown_type(9, 64));
+        assert!(foreign.contains("the NB-tree's (64–95)"), "{foreign}");
+        let unassigned = detail(RecordOwner::NbTree.unknown_type(9, 0));
+        assert!(unassigned.contains("unassigned"), "{unassigned}");
     }
 }

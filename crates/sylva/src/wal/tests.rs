@@ -287,24 +287,36 @@ fn a_hole_in_synced_records_is_refused_and_one_in_an_unsynced_tail_is_cut() {
     assert!(matches!(err, Error::LogCorruption { .. }), "{err}");
 }
 
-#[test]
-fn a_version_1_log_is_read_appended_to_and_becomes_version_2_at_truncation() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("wal");
-    let mut bytes = Vec::new();
+/// A header of log format `version` starting at LSN 1.
+fn header_of_version(version: u32) -> [u8; HEADER_LEN as usize] {
     let mut header = record::encode_header(1);
-    header[8] = 1;
+    header[8..12].copy_from_slice(&version.to_le_bytes());
     let crc = crc32c::crc32c_append(crc32c::crc32c(&header[0..12]), &header[16..32]);
     header[12..16].copy_from_slice(&crc.to_le_bytes());
-    bytes.extend_from_slice(&header);
+    header
+}
+
+/// A log of an older `version` (records 1..=3, each claiming every record before it synced
+/// where the version carries claims) is read, appended to in its own format, and gets a header
+/// of the current version at truncation; damage to its first record is refused, since the
+/// records after it either claim it was synced (version 2) or make no claims (version 1).
+fn an_older_log_is_read_appended_to_and_rewritten_at_truncation(version: u32, frame_len: usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("wal");
+    let mut bytes = header_of_version(version).to_vec();
     for lsn in 1..=3 {
-        record::encode_record(&mut bytes, 1, lsn, 0, &payload(lsn));
+        record::encode_record(&mut bytes, version, lsn, lsn, &payload(lsn));
     }
     std::fs::write(&path, &bytes).expect("write");
     let (wal, rec) = open(&path);
     assert_eq!(lsns(&rec), vec![1, 2, 3]);
     append_durable(&wal, &payload(4)).expect("append");
     drop(wal);
+    assert_eq!(
+        u32::from(std::fs::read(&path).expect("read")[8]),
+        version,
+        "appended without a new header"
+    );
     let (wal, rec) = open(&path);
     assert_eq!(
         lsns(&rec),
@@ -316,16 +328,30 @@ fn a_version_1_log_is_read_appended_to_and_becomes_version_2_at_truncation() {
     append_durable(&wal, &payload(5)).expect("append");
     drop(wal);
     let on_disk = std::fs::read(&path).expect("read");
-    assert_eq!(on_disk[8], 2, "the rewritten header is version 2");
+    assert_eq!(
+        u32::from(on_disk[8]),
+        record::VERSION,
+        "the rewritten header is the current version"
+    );
     let (_, rec) = open(&path);
     assert_eq!(lsns(&rec), vec![5]);
 
-    // A version 1 log makes no claims, so any hole before intact records is refused.
     let mut bytes = bytes.clone();
-    bytes[HEADER_LEN as usize + record::FRAME_LEN_V1] ^= 1;
+    bytes[HEADER_LEN as usize + frame_len] ^= 1;
     std::fs::write(&path, &bytes).expect("write");
     let err = open_strict(&path).err().expect("refused");
     assert!(matches!(err, Error::LogCorruption { .. }), "{err}");
+}
+
+#[test]
+fn a_version_1_log_is_read_appended_to_and_becomes_the_current_version_at_truncation() {
+    an_older_log_is_read_appended_to_and_rewritten_at_truncation(1, record::FRAME_LEN_V1);
+}
+
+#[test]
+fn a_version_2_log_is_read_with_its_claims_appended_to_and_becomes_version_3_at_truncation() {
+    assert_eq!(record::VERSION, 3);
+    an_older_log_is_read_appended_to_and_rewritten_at_truncation(2, record::FRAME_LEN);
 }
 
 #[test]
@@ -519,7 +545,7 @@ fn foreign_and_future_files_are_refused_clearly() {
             err,
             Error::UnsupportedVersion {
                 found: 9,
-                supported: 2,
+                supported: record::VERSION,
                 ..
             }
         ),

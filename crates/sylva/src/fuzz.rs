@@ -1,0 +1,211 @@
+//! Entry points for the fuzz targets in `fuzz/` (not part of the API; hidden from the docs).
+//!
+//! Each function runs one decoder of on-disk bytes over arbitrary input the way the engine
+//! runs it over bytes read from disk, and calls every accessor the engine calls on what the
+//! decoder accepted. None may panic: a decoder answers damaged bytes with an error. The
+//! functions live in the library, not in the fuzz crate, so that they follow the decoders when
+//! those move and the stable test suite runs them too (`tests/fuzz_seeds.rs` over the fixtures;
+//! a regression test per bug the fuzzers found sits next to the decoder it fixed).
+//!
+//! Inputs whose bytes a checksum covers (a whole page, the meta page) are checksummed here
+//! before decoding, so a fuzzer explores what lies behind the checksum instead of stopping at
+//! it. The checksum itself is covered by the `page_verify` and `wal_recover` targets.
+
+use crate::db::log::{self, Record};
+use crate::io::page_header::{seal, PageKind, PAGE_HEADER_LEN};
+use crate::io::{MemIo, PageFile, FIRST_DATA_PAGE, MIN_PAGE_SIZE};
+use crate::page::dense::Dense;
+use crate::page::semidense::SemiDense;
+use crate::page::slotted::{Slotted, HINT_COUNT};
+use crate::page::{build, fingerprint, free_gap, PageId, KIND_FP_LEAF};
+
+/// The page id every node decoded here claims to be.
+const ID: PageId = 7;
+/// Probe keys searched in every node beside its own keys.
+const PROBES: [&[u8]; 4] = [b"", b"\0", b"m", b"\xff\xff\xff\xff\xff\xff\xff\xff\xff"];
+/// At most this many of a node's own keys (and their neighbours) are searched back.
+const OWN_PROBES: usize = 32;
+
+/// A slotted node (inner node, comparison leaf or fingerprinting leaf: node kinds 1–3), as a
+/// descent, a scan, a split and a compaction read it.
+pub fn slotted_node(page: &[u8]) {
+    let Ok(v) = Slotted::new(ID, page) else {
+        return;
+    };
+    let _ = (v.lower_fence(), v.upper_fence(), v.prefix());
+    let _ = (
+        v.free_space(),
+        v.free_space_after_compaction(),
+        v.op_counter(),
+    );
+    let _ = (
+        v.sorted(),
+        v.fingerprints(),
+        v.fp_capacity(),
+        v.upper_child(),
+    );
+    let _ = free_gap(ID, page);
+    if v.has_hints() {
+        for i in 0..HINT_COUNT {
+            let _ = v.hint(i);
+        }
+    }
+    let _ = v
+        .record_fields(0..v.count())
+        .map(|fields| fields.for_each(drop));
+    let mut probes: Vec<Vec<u8>> = PROBES.iter().map(|p| p.to_vec()).collect();
+    for i in 0..v.count() {
+        let _ = (v.lens(i), v.record_offset(i), v.value(i));
+        if v.has_heads() {
+            let _ = v.stored_head(i);
+        }
+        if !v.is_leaf() {
+            let _ = v.child(i);
+        }
+        let mut key = Vec::new();
+        if v.full_key_into(i, &mut key).is_ok() && i < OWN_PROBES {
+            let mut after = key.clone();
+            after.push(0);
+            probes.push(after);
+            probes.push(key);
+        }
+    }
+    let _ = v.child(v.count());
+    for probe in &probes {
+        let _ = v.lower_bound(probe);
+        if v.kind() == KIND_FP_LEAF {
+            let stored = probe.get(v.prefix_len()..).unwrap_or_default();
+            let _ = fingerprint::find(&v, stored);
+            let _ = fingerprint::find_scalar(&v, stored);
+        }
+    }
+    let _ = build::find_separator(&v);
+    let mut out = vec![0u8; page.len()];
+    let _ = build::rebuild_into(&v, &mut out);
+}
+
+/// A fully-dense leaf (node kind 5), as a lookup, a scan and a split read it.
+pub fn dense_leaf(page: &[u8]) {
+    let Ok(d) = Dense::new(ID, page) else {
+        return;
+    };
+    let _ = (
+        d.count(),
+        d.key_len(),
+        d.value_len(),
+        d.reference(),
+        d.op_counter(),
+    );
+    let _ = (
+        d.shape(),
+        d.lower_fence(),
+        d.upper_fence(),
+        free_gap(ID, page),
+    );
+    let mut key = Vec::new();
+    for i in 0..d.capacity() {
+        if d.present(i) {
+            let _ = d.value(i);
+            key.clear();
+            d.key_into(i, &mut key);
+            let _ = (d.slot_of(&key), d.lower_bound(&key));
+        }
+    }
+    let _ = d.present(d.capacity());
+    for probe in PROBES {
+        let _ = (d.slot_of(probe), d.lower_bound(probe));
+    }
+}
+
+/// A semi-dense leaf (node kind 4), as a lookup, a scan and a split read it.
+pub fn semidense_leaf(page: &[u8]) {
+    let Ok(s) = SemiDense::new(ID, page) else {
+        return;
+    };
+    let _ = (
+        s.count(),
+        s.key_len(),
+        s.reference(),
+        s.base(),
+        s.op_counter(),
+    );
+    let _ = (
+        s.heap_start(),
+        s.heap_used(),
+        s.fixed_start(),
+        s.free_space(),
+    );
+    let _ = (
+        s.free_space_after_compaction(),
+        s.shape(),
+        free_gap(ID, page),
+    );
+    let _ = (s.lower_fence(), s.upper_fence());
+    let mut key = Vec::new();
+    for i in 0..s.slots() {
+        let _ = s.record_offset(i);
+        if let Ok(Some(_)) = s.value(i) {
+            key.clear();
+            s.key_into(i, &mut key);
+            let _ = (s.slot_of(&key), s.lower_bound(&key));
+        }
+    }
+    for probe in PROBES {
+        let _ = (s.slot_of(probe), s.lower_bound(probe));
+    }
+}
+
+/// A `Db` log record's payload (`docs/format.md`, "Log payloads"), decoded for a database of
+/// 4 KiB pages, with every page image it carries restored over a page as redo does.
+pub fn db_log_payload(payload: &[u8]) {
+    let image_len = crate::page::DEFAULT_PAGE_SIZE - PAGE_HEADER_LEN;
+    let Ok(record) = log::decode(1, payload, image_len) else {
+        return;
+    };
+    let mut page = vec![0u8; image_len];
+    match record {
+        Record::Pages { changed, .. } | Record::PagesEdit { changed, .. } => {
+            for (_, image) in changed {
+                image.restore(&mut page);
+            }
+        }
+        Record::Put { .. } | Record::Delete { .. } | Record::Batch(_) | Record::BatchEnd => {}
+    }
+}
+
+/// A page file whose meta pages are `data`'s first two pages (at the page size `data`'s
+/// bytes 32..36 name, if legal, else the smallest), each checksummed as page 0 and page 1 as
+/// they are; then open reads the free list, and every data page is read, one allocated and a
+/// checkpoint written, as the fuzz target `page_file_open` does over unsealed bytes.
+pub fn meta_page(data: &[u8]) {
+    let named = data
+        .get(32..36)
+        .map_or(0, |b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize);
+    let page_size =
+        if named.is_power_of_two() && (MIN_PAGE_SIZE..=crate::io::MAX_PAGE_SIZE).contains(&named) {
+            named
+        } else {
+            MIN_PAGE_SIZE
+        };
+    let mut file = data.to_vec();
+    file.resize(file.len().max(2 * page_size), 0);
+    for id in 0..2 {
+        let page = &mut file[id * page_size..(id + 1) * page_size];
+        let lsn = crate::io::page_header::lsn(page);
+        seal(page, PageKind::Meta, id as u64, lsn);
+    }
+    let Ok((pages, _meta)) = PageFile::open_io(Box::new(MemIo::new(file)), false) else {
+        return;
+    };
+    let mut buf = pages.buffer(1);
+    for id in FIRST_DATA_PAGE..pages.page_count().min(64) {
+        let _ = pages.read_page(id, &mut buf, PageKind::BTreeLeaf);
+    }
+    // A memory file is not sparse: a checkpoint of a file counting more pages than the input
+    // holds would allocate them all (a real file leaves a hole, or refuses the offset).
+    if pages.page_count() > (data.len() / page_size) as u64 + 64 {
+        return;
+    }
+    let _ = pages.allocate();
+    let _ = pages.checkpoint(b"fuzz");
+}
