@@ -73,9 +73,12 @@ def main():
         if data[:4] == b"SYpg":
             put("page_file_open", data[:8 * PAGE])
             put("meta_page", data[:8 * PAGE])
+            put("free_space", data[:64 * PAGE])
             for i in range(len(data) // PAGE):
                 page = data[i * PAGE:(i + 1) * PAGE]
                 put("page_verify", page)
+                if page[6] == 2:  # a free-space page (version 1: free list)
+                    put("free_space_page", page)
                 node(page[HEADER:])
         elif data[:8] == b"sylvaWAL":
             put("wal_recover", data[:64 * 1024])

@@ -209,3 +209,44 @@ pub fn meta_page(data: &[u8]) {
     let _ = pages.allocate();
     let _ = pages.checkpoint(b"fuzz");
 }
+
+/// A page file whose free space (version 2: region bitmaps and directory overflow pages, kind
+/// 2) is the input: every page of kind 2 is checksummed as such, the two meta pages as in
+/// [`meta_page`], so the decoder of free-space pages and the rebuilding of the free space from
+/// them run on whatever lies behind the checksums; a file that opens then allocates a page and a
+/// run, frees them (one deferred) and checkpoints twice.
+pub fn free_space(data: &[u8]) {
+    let page_size = MIN_PAGE_SIZE;
+    let mut file = data.to_vec();
+    file.resize(file.len().max(2 * page_size).next_multiple_of(page_size), 0);
+    for (id, page) in file.chunks_exact_mut(page_size).enumerate() {
+        let kind = match (id, page[6]) {
+            (0 | 1, _) => PageKind::Meta,
+            (_, 2) => PageKind::FreeList,
+            _ => continue,
+        };
+        let lsn = crate::io::page_header::lsn(page);
+        seal(page, kind, id as u64, lsn);
+    }
+    let Ok((pages, _meta)) = PageFile::open_io(Box::new(MemIo::new(file)), false) else {
+        return;
+    };
+    // As in `meta_page`: a memory file is not sparse.
+    if pages.page_count() > (data.len() / page_size) as u64 + 64 {
+        return;
+    }
+    let one = pages.allocate();
+    let run = pages.allocate_run(3);
+    let _ = pages.free(one);
+    let _ = pages.free_run_deferred(run, 3);
+    let _ = pages.checkpoint(b"fuzz");
+    let _ = pages.checkpoint(b"fuzz");
+}
+
+/// One free-space page alone, as open decodes each page the meta page's directory names (its
+/// checksum is open's to verify first, so none is needed here).
+pub fn free_space_page(page: &[u8]) {
+    if let Ok(crate::io::FreeSpacePage::Region { runs, .. }) = crate::io::decode_free_space_page(page) {
+        let _marked: u64 = runs.iter().map(|&(_, pages)| pages).sum();
+    }
+}

@@ -85,7 +85,9 @@ fn every_driver_returns_on_the_fixtures_and_their_damaged_headers() {
         let bytes = std::fs::read(&file).expect("read a fixture");
         if bytes.starts_with(b"SYpg") {
             sylva::fuzz::meta_page(&bytes[..bytes.len().min(8 * PAGE)]);
+            sylva::fuzz::free_space(&bytes[..bytes.len().min(64 * PAGE)]);
             for page in bytes.chunks_exact(PAGE) {
+                sylva::fuzz::free_space_page(page);
                 runs += nodes(&page[HEADER..]);
                 pages += 1;
             }
