@@ -9,6 +9,8 @@
 # of the two binaries alternates between repetitions. Every run writes its JSON to OUT_DIR;
 # `scripts/stack-bench-table.py OUT_DIR` gives the medians and the ratios. Defaults: 3
 # repetitions, 5M records, 2M operations per phase (about 25 minutes on the 2-core machine).
+# OLD_SYLVA for the issue: `scripts/build-before.sh DIR` builds it (57a347f's engine under the
+# harness of e8cda02, so both binaries checkpoint between phases).
 set -euo pipefail
 old=$1 new=$2 out=$3 reps=${4:-3} records=${5:-5000000} ops=${6:-2000000}
 mkdir -p "$out"
