@@ -8,7 +8,9 @@
 # and E on them; then each runs C with the pool an eighth of the data and 32 threads. The order
 # of the two binaries alternates between repetitions. Every run writes its JSON to OUT_DIR;
 # `scripts/stack-bench-table.py OUT_DIR` gives the medians and the ratios. Defaults: 3
-# repetitions, 5M records, 2M operations per phase (about 25 minutes on the 2-core machine).
+# repetitions, 5M records, 2M operations per phase. The environment may narrow the set:
+# POOLS (default "big quarter"), THREADS (default "1 2"), EIGHTH=0 skips the 32-thread run (its
+# loads into a pool an eighth of the data take minutes each).
 # OLD_SYLVA for the issue: `scripts/build-before.sh DIR` builds it (57a347f's engine under the
 # harness of e8cda02, so both binaries checkpoint between phases).
 set -euo pipefail
@@ -28,14 +30,16 @@ run() { # NAME BIN POOL THREADS WORKLOAD
 }
 for rep in $(seq 1 "$reps"); do
   if ((rep % 2)); then order=(old new); else order=(new old); fi
-  for threads in 1 2; do
-    for pool in big quarter; do
+  for threads in ${THREADS:-1 2}; do
+    for pool in ${POOLS:-big quarter}; do
       for which in "${order[@]}"; do
         run "$which-$pool-t$threads-r$rep" "${!which}" "${!pool}" "$threads" c,a,e
       done
     done
   done
-  for which in "${order[@]}"; do
-    run "$which-eighth-t32-r$rep" "${!which}" "$eighth" 32 c
-  done
+  if [ "${EIGHTH:-1}" != 0 ]; then
+    for which in "${order[@]}"; do
+      run "$which-eighth-t32-r$rep" "${!which}" "$eighth" 32 c
+    done
+  fi
 done
