@@ -170,6 +170,15 @@ fn reads_of_a_tree_with_inconsistent_fences_end() {
     );
 }
 
+/// How many file-system changes creating a database at `dir` (on a fresh simulated disk) makes.
+fn changes_of_creation(dir: &Path) -> u64 {
+    let fs = SimFs::new(SimOptions::default());
+    let db = Db::open_in(&fs, dir, options(SyncMode::Always)).expect("open");
+    let changes = fs.changes();
+    drop(db);
+    changes
+}
+
 /// Defect 4: a power loss at any point while a database is created leaves a directory that
 /// opens as an empty database (nothing was acknowledged). Before the fix: "data.sylva ... 0
 /// bytes is too short for two meta pages", "wrong page magic", "wal.log is not a sylva
@@ -177,13 +186,7 @@ fn reads_of_a_tree_with_inconsistent_fences_end() {
 #[test]
 fn a_crash_while_creating_leaves_a_directory_that_opens() {
     let dir = Path::new("/db");
-    let changes = {
-        let fs = SimFs::new(SimOptions::default());
-        let db = Db::open_in(&fs, dir, options(SyncMode::Always)).expect("open");
-        let changes = fs.changes();
-        drop(db);
-        changes
-    };
+    let changes = changes_of_creation(dir);
     for at in 0..changes {
         for loss in 0..4u64 {
             let fs = SimFs::new(SimOptions::default());
@@ -346,13 +349,7 @@ fn a_page_grown_while_a_checkpoint_syncs_is_not_counted_in_it() {
 #[test]
 fn names_an_earlier_killed_process_left_are_made_durable_before_writes() {
     let dir = Path::new("/a/db");
-    let changes = {
-        let fs = SimFs::new(SimOptions::default());
-        let db = Db::open_in(&fs, dir, options(SyncMode::Always)).expect("open");
-        let changes = fs.changes();
-        drop(db);
-        changes
-    };
+    let changes = changes_of_creation(dir);
     for at in 0..changes {
         let fs = SimFs::new(SimOptions::default());
         fs.crash_after(at);
