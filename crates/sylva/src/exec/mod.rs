@@ -34,18 +34,22 @@
 //!
 //! # What is built
 //!
-//! This module holds the backends and the scheduling policies with their tests. The worker
-//! that runs tree operations as restartable attempts over them (`PaDb`, engine `patree`), the
-//! buffer pool's split load, and the benchmark suite are not built yet (issue 20).
+//! This module holds the backends, the scheduling policies and the worker loop ([`worker`]) that
+//! runs restartable tasks over the buffer pool's split miss path, with their tests. Tree
+//! operations as such tasks (`PaDb`, engine `patree`), a non-blocking eviction path, and the
+//! benchmark suite are not built yet (issue 20).
 
 mod inline;
 pub mod fit;
 pub mod sched;
 #[cfg(target_os = "linux")]
 mod uring;
+pub mod worker;
 
 #[cfg(test)]
 mod tests;
+#[cfg(all(test, target_os = "linux"))]
+mod worker_tests;
 
 use std::sync::Arc;
 use std::time::Duration;
