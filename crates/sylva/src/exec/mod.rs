@@ -39,6 +39,7 @@
 //! operations as such tasks (`PaDb`, engine `patree`), a non-blocking eviction path, and the
 //! benchmark suite are not built yet (issue 20).
 
+mod executor;
 mod inline;
 pub mod fit;
 pub mod sched;
@@ -57,6 +58,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::io::Io;
 
+pub use executor::{Executor, Op};
 pub use inline::Inline;
 #[cfg(target_os = "linux")]
 pub use uring::Uring;

@@ -39,6 +39,17 @@ pub enum Step<T> {
     Restart,
 }
 
+/// What a worker's source has for it.
+#[derive(Debug)]
+pub enum Admit<T> {
+    /// A task to run.
+    Task(T),
+    /// Nothing now; more may come (the feeder wakes the worker).
+    Empty,
+    /// Nothing more will come.
+    Closed,
+}
+
 /// A restartable operation the worker runs (see the module docs).
 pub trait Task {
     /// What it produces.
@@ -164,24 +175,35 @@ impl<'a, T: Task> Worker<'a, T> {
         self.start.elapsed().as_nanos() as u64
     }
 
-    /// Runs tasks from `source` until it has no more and every task finished, handing each
-    /// task and its result to `sink` as it finishes (in any order).
+    /// Runs tasks from `source` until it says [`Admit::Closed`] and every task finished,
+    /// handing each task and its result to `sink` as it finishes (in any order). When the
+    /// source has nothing now ([`Admit::Empty`]) and no task is in flight, the worker waits in
+    /// the backend until woken ([`super::Waker`]: whoever feeds the source wakes it).
     pub fn run(
         &mut self,
-        mut source: impl FnMut() -> Option<T>,
+        mut source: impl FnMut() -> Admit<T>,
         mut sink: impl FnMut(T, Result<T::Output>),
     ) -> Result<()> {
-        let mut exhausted = false;
+        let mut closed = false;
         loop {
             // Admit new tasks while there is room.
-            while !exhausted && !self.free.is_empty() {
+            let mut empty = false;
+            while !closed && !empty && !self.free.is_empty() {
                 match source() {
-                    Some(task) => self.admit(task),
-                    None => exhausted = true,
+                    Admit::Task(task) => self.admit(task),
+                    Admit::Empty => empty = true,
+                    Admit::Closed => closed = true,
                 }
             }
-            if exhausted && self.free.len() == self.slots.len() {
+            let idle = self.free.len() == self.slots.len();
+            if closed && idle {
                 return Ok(());
+            }
+            if idle {
+                // Nothing in flight and nothing to admit: sleep until woken.
+                self.counters.waits += 1;
+                self.collect(1, None, &mut sink)?;
+                continue;
             }
             self.counters.turns += 1;
             self.counters.outstanding_sum += self.loading.len() as u64;
@@ -215,6 +237,16 @@ impl<'a, T: Task> Worker<'a, T> {
                 }
             }
         }
+    }
+
+    /// Runs the tasks of `tasks`, then returns (a [`Worker::run`] whose source is a list).
+    pub fn run_all(
+        &mut self,
+        tasks: impl IntoIterator<Item = T>,
+        sink: impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        let mut tasks = tasks.into_iter();
+        self.run(|| tasks.next().map_or(Admit::Closed, Admit::Task), sink)
     }
 
     fn admit(&mut self, task: T) {

@@ -82,28 +82,18 @@ fn run_tasks(backend: &mut dyn Backend, options: WorkerOptions, overlap: bool) {
                 .collect()
         })
         .collect();
-    let mut source = tasks.iter().enumerate().map(|(n, idx)| {
-        let task = SumPages {
-            pages: idx.iter().map(|&i| ids[i]).collect(),
-            next: 0,
-            sum: 0,
-        };
-        (n, task)
+    let source = tasks.iter().map(|idx| SumPages {
+        pages: idx.iter().map(|&i| ids[i]).collect(),
+        next: 0,
+        sum: 0,
     });
     let mut want = Vec::new();
     let mut got = Vec::new();
     let mut worker = Worker::new(&p, backend, options).expect("worker");
-    let mut order = Vec::new();
     worker
-        .run(
-            || {
-                source.next().map(|(n, t)| {
-                    order.push(n);
-                    t
-                })
-            },
-            |task, result| got.push((task.pages.clone(), result.expect("task"))),
-        )
+        .run_all(source, |task, result| {
+            got.push((task.pages.clone(), result.expect("task")))
+        })
         .expect("run");
     let c = worker.counters().clone();
     for (pages, sum) in &got {
@@ -183,20 +173,14 @@ fn two_misses_on_one_page_cost_one_read() {
         ..options()
     };
     let mut worker = Worker::new(&p, &mut inline, rarely).expect("worker");
-    let mut n = 0;
     let mut sums = Vec::new();
+    let tasks = (0..4).map(|_| SumPages {
+        pages: vec![page],
+        next: 0,
+        sum: 0,
+    });
     worker
-        .run(
-            || {
-                n += 1;
-                (n <= 4).then(|| SumPages {
-                    pages: vec![page],
-                    next: 0,
-                    sum: 0,
-                })
-            },
-            |_, r| sums.push(r.expect("task")),
-        )
+        .run_all(tasks, |_, r| sums.push(r.expect("task")))
         .expect("run");
     assert_eq!(sums, [0, 0, 0, 0]);
     let c = worker.counters();
@@ -215,4 +199,81 @@ fn inflight_out_of_range_is_refused() {
         };
         assert!(Worker::<SumPages>::new(&p, &mut inline, options).is_err());
     }
+}
+
+/// Blocks on a future (the tests' stand-in for an async runtime).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(out) => return out,
+            std::task::Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+fn executor_serves_threads(backend: super::BackendKind) {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, ids) = pool(dir.path(), 200, 16);
+    let (p, ids) = (Arc::new(p), Arc::new(ids));
+    let ex = Arc::new(super::Executor::start(p, backend, options()).expect("start"));
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (ex, ids) = (ex.clone(), ids.clone());
+            std::thread::spawn(move || {
+                for i in 0..50u64 {
+                    let pick = |k: u64| ((t * 50 + i) * 13 + k * 71) % 200;
+                    let task = SumPages {
+                        pages: (0..3).map(|k| ids[pick(k) as usize]).collect(),
+                        next: 0,
+                        sum: 0,
+                    };
+                    let want: u64 = (0..3).map(|k| pick(k) * 7).sum();
+                    // Half blocking, half as a future; now and then one dropped unawaited.
+                    let op = ex.submit(task);
+                    let got = if i % 2 == 0 {
+                        op.wait().expect("task")
+                    } else {
+                        block_on(op).expect("task")
+                    };
+                    assert_eq!(got, want, "thread {t}, task {i}");
+                    if i % 10 == 0 {
+                        drop(ex.submit(SumPages {
+                            pages: vec![ids[0]],
+                            next: 0,
+                            sum: 0,
+                        }));
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("submitter");
+    }
+    let ex = Arc::try_unwrap(ex).ok().expect("the only handle left");
+    let c = ex.shutdown().expect("shutdown");
+    assert_eq!(c.finished, 4 * 50 + 4 * 5, "{c:?}");
+}
+
+#[test]
+fn an_executor_serves_many_threads_over_inline() {
+    executor_serves_threads(super::BackendKind::Inline);
+}
+
+#[test]
+fn an_executor_serves_many_threads_over_io_uring() {
+    if Uring::new(8).is_err() {
+        return eprintln!("skipped: io_uring unavailable here");
+    }
+    executor_serves_threads(super::BackendKind::Uring);
 }
