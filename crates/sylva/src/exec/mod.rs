@@ -39,6 +39,8 @@
 //! operations as such tasks (`PaDb`, engine `patree`), a non-blocking eviction path, and the
 //! benchmark suite are not built yet (issue 20).
 
+#[cfg(target_os = "linux")]
+pub mod calibrate;
 mod executor;
 mod inline;
 pub mod fit;
