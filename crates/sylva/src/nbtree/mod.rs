@@ -97,9 +97,15 @@
 pub(crate) mod bloom;
 pub(crate) mod cascade;
 pub(crate) mod dtree;
+mod check;
 mod engine;
 pub(crate) mod log;
 pub(crate) mod manifest;
 mod options;
 mod scan;
+mod store;
 pub(crate) mod stree;
+
+pub use options::{NbTreeOptions, OPTION_KEYS};
+pub use check::NbCheckReport;
+pub use store::NbTree;
