@@ -6,7 +6,8 @@
 //! - [`commit`] takes a frozen root's records. When the root's d-tree (frozen records plus the
 //!   on-disk part `R`) is at most σ bytes, it merges them into a new `R` (a commit that is not
 //!   a full root: close, recovery, `checkpoint()`). Otherwise HandleFullSNode(root): a leaf root
-//!   splits at the median d-key; an inner root flushes *all* its records to its children.
+//!   splits at the median d-key; an inner root flushes its first σ bytes (in key order) to its
+//!   children and the rest becomes the new `R`.
 //! - [`handle_full`] on an inner s-node flushes the first σ bytes of its d-tree's live part (lazy
 //!   removal: only its start pointer moves), then recurses once, on the largest child over σ
 //!   (§5.1's single recursive call); on a leaf it splits.
@@ -18,14 +19,26 @@
 //! read sequentially from its start pointer). Tombstones are dropped when the output is a leaf
 //! s-node's d-tree (§3.2.2: nothing older is below it).
 //!
-//! **Deamortization** (§5.1): not built yet. With `deamortize=on` the whole cascade runs as
-//! one job on the durability layer's checkpoint thread (nice 10) while writers fill the next
-//! root; it is not cut into `step_bytes` steps, inserts never run a step inline, and an insert
-//! never waits for it (the active root grows past σ instead, bounded by memory). The counters
-//! here count what exists: `handle_full_calls`, `flushes`, `splits`, `cascades`, `max_cascade_bytes`.
+//! **Deamortization** (§5.1). With `deamortize=on` a cascade is a [`Job`] that the durability
+//! layer's checkpoint thread runs at nice 10 (the *merger*) while writers fill the next root.
+//! Its writes go out in steps of at most `step_bytes`, each counted when it completes. An insert
+//! paces itself against the job (`NbTree::put`): after `a` bytes of the new root the job must
+//! have written `W · a / (¾σ)` bytes, W = (h + 1)(2f + 3)σ being the most a cascade can write;
+//! an insert that finds it behind waits for one step (`inline_steps`), and one that finds the
+//! root full while the job runs waits for the whole job (`stalls`). So a job whose output is at
+//! most W ends before the new root is ¾ full. `max_backlog` is the largest root (in bytes) a
+//! job's end found. Departure: the step runs on the merger thread while the insert waits for
+//! it, not on the insert's own thread: the cascade keeps its place on the merger's stack (the
+//! recursion of HandleFullSNode) rather than in a resumable data structure, so only the thread
+//! that began it can continue it. The insert's delay is the same; the CPU it is charged to is
+//! the merger's. The job ends when its manifest is written; the commit's two fsyncs and meta
+//! page that follow are not paced. With `deamortize=off` the cascade runs inside the insert
+//! that fills the root (§3–4).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
 
 use super::dtree::{Bound, DTree, Writer};
 use super::stree::{is_put, SNode};
@@ -55,6 +68,10 @@ pub(crate) struct Ctx<'a> {
     pub(crate) fanout: usize,
     pub(crate) bloom_bits: u32,
     pub(crate) counters: &'a Counters,
+    /// The root's bytes from which a commit moves it down (σ, or less: `Params::full_at`).
+    pub(crate) full_at: u64,
+    /// The deamortized job this cascade is (its progress, counted a step at a time).
+    pub(crate) job: Option<Arc<Job>>,
     /// This cascade's HandleFullSNode calls and bytes written.
     calls: u64,
     written: u64,
@@ -74,10 +91,100 @@ impl<'a> Ctx<'a> {
             fanout,
             bloom_bits,
             counters,
+            full_at: sigma,
+            job: None,
             calls: 0,
             written: 0,
         }
     }
+}
+
+impl Ctx<'_> {
+    /// A d-tree writer for at most `bound`, reporting its writes to the job.
+    fn writer(&self, bound: Bound) -> Writer {
+        Writer::new(self.file, bound, self.bloom_bits, self.job.clone())
+    }
+}
+
+/// A deamortized cascade's progress (§5.1), shared by the merger thread that runs it and the
+/// inserts that pace themselves against it (`NbTree::put`).
+#[derive(Debug, Default)]
+pub(crate) struct Job {
+    state: Mutex<JobState>,
+    cv: Condvar,
+    /// Largest write of one step.
+    pub(crate) step_bytes: u64,
+}
+
+/// Where a job is.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct JobState {
+    pub(crate) running: bool,
+    /// W = (h + 1)(2f + 3)σ: the most a cascade writes (one HandleFullSNode per level, each
+    /// O(fσ)); the pace inserts keep it to.
+    pub(crate) w_bound: u64,
+    /// Bytes written so far, and steps (writes of at most `step_bytes`).
+    pub(crate) done: u64,
+    pub(crate) steps: u64,
+    /// Which job (each start takes the next number).
+    pub(crate) generation: u64,
+}
+
+impl Job {
+    pub(crate) fn new(step_bytes: u64) -> Job {
+        Job {
+            step_bytes,
+            ..Job::default()
+        }
+    }
+
+    /// A job begins with the bound `w_bound`; returns its generation.
+    pub(crate) fn start(&self, w_bound: u64) -> u64 {
+        let mut st = self.state.lock();
+        let generation = st.generation + 1;
+        *st = JobState {
+            running: true,
+            w_bound,
+            done: 0,
+            steps: 0,
+            generation,
+        };
+        generation
+    }
+
+    /// A step wrote `bytes`.
+    pub(crate) fn advance(&self, bytes: u64) {
+        let mut st = self.state.lock();
+        st.done += bytes;
+        st.steps += 1;
+        self.cv.notify_all();
+    }
+
+    /// Job `generation` ended (done or failed); whether it was the one running.
+    pub(crate) fn finish(&self, generation: u64) -> bool {
+        let mut st = self.state.lock();
+        if !st.running || st.generation != generation {
+            return false;
+        }
+        st.running = false;
+        self.cv.notify_all();
+        true
+    }
+
+    pub(crate) fn state(&self) -> JobState {
+        *self.state.lock()
+    }
+
+    /// Waits at most `timeout` for the job to take one more step than `seen` or end; whether
+    /// it did.
+    pub(crate) fn wait_step_for(&self, seen: u64, timeout: std::time::Duration) -> bool {
+        let mut st = self.state.lock();
+        if st.running && st.steps <= seen {
+            self.cv.wait_for(&mut st, timeout);
+        }
+        !st.running || st.steps > seen
+    }
+
 }
 
 /// What HandleFullSNode leaves: the s-node, or its two halves and their median.
@@ -110,7 +217,7 @@ pub(crate) fn write_merge(
     if let Some((d, _)) = older {
         bound.add(Bound::of_extent(&d.extent));
     }
-    let mut w = Writer::new(ctx.file, bound, ctx.bloom_bits);
+    let mut w = ctx.writer(bound);
     let mut cursor = match older {
         Some((d, start)) => Some(d.cursor(start, true)?),
         None => None,
@@ -178,7 +285,7 @@ fn merged_in_memory(node: &SNode, newer: Vec<Rec>) -> Result<Vec<Rec>> {
 pub(crate) fn commit(ctx: &mut Ctx<'_>, root: &Arc<SNode>, recs: Vec<Rec>) -> Result<Arc<SNode>> {
     let mut root = (**root).clone();
     ctx.counters.cascades.fetch_add(1, Ordering::Relaxed);
-    let full = bytes_of(&recs) + root.live_bytes > ctx.sigma;
+    let full = bytes_of(&recs) + root.live_bytes >= ctx.full_at;
     let new_root = if !full {
         let older = root.dtree.clone();
         let start = root.start.clone();
@@ -203,6 +310,21 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, root: &Arc<SNode>, recs: Vec<Rec>) -> Re
                 grow(moved[m].0.clone(), small, large)
             }
         } else {
+            // flush(root) moves at most σ bytes, as every flush does (§4.1): the rest stays
+            // in the root's on-disk d-tree `R`, rewritten (the root has no start pointer).
+            let mut moved = moved;
+            let mut bytes = 0u64;
+            let cut = moved
+                .iter()
+                .position(|(k, v)| {
+                    bytes += (k.len() + v.len()) as u64;
+                    bytes > ctx.sigma
+                })
+                .unwrap_or(moved.len());
+            let rest = moved.split_off(cut);
+            let d = write_merge(ctx, &rest, None, false)?;
+            drop(rest);
+            root.set_dtree(d);
             distribute(ctx, &mut root, moved)?;
             if root.children.len() > ctx.fanout {
                 match split_inner(ctx, root)? {
@@ -332,8 +454,8 @@ fn split_leaf(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome> {
     }
     let half = node.live_records / 2;
     let bound = Bound::of_extent(&d.extent);
-    let mut a = Writer::new(ctx.file, bound, ctx.bloom_bits);
-    let mut b = Writer::new(ctx.file, bound, ctx.bloom_bits);
+    let mut a = ctx.writer(bound);
+    let mut b = ctx.writer(bound);
     let mut median = Vec::new();
     let mut c = d.cursor(&node.start, true)?;
     while let Some((k, v)) = c.next_record()? {
@@ -365,8 +487,8 @@ fn split_inner(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome> {
     let (mut da, mut db) = (None, None);
     if let Some(d) = node.dtree.clone() {
         let bound = Bound::of_extent(&d.extent);
-        let mut a = Writer::new(ctx.file, bound, ctx.bloom_bits);
-        let mut b = Writer::new(ctx.file, bound, ctx.bloom_bits);
+        let mut a = ctx.writer(bound);
+        let mut b = ctx.writer(bound);
         let mut c = d.cursor(&node.start, true)?;
         while let Some((k, v)) = c.next_record()? {
             if k < median.as_slice() {

@@ -34,6 +34,10 @@ pub struct NbCheckReport {
     pub d_records: u64,
     /// Pages of live runs.
     pub run_pages: u64,
+    /// The most live bytes a group of siblings holds together, and the most one d-tree holds.
+    pub max_sibling_bytes: u64,
+    /// The most live bytes one s-node's d-tree holds.
+    pub max_dtree_bytes: u64,
 }
 
 fn bad(detail: String) -> Error {
@@ -79,6 +83,7 @@ impl Checker {
                 )));
             }
             let siblings: u64 = n.children.iter().map(|c| c.live_bytes).sum();
+            self.report.max_sibling_bytes = self.report.max_sibling_bytes.max(siblings);
             let max_rec = n
                 .children
                 .iter()
@@ -88,7 +93,10 @@ impl Checker {
             let limit = (self.fanout as u64 + 2) * self.sigma + self.fanout as u64 * max_rec;
             if siblings > limit {
                 return Err(bad(format!(
-                    "siblings hold {siblings} live bytes, over {limit}"
+                    "siblings at depth {} hold {siblings} live bytes, over {limit}: {:?} (leaves: {})",
+                    depth + 1,
+                    n.children.iter().map(|c| c.live_bytes).collect::<Vec<_>>(),
+                    n.children[0].is_leaf()
                 )));
             }
         }
@@ -109,6 +117,7 @@ impl Checker {
             return Ok(());
         };
         self.report.d_trees += 1;
+        self.report.max_dtree_bytes = self.report.max_dtree_bytes.max(n.live_bytes);
         let e = d.extent;
         let (mut records, mut bytes, mut live, mut live_bytes) = (0u64, 0u64, 0u64, 0u64);
         let mut prev: Option<Vec<u8>> = None;

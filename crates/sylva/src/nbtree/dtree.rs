@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::bloom::{self, Bloom};
+use super::cascade::Job;
 use crate::error::{Error, Result};
 use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
@@ -414,11 +415,18 @@ pub(crate) struct Writer {
     hashes: Vec<u64>,
     stats: Bound,
     last_key: Vec<u8>,
+    job: Option<Arc<Job>>,
 }
 
 impl Writer {
-    /// A writer whose output holds at most what `bound` says.
-    pub(crate) fn new(file: &Arc<PageFile>, bound: Bound, bloom_bits: u32) -> Writer {
+    /// A writer whose output holds at most what `bound` says; its writes are steps of `job`
+    /// (at most the job's `step_bytes` each) when there is one.
+    pub(crate) fn new(
+        file: &Arc<PageFile>,
+        bound: Bound,
+        bloom_bits: u32,
+        job: Option<Arc<Job>>,
+    ) -> Writer {
         let ps = file.page_size();
         let usable = ps - PAGE_HEADER_LEN;
         let capacity = pages_bound(&bound, usable, bloom_bits);
@@ -427,7 +435,10 @@ impl Writer {
         } else {
             0
         };
-        let per = (WRITE_BYTES / ps).max(1);
+        let write_bytes = job
+            .as_ref()
+            .map_or(WRITE_BYTES, |j| (j.step_bytes as usize).min(WRITE_BYTES));
+        let per = (write_bytes / ps).max(1);
         Writer {
             file: file.clone(),
             ps,
@@ -446,6 +457,7 @@ impl Writer {
             hashes: Vec::new(),
             stats: Bound::default(),
             last_key: Vec::new(),
+            job,
         }
     }
 
@@ -509,6 +521,9 @@ impl Writer {
         self.file.write_frames(first, &mut self.buf[..n * self.ps], &self.kinds)?;
         self.pending = 0;
         self.kinds.clear();
+        if let Some(j) = &self.job {
+            j.advance((n * self.ps) as u64);
+        }
         Ok(())
     }
 

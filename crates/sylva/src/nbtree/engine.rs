@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard, RwLock};
 
-use super::cascade::{self, Counters, Rec};
+use super::cascade::{self, Counters, Job, Rec};
 use super::dtree::{TAG_PUT, TAG_TOMBSTONE};
 use super::log::{self, Record};
 use super::manifest::{self, State};
@@ -24,7 +24,11 @@ pub(crate) struct Params {
     pub(crate) sigma: u64,
     pub(crate) bloom_bits: u32,
     pub(crate) page_size: usize,
+    /// Cascades run as paced jobs on the merger thread (module docs of [`super::cascade`]).
+    pub(crate) deamortize: bool,
 }
+
+
 
 /// The manifest in force: its head page and run.
 #[derive(Debug, Clone, Copy)]
@@ -56,12 +60,27 @@ pub(crate) struct NbEngine {
     begin_error: Mutex<Option<Error>>,
     /// Bytes of log records appended since the last commit began.
     log_bytes: AtomicU64,
+    /// The running cascade's progress, and the inserts' waits for it.
+    pub(crate) job: Arc<Job>,
+    pub(crate) inline_steps: AtomicU64,
+    pub(crate) stalls: AtomicU64,
+    pub(crate) max_backlog: AtomicU64,
+    /// Commits begun (`begin_checkpoint` calls); the durability layer counts those ended.
+    pub(crate) commits_begun: AtomicU64,
+    /// The job the running commit's `flush` ends.
+    job_owned: Mutex<Option<u64>>,
 }
 
 impl NbEngine {
     /// The engine over `file` and `wal`: the s-tree of the manifest `state` names (a new store
     /// when `None`), its live runs marked in use and every other used page freed.
-    pub(crate) fn build(file: PageFile, wal: Arc<Wal>, state: Option<State>, params: Params) -> Result<NbEngine> {
+    pub(crate) fn build(
+        file: PageFile,
+        wal: Arc<Wal>,
+        state: Option<State>,
+        params: Params,
+        step_bytes: u64,
+    ) -> Result<NbEngine> {
         let file = Arc::new(file);
         let (root, in_force) = match state.filter(|s| s.head != 0) {
             None => (SNode::default(), None),
@@ -100,6 +119,12 @@ impl NbEngine {
             dirty: Mutex::new(false),
             begin_error: Mutex::new(None),
             log_bytes: AtomicU64::new(0),
+            job: Arc::new(Job::new(step_bytes)),
+            inline_steps: AtomicU64::new(0),
+            stalls: AtomicU64::new(0),
+            max_backlog: AtomicU64::new(0),
+            commits_begun: AtomicU64::new(0),
+            job_owned: Mutex::new(None),
         })
     }
 
@@ -131,38 +156,103 @@ impl NbEngine {
         self.log_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
-    /// Moves every frozen root down (oldest first), publishing a version after each.
+    /// Moves every frozen root down in one cascade (their records merged, the newest version
+    /// of each key winning), then publishes the new version.
     fn commit_frozen(&self) -> Result<()> {
-        loop {
-            let cur = self.version();
-            let Some(oldest) = cur.frozen.last().cloned() else {
-                return Ok(());
-            };
-            let mut recs: Vec<Rec> = Vec::new();
-            oldest.tree.walk(&[], None, usize::MAX, &mut |k, v| {
-                recs.push((k.to_vec(), v.to_vec()));
+        let cur = self.version();
+        if cur.frozen.is_empty() {
+            return Ok(());
+        }
+        let mut recs: Vec<Rec> = Vec::new();
+        // Oldest first; a newer root's record replaces an older one's.
+        for f in cur.frozen.iter().rev() {
+            let mut newer = Vec::new();
+            f.tree.walk(&[], None, usize::MAX, &mut |k, v| {
+                newer.push((k.to_vec(), v.to_vec()));
                 true
             })?;
-            let mut ctx = cascade::Ctx::new(
-                &self.file,
-                self.params.sigma,
-                self.params.fanout,
-                self.params.bloom_bits,
-                &self.counters,
-            );
-            let root = cascade::commit(&mut ctx, &cur.root, recs)?;
-            let mut w = self.current.write();
-            let mut frozen = w.frozen.clone();
-            frozen.retain(|f| !Arc::ptr_eq(f, &oldest));
-            *w = Arc::new(Version {
-                active: w.active.clone(),
-                frozen,
-                root,
-            });
-            drop(w);
-            *self.dirty.lock() = true;
+            recs = if recs.is_empty() {
+                newer
+            } else {
+                merge_newest(recs, newer)
+            };
         }
+        let mut ctx = cascade::Ctx::new(
+            &self.file,
+            self.params.sigma,
+            self.params.fanout,
+            self.params.bloom_bits,
+            &self.counters,
+        );
+        if self.params.deamortize {
+            ctx.job = Some(self.job.clone());
+        }
+        let root = cascade::commit(&mut ctx, &cur.root, recs)?;
+        let mut w = self.current.write();
+        let frozen = w
+            .frozen
+            .iter()
+            .filter(|f| !cur.frozen.iter().any(|c| Arc::ptr_eq(c, f)))
+            .cloned()
+            .collect();
+        *w = Arc::new(Version {
+            active: w.active.clone(),
+            frozen,
+            root,
+        });
+        drop(w);
+        *self.dirty.lock() = true;
+        Ok(())
     }
+
+    /// With the merger thread: freezes the active root once it holds σ bytes and no frozen root
+    /// waits (the caller holds the writers' lock), so the root is frozen at σ whenever the
+    /// merger begins its commit. `false` if the root is full and a frozen root still waits.
+    pub(crate) fn freeze_if_full(&self) -> Result<bool> {
+        let mut w = self.current.write();
+        if w.active.bytes() < self.params.sigma {
+            return Ok(true);
+        }
+        if !w.frozen.is_empty() {
+            return Ok(false);
+        }
+        let next = match self.spare.lock().take() {
+            Some(t) => t,
+            None => RootTree::new(self.params.page_size)?,
+        };
+        *w = Arc::new(Version {
+            active: Arc::new(next),
+            frozen: vec![w.active.clone()],
+            root: w.root.clone(),
+        });
+        // The job begins now: inserts pace themselves against it from here, before the merger
+        // has even woken up to begin the commit.
+        self.job.start(self.w_bound(&w.root));
+        Ok(true)
+    }
+
+    /// W = (h + 1)(2f + 3)σ for an s-tree under `root`: the most a cascade writes.
+    fn w_bound(&self, root: &SNode) -> u64 {
+        let (h, f) = (root.height() as u64, self.params.fanout as u64);
+        (h + 1) * (2 * f + 3) * self.params.sigma
+    }
+}
+
+/// Merges two sorted record lists, `newer` winning on equal keys.
+fn merge_newest(older: Vec<Rec>, newer: Vec<Rec>) -> Vec<Rec> {
+    let mut out = Vec::with_capacity(older.len() + newer.len());
+    let mut newer = newer.into_iter().peekable();
+    for o in older {
+        while let Some(n) = newer.next_if(|n| n.0 < o.0) {
+            out.push(n);
+        }
+        if newer.peek().is_some_and(|n| n.0 == o.0) {
+            continue;
+        }
+        out.push(o);
+    }
+    out.extend(newer);
+    out
 }
 
 /// Marks every page of a live run in use (the fuzzy checkpoint that wrote them recorded the
@@ -256,6 +346,7 @@ impl Engine for NbEngine {
 
     fn begin_checkpoint(&self, lsn: u64) -> Vec<u8> {
         self.log_bytes.store(0, Ordering::Relaxed);
+        self.commits_begun.fetch_add(1, Ordering::AcqRel);
         let mut w = self.current.write();
         let active_empty = w.active.bytes() == 0;
         if !active_empty {
@@ -278,6 +369,17 @@ impl Engine for NbEngine {
             }
         }
         let changes = !w.frozen.is_empty() || *self.dirty.lock();
+        if !w.frozen.is_empty() && self.params.deamortize {
+            // The job began when the root froze at σ (`freeze_if_full`), unless this commit
+            // froze it.
+            let st = self.job.state();
+            let generation = if st.running {
+                st.generation
+            } else {
+                self.job.start(self.w_bound(&w.root))
+            };
+            *self.job_owned.lock() = Some(generation);
+        }
         drop(w);
         let head = if changes {
             let head = self.file.allocate();
@@ -296,7 +398,31 @@ impl Engine for NbEngine {
         .encode()
     }
 
-    fn flush(&self, _lsn: u64) -> Result<()> {
+    fn flush(&self, lsn: u64) -> Result<()> {
+        let r = self.flush_inner(lsn);
+        // Ended, done or failed: inserts waiting for it go on (a failure poisons the store).
+        let owned = self.job_owned.lock().take();
+        if owned.is_some_and(|g| self.job.finish(g)) {
+            let backlog = self.current.read().active.bytes();
+            self.max_backlog.fetch_max(backlog, Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn page_file(&self) -> &PageFile {
+        &self.file
+    }
+
+    /// The root's bytes (active, frozen and on-disk parts): a commit begins when they pass σ.
+    fn logged_bytes(&self) -> u64 {
+        let v = self.current.read();
+        let frozen: u64 = v.frozen.iter().map(|f| f.bytes()).sum();
+        v.active.bytes() + frozen + v.root.live_bytes
+    }
+}
+
+impl NbEngine {
+    fn flush_inner(&self, _lsn: u64) -> Result<()> {
         if let Some(e) = self.begin_error.lock().take() {
             return Err(e);
         }
@@ -319,17 +445,6 @@ impl Engine for NbEngine {
         Ok(())
     }
 
-    fn page_file(&self) -> &PageFile {
-        &self.file
-    }
-
-    fn logged_bytes(&self) -> u64 {
-        let v = self.current.read();
-        v.active.bytes() + v.root.live_bytes
-    }
-}
-
-impl NbEngine {
     /// The manifest in force's head and run, as (first page, pages).
     pub(crate) fn manifest_runs(&self) -> Vec<(u64, u64)> {
         self.in_force

@@ -79,8 +79,10 @@
 //!   log or restarts). Here a commit must make the root's records durable even when the root is
 //!   not full (at close, after recovery, at `checkpoint()`): such a commit merges the frozen
 //!   root with `R` into a new `R` (at most σ bytes) instead of moving it down. When the root is
-//!   full (frozen plus `R` over σ), HandleFullSNode(root) moves *all* of it down, not only σ
-//!   bytes: so a flush of the root moves up to 2σ after a non-full commit, σ otherwise.
+//!   full (frozen plus `R` at least σ), HandleFullSNode(root) moves its first σ bytes down and
+//!   writes the rest as the new `R`: every flush moves at most σ, as in §4.1, so what a level
+//!   receives and what it passes on stay balanced (moving all of it let siblings' sizes grow
+//!   without bound when roots ran over σ).
 //! - **Sizes are bytes**: σ counts a d-tree's record bytes (key, tag, value), as the paper's
 //!   experiments do; the analysis' counts become bytes.
 //! - **Commit cadence.** The paper has no commit; here each σ of inserts ends with one fsync of
@@ -90,9 +92,10 @@
 //!   and need none of it; the inner pages and filters are in memory regardless.
 //! - **Deamortization** (§5.1): the cascade runs on the durability layer's checkpoint thread
 //!   (nice 10) with `deamortize=on`, and inside the filling insert with `deamortize=off` (no
-//!   background threads). Resumable steps of `step_bytes`, inline steps by inserts that find the
-//!   cascade behind, and the `inline_steps` / `stalls` / `max_backlog` counters are described
-//!   with the code that implements them ([`cascade`]); what is not built yet is said there.
+//!   background threads). With it on, inserts pace themselves against the cascade's written
+//!   bytes, and one that finds it behind waits for one step of `step_bytes` *run by the merger
+//!   thread*, not by itself: the cascade's place is the merger's stack, not a resumable data
+//!   structure ([`cascade`], with the `inline_steps` / `stalls` / `max_backlog` counters).
 
 pub(crate) mod bloom;
 pub(crate) mod cascade;

@@ -27,8 +27,7 @@ pub struct NbTreeOptions {
     /// Run the cascade on a background thread (`true`) or inside the insert that fills the
     /// root (`false`: no background threads at all, which the power-loss simulation needs).
     pub deamortize: bool,
-    /// Bytes per resumable step of a deamortized cascade (recorded; steps are not built yet,
-    /// `super::cascade`).
+    /// Bytes a deamortized cascade writes per step (at most 1 MiB counts; `super::cascade`).
     pub step_bytes: u64,
     /// Page size of a new store (4096..=65536, a power of two).
     pub page_size: usize,

@@ -58,6 +58,7 @@ impl NbTree {
             sigma: options.sigma_bytes(),
             bloom_bits: options.bloom_bits,
             page_size,
+            deamortize: options.deamortize,
         };
         let durable_options = durable::Options {
             sync: options.sync,
@@ -73,7 +74,7 @@ impl NbTree {
                 params.bloom_bits = s.bloom_bits;
                 check_params(params.fanout, params.sigma, params.bloom_bits, page_size)?;
             }
-            NbEngine::build(file, wal, state, params)
+            NbEngine::build(file, wal, state, params, options.step_bytes)
         })?;
         let p = durable.engine().params;
         Ok(NbTree {
@@ -157,10 +158,65 @@ impl NbTree {
             let lsn = e.wal.append(&buf)?;
             e.logged(buf.len());
             e.apply(key, Some(value))?;
-            Ok(lsn)
+            let frozen = !e.params.deamortize || e.freeze_if_full()?;
+            Ok((lsn, frozen))
         })();
-        let lsn = self.durable.poison().guard(r)?;
-        self.durable.after_write(1, lsn)
+        let (lsn, frozen) = self.durable.poison().guard(r)?;
+        self.durable.after_write(1, lsn)?;
+        self.pace(frozen, lsn)
+    }
+
+    /// Deamortization (module docs of [`super::cascade`]): an insert that finds the running
+    /// commit behind its pace waits for one step of it; one that finds the root full while a
+    /// commit runs waits for all of it (a stall).
+    fn pace(&self, frozen: bool, lsn: u64) -> Result<()> {
+        let e = self.engine();
+        if !e.params.deamortize {
+            return Ok(());
+        }
+        let sigma = e.params.sigma;
+        if !frozen {
+            // A stall: the root is full and the root frozen before it is still waiting to be
+            // moved down (its commit is running, or the merger has not begun it). Commit here:
+            // the checkpoint lock waits for the running one.
+            e.stalls.fetch_add(1, Ordering::Relaxed);
+            return self.durable.checkpoint();
+        }
+        let a = e.version().active.bytes();
+        let st = e.job.state();
+        if st.running {
+            let required =
+                (u128::from(st.w_bound) * u128::from(a) / u128::from(sigma * 3 / 4)) as u64;
+            if st.done < required {
+                e.inline_steps.fetch_add(1, Ordering::Relaxed);
+                while !e.job.wait_step_for(st.steps, std::time::Duration::from_millis(1)) {
+                    self.durable.check_open()?;
+                    if !self.commit_running() {
+                        // The merger's request may have come while the last commit was
+                        // ending, and been dropped: ask again.
+                        self.durable.after_write(0, lsn)?;
+                    }
+                }
+            }
+        } else if a >= sigma * 3 / 4 && self.commit_running() {
+            // The cascade has written everything; the commit's last step (fsyncs and the meta
+            // page) is still running and the root is ¾ full.
+            e.inline_steps.fetch_add(1, Ordering::Relaxed);
+            self.wait_commit();
+        }
+        Ok(())
+    }
+
+    /// Whether a commit has begun and not ended.
+    fn commit_running(&self) -> bool {
+        self.engine().commits_begun.load(Ordering::Acquire) > self.durable.checkpoints()
+    }
+
+    /// Waits for the running commit to end (or the store to be poisoned).
+    fn wait_commit(&self) {
+        while self.commit_running() && self.durable.check_open().is_ok() {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+        }
     }
 
     /// Removes `key`; returns whether it was present (it is read first, §3.2.2).
@@ -179,11 +235,13 @@ impl NbTree {
             let lsn = e.wal.append(&buf)?;
             e.logged(buf.len());
             e.apply(key, None)?;
-            Ok(Some(lsn))
+            let frozen = !e.params.deamortize || e.freeze_if_full()?;
+            Ok(Some((lsn, frozen)))
         })();
         match self.durable.poison().guard(r)? {
-            Some(lsn) => {
+            Some((lsn, frozen)) => {
                 self.durable.after_write(1, lsn)?;
+                self.pace(frozen, lsn)?;
                 Ok(true)
             }
             None => Ok(false),
@@ -249,6 +307,9 @@ impl NbTree {
             ("dtrees_written", l(&c.dtrees_written)),
             ("bytes_written", l(&c.bytes_written)),
             ("max_cascade_bytes", l(&c.max_cascade_bytes)),
+            ("inline_steps", l(&e.inline_steps)),
+            ("stalls", l(&e.stalls)),
+            ("max_backlog", l(&e.max_backlog)),
             ("lookups", l(&e.lookups)),
             ("leaf_reads", l(&e.leaf_reads)),
             ("file_pages", file.page_count()),
