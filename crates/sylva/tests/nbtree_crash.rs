@@ -70,7 +70,7 @@ impl Script {
             rng: Rng(0xC0FFEE ^ round),
             round,
             next: 0,
-            checkpoints: round % 3 == 0,
+            checkpoints: round.is_multiple_of(3),
         }
     }
 
@@ -120,7 +120,7 @@ fn options(mode_name: &str, round: u64) -> NbTreeOptions {
         },
         sigma: Some(64 << 10),
         fanout: 3,
-        deamortize: round % 2 == 1,
+        deamortize: !round.is_multiple_of(2),
         ..NbTreeOptions::default()
     }
 }
@@ -169,7 +169,7 @@ fn crash_child() {
         if matches!(op, Op::Sync) {
             writeln!(out, "synced {i}").expect("stdout");
         }
-        if i % 16 == 0 {
+        if i.is_multiple_of(16) {
             writeln!(
                 out,
                 "stats {} {} {}",
