@@ -333,6 +333,7 @@ impl Engine for NbEngine {
         match log::decode(lsn, payload)? {
             Record::Put { key, value } => self.apply(key, Some(value)),
             Record::Delete { key } => self.apply(key, None),
+            Record::Batch(ops) => ops.iter().try_for_each(|(k, v)| self.apply(k, *v)),
         }
     }
 

@@ -72,7 +72,13 @@ impl NbTree {
                 params.fanout = s.fanout as usize;
                 params.sigma = s.sigma;
                 params.bloom_bits = s.bloom_bits;
-                check_params(params.fanout, params.sigma, params.bloom_bits, page_size)?;
+                let sigma = if options.unchecked_sigma {
+                    u64::MAX
+                } else {
+                    params.sigma
+                };
+                // Damage or another build's values: refused like bad options.
+                check_params(params.fanout, sigma, params.bloom_bits, page_size)?;
             }
             NbEngine::build(file, wal, state, params, options.step_bytes)
         })?;
@@ -246,6 +252,38 @@ impl NbTree {
             }
             None => Ok(false),
         }
+    }
+
+    /// Applies puts (`Some(value)`) and deletes atomically: one log record, so after a crash
+    /// all of them or none. Deletes in a batch are blind (they report nothing).
+    pub fn write_batch(&self, ops: &[(&[u8], Option<&[u8]>)]) -> Result<()> {
+        self.durable.check_open()?;
+        let limits = self.limits();
+        for (k, v) in ops {
+            limits.check_key(k)?;
+            if let Some(v) = v {
+                limits.check_value(v)?;
+            }
+        }
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let e = self.engine();
+        let r = (|| {
+            let _w = e.writers.lock();
+            let mut buf = Vec::new();
+            log::batch(&mut buf, ops);
+            let lsn = e.wal.append(&buf)?;
+            e.logged(buf.len());
+            for (k, v) in ops {
+                e.apply(k, *v)?;
+            }
+            let frozen = !e.params.deamortize || e.freeze_if_full()?;
+            Ok((lsn, frozen))
+        })();
+        let (lsn, frozen) = self.durable.poison().guard(r)?;
+        self.durable.after_write(ops.len() as u64, lsn)?;
+        self.pace(frozen, lsn)
     }
 
     /// Visits up to `limit` records from the first key `>= start`, in key order.
