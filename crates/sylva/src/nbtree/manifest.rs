@@ -204,7 +204,7 @@ impl Reader<'_> {
 
 /// Decodes manifest bytes (`page`: where they were read, for errors). Checks the encoding's
 /// own consistency (lengths, counts, depth, key order); the extents are checked when loaded.
-pub fn decode(page: u64, bytes: &[u8]) -> Result<RawNode> {
+pub(crate) fn decode(page: u64, bytes: &[u8]) -> Result<RawNode> {
     let mut r = Reader { b: bytes, at: 0, page };
     if r.take(4)? != MANIFEST_MAGIC {
         return Err(Error::Corruption {
