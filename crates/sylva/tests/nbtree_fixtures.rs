@@ -36,11 +36,7 @@ fn model() -> BTreeMap<Vec<u8>, Vec<u8>> {
     for i in 0..3100u32 {
         let k = (i.wrapping_mul(7919) % 100_000).to_be_bytes().to_vec();
         if i % 10 == 9 {
-            m.remove(
-                &((i - 5).wrapping_mul(7919) % 100_000)
-                    .to_be_bytes()
-                    .to_vec(),
-            );
+            m.remove(&((i - 5).wrapping_mul(7919) % 100_000).to_be_bytes()[..]);
         }
         m.insert(k, vec![(i % 251) as u8; 20 + (i % 50) as usize]);
     }
