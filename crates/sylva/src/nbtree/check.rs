@@ -167,7 +167,7 @@ impl Checker {
 }
 
 impl NbTree {
-    /// Commits, then verifies the structure and every live page (module docs of [`self`]).
+    /// Commits, then verifies the structure and every live page (the invariants listed in `nbtree/check.rs`).
     /// Run it on a quiet store.
     pub fn check(&self) -> Result<NbCheckReport> {
         self.checkpoint()?;

@@ -5,11 +5,11 @@
 //!
 //! # The structure (§3.1, §5.1)
 //!
-//! - **s-tree** ([`stree`]): in memory, immutable nodes shared through `Arc` (a change copies
-//!   the path it touches and publishes a new [`stree::Version`]). An s-node holds its s-keys,
+//! - **s-tree** (`stree`): in memory, immutable nodes shared through `Arc` (a change copies
+//!   the path it touches and publishes a new `stree::Version`). An s-node holds its s-keys,
 //!   its children (at most `f`, at least ⌈f/2⌉ below the root; none in a leaf) and a d-tree.
-//!   Child `i`'s keys lie in `[K_{i−1}, K_i)`. It is persisted as the *manifest* ([`manifest`]).
-//! - **d-trees** ([`dtree`]): slotted B+trees (`page::slotted`, the format `Db` uses) built
+//!   Child `i`'s keys lie in `[K_{i−1}, K_i)`. It is persisted as the *manifest* (`manifest`).
+//! - **d-trees** (`dtree`): slotted B+trees (`page::slotted`, the format `Db` uses) built
 //!   bottom-up with `page::build::Builder` into one contiguous run: the leaves in key order,
 //!   then each inner level, then the d-tree's Bloom filter; written in I/Os of at most 1 MiB.
 //!   Page kinds `DTreeLeaf` (32), `DTreeInner` (33), `Bloom` (34). A leaf record's value is a
@@ -20,7 +20,7 @@
 //!   active root that filled and is being moved down), and an on-disk d-tree `R` (see the
 //!   departures below).
 //!
-//! # The algorithms (§3.2, §4.1, §5.1; [`cascade`])
+//! # The algorithms (§3.2, §4.1, §5.1; `cascade`)
 //!
 //! When the root's d-tree holds more than σ bytes the active root is frozen, a fresh one takes
 //! writes, and the frozen one is moved down by **HandleFullSNode**:
@@ -49,12 +49,12 @@
 //! queries. A run is freed once no version holds its d-tree and the checkpoint that dropped it
 //! is durable ([`crate::io::PageFile::free_run_deferred`] from the d-tree's `Drop`).
 //!
-//! # Durability: commits are the durability layer's checkpoints ([`engine`])
+//! # Durability: commits are the durability layer's checkpoints (`engine`)
 //!
-//! The NB-tree plugs into [`crate::durable`] like `Db`. Every write is logged (PUT 64, DELETE
+//! The NB-tree plugs into `crate::durable` like `Db`. Every write is logged (PUT 64, DELETE
 //! 65) before it is applied and acknowledged per [`crate::SyncMode`]. A *commit* is a
 //! checkpoint of that layer, triggered when the root's d-tree passes σ
-//! ([`crate::durable::Engine::logged_bytes`] is the root's byte count and the checkpoint
+//! (`durable::Engine::logged_bytes` is the root's byte count and the checkpoint
 //! threshold is σ):
 //! 1. with writers held back, the log rotates to its other segment at LSN `l`, the active root
 //!    is frozen, and a *manifest head* page is allocated; the meta page to come will name it
@@ -87,15 +87,28 @@
 //!   experiments do; the analysis' counts become bytes.
 //! - **Commit cadence.** The paper has no commit; here each σ of inserts ends with one fsync of
 //!   the page file and one of the log, and the old log segment is dropped.
-//! - **Leaf reads** go through `pread` (the OS page cache), not the buffer pool: the pool's
-//!   frames are latched in place by the B+tree's protocol, while d-tree leaves are immutable
-//!   and need none of it; the inner pages and filters are in memory regardless.
+//! - **Leaf reads** go through `pread` (the OS page cache; the page file is opened without
+//!   `O_DIRECT`), not the buffer pool: the pool's frames are latched in place by the B+tree's
+//!   protocol, while d-tree leaves are immutable and need none of it; the inner pages and
+//!   filters are in memory regardless.
 //! - **Deamortization** (§5.1): the cascade runs on the durability layer's checkpoint thread
 //!   (nice 10) with `deamortize=on`, and inside the filling insert with `deamortize=off` (no
 //!   background threads). With it on, inserts pace themselves against the cascade's written
 //!   bytes, and one that finds it behind waits for one step of `step_bytes` *run by the merger
 //!   thread*, not by itself: the cascade's place is the merger's stack, not a resumable data
-//!   structure ([`cascade`], with the `inline_steps` / `stalls` / `max_backlog` counters).
+//!   structure (`cascade`, with the `inline_steps` / `stalls` / `max_backlog` counters).
+//!
+//! # Status against issue 22
+//!
+//! Built and tested: the structure, the root d-tree with the log, d-trees in runs with Bloom
+//! filters, HandleFullSNode / flush / SNodeSplit with the single recursive call and lazy
+//! removal, commits and recovery on the durability layer (with atomic write batches), queries
+//! and merged scans over `Arc` versions, deferred freeing of replaced runs, the deamortized
+//! cascade's pacing and counters, and the bad-input errors. Partial: steps are taken by the
+//! merger thread while a behind insert waits (above); inner pages and filters stay in memory
+//! unbounded by `cache_bytes` (they grow with the data, about 1% and 10 bits a record); leaf
+//! reads bypass the buffer pool; the bulk builder (`dtree::Writer`) lives here, not yet
+//! shared with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
 
 pub(crate) mod bloom;
 pub(crate) mod cascade;
