@@ -209,6 +209,11 @@ impl NbEngine {
     /// waits (the caller holds the writers' lock), so the root is frozen at σ whenever the
     /// merger begins its commit. `false` if the root is full and a frozen root still waits.
     pub(crate) fn freeze_if_full(&self) -> Result<bool> {
+        // The common case under a read lock: writers hold the writers' lock, so the root cannot
+        // fill between this and the write lock below.
+        if self.current.read().active.bytes() < self.params.sigma {
+            return Ok(true);
+        }
         let mut w = self.current.write();
         if w.active.bytes() < self.params.sigma {
             return Ok(true);
