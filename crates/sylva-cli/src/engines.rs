@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sylva::{
     BTree, BTreeOptions, BaselineOptions, BpTreeOptions, BpTreeStore, Db, DbOptions, KvStore,
-    MemMap, Stats, SyncMode,
+    MemMap, NbTree, NbTreeOptions, Stats, SyncMode,
 };
 use ycsb::runner::{Session, Shared, Target};
 
@@ -31,6 +31,7 @@ pub const BENCH_BATCH_MS: u64 = 10;
 /// Every engine name, for error messages and help.
 pub const ENGINE_NAMES: &[&str] = &[
     "db",
+    "nbtree",
     "memmap",
     "btreemap",
     "btree",
@@ -49,7 +50,7 @@ pub const PEER_ENGINES: &[&str] = &["rocksdb", "lmdb", "redb", "fjall", "sled"];
 /// Whether the engine named `name` keeps its data in files (`db` and every peer): the engines a
 /// larger-than-memory set runs and `--recovery` kills and reopens.
 pub fn is_durable(name: &str) -> bool {
-    name == "db" || PEER_ENGINES.contains(&name)
+    name == "db" || name == "nbtree" || PEER_ENGINES.contains(&name)
 }
 
 /// A parsed `NAME[:KEY=VALUE,...]`.
@@ -112,6 +113,7 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
             Ok(Box::new(|_| Ok(Box::new(BareBTreeMap::default()))))
         }
         "db" => db_opener(spec),
+        "nbtree" => nbtree_opener(spec),
         "btree" => {
             // `btree:layout=baseline|prefix|heads|hints|fingerprint|semidense|dense|adaptive,
             // page_size=N,redistribute=BOOL`.
@@ -186,6 +188,38 @@ pub fn db_opener(spec: &EngineSpec) -> Result<Opener, String> {
     let options = db_options(spec)?;
     Ok(Box::new(move |dir| {
         shared(Db::open(dir, options).map_err(|e| e.to_string())?)
+    }))
+}
+
+/// The options of an `nbtree` spec (`nbtree:sigma=BYTES,fanout=N,bloom_bits=N,
+/// deamortize=on|off,step_bytes=N` and `db`'s `sync`, `batch_ops`, `batch_ms`, `cache_bytes`,
+/// `page_size`: the keys of [`sylva::NBTREE_OPTION_KEYS`]): the fair defaults (σ an eighth of
+/// `cache_bytes` unless set), then the spec's options in order.
+pub fn nbtree_options(spec: &EngineSpec) -> Result<NbTreeOptions, String> {
+    let mut options = NbTreeOptions {
+        sync: SyncMode::Batch {
+            ops: BENCH_BATCH_OPS,
+            interval: Duration::from_millis(BENCH_BATCH_MS),
+        },
+        cache_bytes: BENCH_CACHE_BYTES,
+        ..NbTreeOptions::default()
+    };
+    for (k, v) in &spec.options {
+        options
+            .set(k, v)
+            .map_err(|e| format!("engine `{}`: {e}", spec.name))?;
+    }
+    options
+        .validate()
+        .map_err(|e| format!("engine `{}`: {e}", spec.name))?;
+    Ok(options)
+}
+
+/// The opener of an `nbtree` spec.
+pub fn nbtree_opener(spec: &EngineSpec) -> Result<Opener, String> {
+    let options = nbtree_options(spec)?;
+    Ok(Box::new(move |dir| {
+        shared(NbTree::open(dir, options).map_err(|e| e.to_string())?)
     }))
 }
 
@@ -419,6 +453,32 @@ mod tests {
             assert!(err.contains(key), "{key} missing from {err}");
         }
         assert!(db_options(&EngineSpec::parse("db:sync=sometimes").expect("parse")).is_err());
+    }
+
+    #[test]
+    fn nbtree_specs_take_their_options_and_refuse_bad_ones() {
+        let o = nbtree_options(&EngineSpec::parse("nbtree").expect("parse")).expect("defaults");
+        assert_eq!(o.sigma_bytes(), BENCH_CACHE_BYTES / 8);
+        let spec = "nbtree:cache_bytes=268435456,sync=never,sigma=1048576,fanout=15,bloom_bits=0,deamortize=off,step_bytes=65536";
+        let o = nbtree_options(&EngineSpec::parse(spec).expect("parse")).expect("options");
+        assert_eq!(
+            (
+                o.sigma_bytes(),
+                o.fanout,
+                o.bloom_bits,
+                o.deamortize,
+                o.step_bytes,
+                o.sync
+            ),
+            (1 << 20, 15, 0, false, 65536, SyncMode::Never)
+        );
+        let err = nbtree_options(&EngineSpec::parse("nbtree:colour=red").expect("parse"))
+            .expect_err("unknown option");
+        assert!(err.contains("sigma") && err.contains("fanout"), "{err}");
+        let err = nbtree_options(&EngineSpec::parse("nbtree:fanout=2").expect("parse"))
+            .expect_err("fanout 2");
+        assert!(err.contains("fanout"), "{err}");
+        assert!(is_durable("nbtree"));
     }
 
     #[cfg(feature = "peers-no-rocksdb")]

@@ -250,3 +250,34 @@ pub fn free_space_page(page: &[u8]) {
         let _marked: u64 = runs.iter().map(|&(_, pages)| pages).sum();
     }
 }
+
+/// The NB-tree's manifest bytes (`docs/format.md`, "NB-tree directory"), decoded as recovery
+/// decodes them after the head page's checksum matched; every s-node of an accepted manifest
+/// is walked. Returns whether the bytes were accepted.
+pub fn nbtree_manifest(bytes: &[u8]) -> bool {
+    fn walk(n: &crate::nbtree::manifest::RawNode) -> usize {
+        let _ = (&n.keys, &n.start, n.live_records, n.live_bytes, n.dtree);
+        1 + n.children.iter().map(walk).sum::<usize>()
+    }
+    match crate::nbtree::manifest::decode(ID, bytes) {
+        Ok(root) => walk(&root) > 0,
+        Err(_) => false,
+    }
+}
+
+/// An NB-tree d-tree's Bloom filter bytes, decoded as loading a d-tree does, then probed.
+pub fn nbtree_bloom(bytes: &[u8]) {
+    if let Ok(f) = crate::nbtree::bloom::Bloom::decode(ID, bytes.to_vec()) {
+        for probe in PROBES {
+            let _ = f.may_contain(crate::nbtree::bloom::hash(probe));
+        }
+        for i in 0..64u64 {
+            let _ = f.may_contain(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        }
+    }
+}
+
+/// An NB-tree log record's payload (types 64–66), decoded as redo decodes it.
+pub fn nbtree_log_payload(payload: &[u8]) {
+    let _ = crate::nbtree::log::decode(1, payload);
+}

@@ -82,6 +82,10 @@ layer!(io);
 mod kv;
 layer!(mem);
 mod memmap;
+layer!(
+    /// The Nested B-tree (issue 22).
+    nbtree
+);
 layer!(page);
 mod sync;
 layer!(wal);
@@ -95,6 +99,7 @@ pub use error::{Error, Result};
 pub use kv::{KvStore, Limits, Stats, Visitor};
 pub use mem::bptree::{BaselineOptions, BpTreeOptions, BpTreeStore, TreeStats as BpTreeStats};
 pub use memmap::{MemMap, MEMMAP_MAX_KEY, MEMMAP_MAX_VALUE};
+pub use nbtree::{NbCheckReport, NbTree, NbTreeOptions, OPTION_KEYS as NBTREE_OPTION_KEYS};
 pub use wal::SyncMode;
 
 /// The file system under a database: [`Db::open_in`] runs one on any [`Vfs`](vfs::Vfs), the

@@ -56,13 +56,13 @@ pub enum PageKind {
     SegmentPage = 16,
     /// Reserved: a TreeLine page's overflow page (issue 21).
     SegmentOverflow = 17,
-    /// Reserved: an NB-tree d-tree leaf (issue 22).
+    /// An NB-tree d-tree leaf (`crate::nbtree`).
     DTreeLeaf = 32,
-    /// Reserved: an NB-tree d-tree inner node (issue 22).
+    /// An NB-tree d-tree inner node (`crate::nbtree`).
     DTreeInner = 33,
-    /// Reserved: a page of an NB-tree d-tree's Bloom filter (issue 22).
+    /// A page of an NB-tree d-tree's Bloom filter (`crate::nbtree`).
     Bloom = 34,
-    /// Reserved: a page of the NB-tree's manifest, the persisted s-tree (issue 22).
+    /// A page of the NB-tree's manifest, the persisted s-tree, or its head (`crate::nbtree`).
     Manifest = 35,
 }
 
@@ -92,7 +92,14 @@ impl PageKind {
     pub const fn is_reserved(self) -> bool {
         !matches!(
             self,
-            PageKind::Meta | PageKind::FreeList | PageKind::BTreeLeaf | PageKind::BTreeInner
+            PageKind::Meta
+                | PageKind::FreeList
+                | PageKind::BTreeLeaf
+                | PageKind::BTreeInner
+                | PageKind::DTreeLeaf
+                | PageKind::DTreeInner
+                | PageKind::Bloom
+                | PageKind::Manifest
         )
     }
 

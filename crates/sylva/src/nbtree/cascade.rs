@@ -1,0 +1,518 @@
+//! HandleFullSNode, flush and SNodeSplit (§3.2.1, §4.1, §5.1): how a frozen root moves down.
+//!
+//! A cascade works on copies of the s-nodes it changes (the path from the root to what it
+//! touches) and returns a new root; readers keep the old version until it is published.
+//!
+//! - [`commit`] takes a frozen root's records. When the root's d-tree (frozen records plus the
+//!   on-disk part `R`) is at most σ bytes, it merges them into a new `R` (a commit that is not
+//!   a full root: close, recovery, `checkpoint()`). Otherwise HandleFullSNode(root): a leaf root
+//!   splits at the median d-key; an inner root flushes its first σ bytes (in key order) to its
+//!   children and the rest becomes the new `R`.
+//! - [`handle_full`] on an inner s-node flushes the first σ bytes of its d-tree's live part (lazy
+//!   removal: only its start pointer moves), then recurses once, on the largest child over σ
+//!   (§5.1's single recursive call); on a leaf it splits.
+//! - A child's split inserts its median and new sibling; more than `f` children split the
+//!   s-node at its median s-key, its d-tree's live part split at that key.
+//!
+//! Every d-tree a cascade touches is written as one sequential merge ([`write_merge`]): the
+//! moved records (newer, in memory, at most 2σ bytes) with the child's live d-tree (older,
+//! read sequentially from its start pointer). Tombstones are dropped when the output is a leaf
+//! s-node's d-tree (§3.2.2: nothing older is below it).
+//!
+//! **Deamortization** (§5.1). With `deamortize=on` a cascade is a [`Job`] that the durability
+//! layer's checkpoint thread runs at nice 10 (the *merger*) while writers fill the next root.
+//! Its writes go out in steps of at most `step_bytes`, each counted when it completes. An insert
+//! paces itself against the job (`NbTree::put`): after `a` bytes of the new root the job must
+//! have written `W · a / (¾σ)` bytes, W = (h + 1)(2f + 3)σ being the most a cascade can write;
+//! an insert that finds it behind waits for one step (`inline_steps`), and one that finds the
+//! root full while the job runs waits for the whole job (`stalls`). So a job whose output is at
+//! most W ends before the new root is ¾ full. `max_backlog` is the largest root (in bytes) a
+//! job's end found. Departure: the step runs on the merger thread while the insert waits for
+//! it, not on the insert's own thread: the cascade keeps its place on the merger's stack (the
+//! recursion of HandleFullSNode) rather than in a resumable data structure, so only the thread
+//! that began it can continue it. The insert's delay is the same; the CPU it is charged to is
+//! the merger's. The job ends when its manifest is written; the commit's two fsyncs and meta
+//! page that follow are not paced. With `deamortize=off` the cascade runs inside the insert
+//! that fills the root (§3–4).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Condvar, Mutex};
+
+use super::dtree::{Bound, DTree, Writer};
+use super::stree::{is_put, SNode};
+use crate::error::Result;
+use crate::io::PageFile;
+
+/// A record: key and tagged value.
+pub(crate) type Rec = (Vec<u8>, Vec<u8>);
+
+/// Counters of the cascade's work.
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub(crate) cascades: AtomicU64,
+    pub(crate) handle_full_calls: AtomicU64,
+    pub(crate) max_handle_full_per_cascade: AtomicU64,
+    pub(crate) flushes: AtomicU64,
+    pub(crate) splits: AtomicU64,
+    pub(crate) dtrees_written: AtomicU64,
+    pub(crate) bytes_written: AtomicU64,
+    pub(crate) max_cascade_bytes: AtomicU64,
+}
+
+/// What a cascade needs.
+pub(crate) struct Ctx<'a> {
+    pub(crate) file: &'a Arc<PageFile>,
+    pub(crate) sigma: u64,
+    pub(crate) fanout: usize,
+    pub(crate) bloom_bits: u32,
+    pub(crate) counters: &'a Counters,
+    /// The root's bytes from which a commit moves it down (σ, or less: `Params::full_at`).
+    pub(crate) full_at: u64,
+    /// The deamortized job this cascade is (its progress, counted a step at a time).
+    pub(crate) job: Option<Arc<Job>>,
+    /// This cascade's HandleFullSNode calls and bytes written.
+    calls: u64,
+    written: u64,
+}
+
+impl<'a> Ctx<'a> {
+    pub(crate) fn new(
+        file: &'a Arc<PageFile>,
+        sigma: u64,
+        fanout: usize,
+        bloom_bits: u32,
+        counters: &'a Counters,
+    ) -> Self {
+        Ctx {
+            file,
+            sigma,
+            fanout,
+            bloom_bits,
+            counters,
+            full_at: sigma,
+            job: None,
+            calls: 0,
+            written: 0,
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// A d-tree writer for at most `bound`, reporting its writes to the job.
+    fn writer(&self, bound: Bound) -> Writer {
+        Writer::new(self.file, bound, self.bloom_bits, self.job.clone())
+    }
+}
+
+/// A deamortized cascade's progress (§5.1), shared by the merger thread that runs it and the
+/// inserts that pace themselves against it (`NbTree::put`).
+#[derive(Debug, Default)]
+pub(crate) struct Job {
+    state: Mutex<JobState>,
+    cv: Condvar,
+    /// Largest write of one step.
+    pub(crate) step_bytes: u64,
+}
+
+/// Where a job is.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct JobState {
+    pub(crate) running: bool,
+    /// W = (h + 1)(2f + 3)σ: the most a cascade writes (one HandleFullSNode per level, each
+    /// O(fσ)); the pace inserts keep it to.
+    pub(crate) w_bound: u64,
+    /// Bytes written so far, and steps (writes of at most `step_bytes`).
+    pub(crate) done: u64,
+    pub(crate) steps: u64,
+    /// Which job (each start takes the next number).
+    pub(crate) generation: u64,
+}
+
+impl Job {
+    pub(crate) fn new(step_bytes: u64) -> Job {
+        Job {
+            step_bytes,
+            ..Job::default()
+        }
+    }
+
+    /// A job begins with the bound `w_bound`; returns its generation.
+    pub(crate) fn start(&self, w_bound: u64) -> u64 {
+        let mut st = self.state.lock();
+        let generation = st.generation + 1;
+        *st = JobState {
+            running: true,
+            w_bound,
+            done: 0,
+            steps: 0,
+            generation,
+        };
+        generation
+    }
+
+    /// A step wrote `bytes`.
+    pub(crate) fn advance(&self, bytes: u64) {
+        let mut st = self.state.lock();
+        st.done += bytes;
+        st.steps += 1;
+        self.cv.notify_all();
+    }
+
+    /// Job `generation` ended (done or failed); whether it was the one running.
+    pub(crate) fn finish(&self, generation: u64) -> bool {
+        let mut st = self.state.lock();
+        if !st.running || st.generation != generation {
+            return false;
+        }
+        st.running = false;
+        self.cv.notify_all();
+        true
+    }
+
+    pub(crate) fn state(&self) -> JobState {
+        *self.state.lock()
+    }
+
+    /// Waits at most `timeout` for the job to take one more step than `seen` or end; whether
+    /// it did.
+    pub(crate) fn wait_step_for(&self, seen: u64, timeout: std::time::Duration) -> bool {
+        let mut st = self.state.lock();
+        if st.running && st.steps <= seen {
+            self.cv.wait_for(&mut st, timeout);
+        }
+        !st.running || st.steps > seen
+    }
+
+}
+
+/// What HandleFullSNode leaves: the s-node, or its two halves and their median.
+pub(crate) enum Outcome {
+    One(SNode),
+    Split(SNode, Vec<u8>, SNode),
+}
+
+fn bound_of(recs: &[Rec]) -> Bound {
+    let mut b = Bound::default();
+    for (k, v) in recs {
+        b.record(k, v);
+    }
+    b
+}
+
+/// Bytes of records.
+fn bytes_of(recs: &[Rec]) -> u64 {
+    recs.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum()
+}
+
+/// Merges `newer` (sorted) with the live part of `older` (from `start`) into a new d-tree.
+pub(crate) fn write_merge(
+    ctx: &mut Ctx<'_>,
+    newer: &[Rec],
+    older: Option<(&Arc<DTree>, &[u8])>,
+    drop_tombstones: bool,
+) -> Result<Option<DTree>> {
+    let mut bound = bound_of(newer);
+    if let Some((d, _)) = older {
+        bound.add(Bound::of_extent(&d.extent));
+    }
+    let mut w = ctx.writer(bound);
+    let mut cursor = match older {
+        Some((d, start)) => Some(d.cursor(start, true)?),
+        None => None,
+    };
+    let mut i = 0;
+    let keep = |v: &[u8]| !drop_tombstones || is_put(v);
+    if let Some(c) = cursor.as_mut() {
+        while let Some((k, v)) = c.next_record()? {
+            while i < newer.len() && newer[i].0.as_slice() < k {
+                if keep(&newer[i].1) {
+                    w.push(&newer[i].0, &newer[i].1)?;
+                }
+                i += 1;
+            }
+            if i < newer.len() && newer[i].0.as_slice() == k {
+                continue; // the newer record replaces it; pushed below or in the loop above
+            }
+            if keep(v) {
+                w.push(k, v)?;
+            }
+        }
+    }
+    for (k, v) in &newer[i..] {
+        if keep(v) {
+            w.push(k, v)?;
+        }
+    }
+    finish(ctx, w)
+}
+
+fn finish(ctx: &mut Ctx<'_>, w: Writer) -> Result<Option<DTree>> {
+    let d = w.finish()?;
+    if let Some(d) = &d {
+        let bytes = d.extent.pages() * ctx.file.page_size() as u64;
+        ctx.written += bytes;
+        ctx.counters.dtrees_written.fetch_add(1, Ordering::Relaxed);
+        ctx.counters.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+    }
+    Ok(d)
+}
+
+/// Reads the live records of `node`'s d-tree, merged under `newer` (newer wins), into memory.
+fn merged_in_memory(node: &SNode, newer: Vec<Rec>) -> Result<Vec<Rec>> {
+    let Some(d) = &node.dtree else {
+        return Ok(newer);
+    };
+    let mut out = Vec::with_capacity(newer.len() + node.live_records as usize);
+    let mut c = d.cursor(&node.start, true)?;
+    let mut newer = newer.into_iter().peekable();
+    while let Some((k, v)) = c.next_record()? {
+        while let Some(n) = newer.next_if(|n| n.0.as_slice() < k) {
+            out.push(n);
+        }
+        if newer.peek().is_some_and(|n| n.0.as_slice() == k) {
+            continue;
+        }
+        out.push((k.to_vec(), v.to_vec()));
+    }
+    out.extend(newer);
+    Ok(out)
+}
+
+/// Moves a frozen root's records (sorted, one per key) into the s-tree under `root`; returns
+/// the new root.
+pub(crate) fn commit(ctx: &mut Ctx<'_>, root: &Arc<SNode>, recs: Vec<Rec>) -> Result<Arc<SNode>> {
+    let mut root = (**root).clone();
+    ctx.counters.cascades.fetch_add(1, Ordering::Relaxed);
+    let full = bytes_of(&recs) + root.live_bytes >= ctx.full_at;
+    let new_root = if !full {
+        let older = root.dtree.clone();
+        let start = root.start.clone();
+        let d = write_merge(ctx, &recs, older.as_ref().map(|d| (d, start.as_slice())), root.is_leaf())?;
+        root.set_dtree(d);
+        root
+    } else {
+        ctx.calls += 1;
+        let moved = merged_in_memory(&root, recs)?;
+        root.set_dtree(None);
+        if root.is_leaf() {
+            let moved: Vec<Rec> = moved.into_iter().filter(|r| is_put(&r.1)).collect();
+            if moved.len() < 2 {
+                let d = write_merge(ctx, &moved, None, true)?;
+                root.set_dtree(d);
+                root
+            } else {
+                let m = moved.len() / 2;
+                let small = leaf_of(ctx, &moved[..m])?;
+                let large = leaf_of(ctx, &moved[m..])?;
+                ctx.counters.splits.fetch_add(1, Ordering::Relaxed);
+                grow(moved[m].0.clone(), small, large)
+            }
+        } else {
+            // flush(root) moves at most σ bytes, as every flush does (§4.1): the rest stays
+            // in the root's on-disk d-tree `R`, rewritten (the root has no start pointer).
+            let mut moved = moved;
+            let mut bytes = 0u64;
+            let cut = moved
+                .iter()
+                .position(|(k, v)| {
+                    bytes += (k.len() + v.len()) as u64;
+                    bytes > ctx.sigma
+                })
+                .unwrap_or(moved.len());
+            let rest = moved.split_off(cut);
+            let d = write_merge(ctx, &rest, None, false)?;
+            drop(rest);
+            root.set_dtree(d);
+            distribute(ctx, &mut root, moved)?;
+            if root.children.len() > ctx.fanout {
+                match split_inner(ctx, root)? {
+                    Outcome::Split(a, k, b) => grow(k, a, b),
+                    Outcome::One(n) => n,
+                }
+            } else {
+                root
+            }
+        }
+    };
+    ctx.counters.handle_full_calls.fetch_add(ctx.calls, Ordering::Relaxed);
+    ctx.counters
+        .max_handle_full_per_cascade
+        .fetch_max(ctx.calls, Ordering::Relaxed);
+    ctx.counters
+        .max_cascade_bytes
+        .fetch_max(ctx.written, Ordering::Relaxed);
+    Ok(Arc::new(new_root))
+}
+
+/// A new root over two halves.
+fn grow(key: Vec<u8>, small: SNode, large: SNode) -> SNode {
+    SNode {
+        keys: vec![key],
+        children: vec![Arc::new(small), Arc::new(large)],
+        ..SNode::default()
+    }
+}
+
+/// A leaf s-node whose d-tree holds `recs`.
+fn leaf_of(ctx: &mut Ctx<'_>, recs: &[Rec]) -> Result<SNode> {
+    let mut n = SNode::default();
+    let d = write_merge(ctx, recs, None, true)?;
+    n.set_dtree(d);
+    Ok(n)
+}
+
+/// flush's second half: routes `moved` (sorted) to `node`'s children, each touched child's
+/// d-tree rewritten as a merge, then HandleFullSNode on the largest child over σ.
+fn distribute(ctx: &mut Ctx<'_>, node: &mut SNode, moved: Vec<Rec>) -> Result<()> {
+    ctx.counters.flushes.fetch_add(1, Ordering::Relaxed);
+    let mut lo = 0;
+    for i in 0..node.children.len() {
+        let hi = if i < node.keys.len() {
+            let k = &node.keys[i];
+            lo + moved[lo..].partition_point(|r| r.0 < *k)
+        } else {
+            moved.len()
+        };
+        if hi > lo {
+            let mut c = (*node.children[i]).clone();
+            let older = c.dtree.clone();
+            let start = c.start.clone();
+            let d = write_merge(
+                ctx,
+                &moved[lo..hi],
+                older.as_ref().map(|d| (d, start.as_slice())),
+                c.is_leaf(),
+            )?;
+            c.set_dtree(d);
+            node.children[i] = Arc::new(c);
+        }
+        lo = hi;
+    }
+    drop(moved);
+    let big = (0..node.children.len())
+        .filter(|&i| node.children[i].live_bytes > ctx.sigma)
+        .max_by_key(|&i| node.children[i].live_bytes);
+    if let Some(i) = big {
+        match handle_full(ctx, (*node.children[i]).clone())? {
+            Outcome::One(c) => node.children[i] = Arc::new(c),
+            Outcome::Split(a, k, b) => {
+                node.children[i] = Arc::new(a);
+                node.children.insert(i + 1, Arc::new(b));
+                node.keys.insert(i, k);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// HandleFullSNode on a non-root s-node whose d-tree is over σ.
+pub(crate) fn handle_full(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome> {
+    ctx.calls += 1;
+    if node.is_leaf() {
+        return split_leaf(ctx, node);
+    }
+    // flush: the first σ bytes of the live part move down; the start pointer moves past them.
+    let mut moved = Vec::new();
+    let mut moved_bytes = 0u64;
+    let mut next_start = None;
+    if let Some(d) = node.dtree.clone() {
+        let mut c = d.cursor(&node.start, true)?;
+        while let Some((k, v)) = c.next_record()? {
+            if moved_bytes >= ctx.sigma {
+                next_start = Some(k.to_vec());
+                break;
+            }
+            moved_bytes += (k.len() + v.len()) as u64;
+            moved.push((k.to_vec(), v.to_vec()));
+        }
+    }
+    match next_start {
+        None => node.set_dtree(None),
+        Some(s) => {
+            node.start = s;
+            node.live_records -= moved.len() as u64;
+            node.live_bytes -= moved_bytes;
+        }
+    }
+    distribute(ctx, &mut node, moved)?;
+    if node.children.len() > ctx.fanout {
+        split_inner(ctx, node)
+    } else {
+        Ok(Outcome::One(node))
+    }
+}
+
+/// SNodeSplit of a leaf at the median d-key.
+fn split_leaf(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome> {
+    let Some(d) = node.dtree.clone() else {
+        return Ok(Outcome::One(node));
+    };
+    if node.live_records < 2 {
+        return Ok(Outcome::One(node));
+    }
+    let half = node.live_records / 2;
+    let bound = Bound::of_extent(&d.extent);
+    let mut a = ctx.writer(bound);
+    let mut b = ctx.writer(bound);
+    let mut median = Vec::new();
+    let mut c = d.cursor(&node.start, true)?;
+    while let Some((k, v)) = c.next_record()? {
+        if a.records() < half {
+            a.push(k, v)?;
+        } else {
+            if b.records() == 0 {
+                median = k.to_vec();
+            }
+            b.push(k, v)?;
+        }
+    }
+    let (da, db) = (finish(ctx, a)?, finish(ctx, b)?);
+    node.set_dtree(None);
+    let (mut small, mut large) = (SNode::default(), SNode::default());
+    small.set_dtree(da);
+    large.set_dtree(db);
+    ctx.counters.splits.fetch_add(1, Ordering::Relaxed);
+    Ok(Outcome::Split(small, median, large))
+}
+
+/// SNodeSplit of an inner s-node at its median s-key.
+fn split_inner(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome> {
+    let m = node.keys.len() / 2;
+    let median = node.keys[m].clone();
+    let right_keys = node.keys.split_off(m + 1);
+    node.keys.truncate(m);
+    let right_children = node.children.split_off(m + 1);
+    let (mut da, mut db) = (None, None);
+    if let Some(d) = node.dtree.clone() {
+        let bound = Bound::of_extent(&d.extent);
+        let mut a = ctx.writer(bound);
+        let mut b = ctx.writer(bound);
+        let mut c = d.cursor(&node.start, true)?;
+        while let Some((k, v)) = c.next_record()? {
+            if k < median.as_slice() {
+                a.push(k, v)?;
+            } else {
+                b.push(k, v)?;
+            }
+        }
+        da = finish(ctx, a)?;
+        db = finish(ctx, b)?;
+    }
+    node.set_dtree(None);
+    let mut left = SNode {
+        keys: node.keys,
+        children: node.children,
+        ..SNode::default()
+    };
+    left.set_dtree(da);
+    let mut right = SNode {
+        keys: right_keys,
+        children: right_children,
+        ..SNode::default()
+    };
+    right.set_dtree(db);
+    ctx.counters.splits.fetch_add(1, Ordering::Relaxed);
+    Ok(Outcome::Split(left, median, right))
+}
