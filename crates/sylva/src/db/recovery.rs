@@ -4,7 +4,8 @@
 use std::sync::atomic::Ordering;
 
 use super::engine::PagedTree;
-use super::log::{self, Record};
+use super::log::{self, Record, RunWritten};
+use super::overflow;
 use super::store::{stamp_kind, PoolStore};
 use crate::btree::BTree;
 use crate::error::Result;
@@ -16,17 +17,66 @@ pub(super) type OwnedOp = (Vec<u8>, Option<Vec<u8>>);
 impl PagedTree {
     /// Redoes the record at `lsn` (see the module docs).
     pub(super) fn redo_record(&mut self, lsn: u64, payload: &[u8]) -> Result<()> {
-        let this = &*self;
-        let store = &self.tree.store;
-        let image_len = store.page_size_bytes();
+        let image_len = self.tree.store.page_size_bytes();
         let pending = match log::decode(lsn, payload, image_len)? {
+            Record::Batch(ops) => Some(
+                ops.into_iter()
+                    .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                    .collect(),
+            ),
+            Record::BatchEnd => None,
+            Record::Runs {
+                written,
+                freed,
+                inner,
+            } => {
+                // The runs' allocations and frees are redone whatever the leaf's LSN: the free
+                // space recovery starts from is the checkpoint's, which knows neither.
+                for w in &written {
+                    self.redo_run_written(lsn, w)?;
+                }
+                self.redo_leaf_record(lsn, *inner)?;
+                let file = self.tree.store.pool.file();
+                for f in freed {
+                    file.free_run_deferred(f.first, f.pages as usize)?;
+                }
+                return Ok(());
+            }
+            other => return self.redo_leaf_record(lsn, other),
+        };
+        self.pending_batch = pending;
+        Ok(())
+    }
+
+    /// Marks the run a RUNS record wrote in use and, when the record carries the value, writes
+    /// the run again (its pages are the record's since it was allocated: nothing after it in
+    /// the log can have reused them, as a run's free is deferred).
+    fn redo_run_written(&self, lsn: u64, w: &RunWritten<'_>) -> Result<()> {
+        let store = &self.tree.store;
+        let file = store.pool.file();
+        let n = overflow::run_pages(w.len as usize, file.page_size());
+        for id in w.first..w.first.saturating_add(n) {
+            file.ensure_allocated(id)?;
+        }
+        store.pool.forget_run(w.first, n)?;
+        if let Some(value) = w.value {
+            overflow::write_run(file, w.first, value, w.crc, lsn)?;
+        }
+        Ok(())
+    }
+
+    /// Redoes a record of page changes (anything but a batch's or a RUNS record).
+    fn redo_leaf_record(&self, lsn: u64, record: Record<'_>) -> Result<()> {
+        let this = self;
+        let store = &self.tree.store;
+        match record {
             Record::Put { page, key, value } => {
                 this.redo_page(page, lsn, |t| t.redo_put(page, key, value).map(drop))?;
-                return Ok(());
+                Ok(())
             }
             Record::Delete { page, key } => {
                 this.redo_page(page, lsn, |t| t.redo_delete(page, key).map(drop))?;
-                return Ok(());
+                Ok(())
             }
             Record::PagesEdit {
                 changed,
@@ -35,7 +85,7 @@ impl PagedTree {
             } => {
                 this.install_images(lsn, &changed)?;
                 this.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))?;
-                return Ok(());
+                Ok(())
             }
             Record::Pages {
                 changed,
@@ -56,17 +106,17 @@ impl PagedTree {
                     pool.lock_for_overwrite(id)?;
                     pool.free(id)?;
                 }
-                return Ok(());
+                Ok(())
             }
-            Record::Batch(ops) => Some(
-                ops.into_iter()
-                    .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-                    .collect(),
-            ),
-            Record::BatchEnd => None,
-        };
-        self.pending_batch = pending;
-        Ok(())
+            Record::Batch(_) | Record::BatchEnd | Record::Runs { .. } => {
+                Err(crate::error::Error::LogCorruption {
+                    path: None,
+                    detail: format!(
+                        "record {lsn}: a batch or RUNS record where a page change was expected"
+                    ),
+                })
+            }
+        }
     }
 
     /// After the last record: a batch whose end the log does not hold is applied again; then
@@ -81,7 +131,7 @@ impl PagedTree {
             store.logging.store(true, Ordering::Release);
             for (k, v) in ops {
                 match v {
-                    Some(v) => self.tree.put(&k, &v)?,
+                    Some(v) => drop(overflow::put(&self.tree, &k, &v)?),
                     None => drop(self.tree.delete(&k)?),
                 }
             }
