@@ -34,10 +34,11 @@ struct Cli {
 enum Command {
     /// Run a YCSB workload (or replay traces) on one or more engines side by side.
     Bench(Box<bench::BenchArgs>),
-    /// Insert or overwrite a record (durable when the command returns).
+    /// Insert or overwrite a record (durable when the command returns); `--value-file FILE`
+    /// (`-`: stdin) for values of any size.
     Put(tools::PutArgs),
-    /// Print a record's value; exit code 1 if the key is absent.
-    Get(tools::KeyArgs),
+    /// Print a record's value (or write it to `--out FILE`); exit code 1 if the key is absent.
+    Get(tools::GetArgs),
     /// Delete a record (durable when the command returns); exit code 1 if the key was absent.
     Delete(tools::KeyArgs),
     /// Print the records of a key range, one `key<TAB>value` line each.
