@@ -1,5 +1,5 @@
 //! The `sylva` command: benchmarks (`sylva bench`) and tools over a database directory (`put`,
-//! `get`, `delete`, `scan`, `stats`, `check`).
+//! `get`, `delete`, `scan`, `stats`, `check`, `dump`, `load`).
 //!
 //! Exit codes: 0 success; 1 the key was not found (`get`, `delete`; `not found` on stderr);
 //! 2 an error, printed as one line `error: ...` on stderr. Nothing panics on bad input.
@@ -8,6 +8,7 @@ mod bench;
 mod bound;
 mod charts;
 mod children;
+mod dump;
 mod encoding;
 mod engines;
 #[cfg(feature = "peers-no-rocksdb")]
@@ -47,6 +48,10 @@ enum Command {
     Stats(tools::DirArgs),
     /// Verify every page checksum and the tree's structure; non-zero exit on any problem.
     Check(tools::DirArgs),
+    /// Write a key range's records as a portable, checksummed stream (docs/format.md).
+    Dump(dump::DumpArgs),
+    /// Load a dump stream into a database (created if there is none), in atomic batches.
+    Load(dump::LoadArgs),
 }
 
 fn main() {
@@ -72,6 +77,8 @@ fn main() {
         Command::Scan(args) => tools::scan(args),
         Command::Stats(args) => tools::stats(args),
         Command::Check(args) => tools::check(args),
+        Command::Dump(args) => dump::dump(args),
+        Command::Load(args) => dump::load(args),
     };
     match result {
         Ok(Outcome::Done) => {}

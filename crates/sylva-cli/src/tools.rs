@@ -42,14 +42,14 @@ pub enum Outcome {
 pub struct At {
     /// The database directory.
     #[arg(long, value_name = "DIR")]
-    db: PathBuf,
+    pub db: PathBuf,
     /// Keys and values are hex digits, in arguments and in output (for binary keys).
     #[arg(long)]
     hex: bool,
 }
 
 impl At {
-    fn encoding(&self) -> Encoding {
+    pub fn encoding(&self) -> Encoding {
         Encoding::from_flag(self.hex)
     }
 }
@@ -316,7 +316,7 @@ fn open_for_writing(dir: &Path) -> Result<Db, String> {
 }
 
 /// Opens a database that must already exist; never creates one.
-fn open_existing(dir: &Path, options: DbOptions) -> Result<Db, String> {
+pub fn open_existing(dir: &Path, options: DbOptions) -> Result<Db, String> {
     if !dir.join(DATA_FILE).exists() {
         return Err(format!("no database at {}", dir.display()));
     }
@@ -324,7 +324,7 @@ fn open_existing(dir: &Path, options: DbOptions) -> Result<Db, String> {
 }
 
 /// Closes `db` (a checkpoint), then returns `result`; the first error wins.
-fn close<T>(db: Db, result: Result<T, String>) -> Result<T, String> {
+pub fn close<T>(db: Db, result: Result<T, String>) -> Result<T, String> {
     let closed = db.close().map_err(|e| format!("closing the database: {e}"));
     let value = result?;
     closed?;

@@ -1,6 +1,8 @@
 //! `sylva put --value-file FILE` (`-`: standard input) and `sylva get --out FILE` (`-`: standard
 //! output), each command its own process: a value of 10 MB, which no argument could carry (the
-//! kernel refuses arguments over 128 KiB), round-trips byte for byte (issue 23).
+//! kernel refuses arguments over 128 KiB), round-trips byte for byte (issue 23); `sylva dump` and
+//! `sylva load` move a database's records, large values included, and refuse damaged dumps; the
+//! README's sessions for both run as shown.
 
 use std::io::Write;
 use std::path::Path;
@@ -138,19 +140,30 @@ fn bad_value_files_are_one_error_line() {
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: cannot write the value"));
 }
 
-/// The README's "Values of any size" session runs as shown: each `$` line through `sh` with the
-/// built `sylva` first on the `PATH`, its stdout compared with the lines after it.
+/// The README's "Values of any size" session runs as shown.
 #[test]
 fn the_readme_large_value_session_runs_as_shown() {
+    readme_session_runs_as_shown("### Values of any size");
+}
+
+/// The README's "Dump and load" session runs as shown.
+#[test]
+fn the_readme_dump_and_load_session_runs_as_shown() {
+    readme_session_runs_as_shown("### Dump and load");
+}
+
+/// The first console block after `heading` in the README: each `$` line through `sh` with the
+/// built `sylva` first on the `PATH`, its stdout compared with the lines after it.
+fn readme_session_runs_as_shown(heading: &str) {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../README.md"))
             .expect("README.md");
     let block = readme
-        .split("### Values of any size")
+        .split(heading)
         .nth(1)
         .and_then(|s| s.split("```console\n").nth(1))
         .and_then(|s| s.split("```").next())
-        .expect("a console block in the README's large-value section");
+        .expect("a console block in the README's section");
     let mut steps: Vec<(String, Vec<String>)> = Vec::new();
     for line in block.lines() {
         match line.strip_prefix("$ ") {
@@ -184,4 +197,53 @@ fn the_readme_large_value_session_runs_as_shown() {
         let want: String = expected.iter().map(|l| format!("{l}\n")).collect();
         assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{command}");
     }
+}
+
+#[test]
+fn dump_and_load_move_large_values_and_refuse_a_damaged_dump() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let (old, new) = (temp.path().join("old"), temp.path().join("new"));
+    let value = big_value();
+    let file = temp.path().join("value.bin");
+    std::fs::write(&file, &value).expect("write");
+    let f = file.to_str().expect("utf8");
+    ok(
+        sylva_at("put", &old, &["big", "--value-file", f], None),
+        "put",
+    );
+    ok(
+        sylva_at("put", &old, &["--hex", "00ff00", "0102"], None),
+        "put",
+    );
+    let dump = ok(sylva_at("dump", &old, &[], None), "dump");
+    ok(
+        sylva_at("load", &new, &["-"], Some(&dump)),
+        "load from stdin",
+    );
+    let got = ok(sylva_at("get", &new, &["big", "--out", "-"], None), "get");
+    assert!(got == value, "the large value survives dump and load");
+    assert_eq!(
+        ok(sylva_at("get", &new, &["--hex", "00ff00"], None), "get"),
+        b"0102\n"
+    );
+    ok(sylva_at("check", &new, &[], None), "check");
+
+    // A damaged dump file: refused with its offset, nothing loaded.
+    let mut bad = dump.clone();
+    let at = bad.len() / 2;
+    bad[at] ^= 1;
+    let bad_file = temp.path().join("bad.dump");
+    std::fs::write(&bad_file, &bad).expect("write");
+    let target = temp.path().join("target");
+    let o = sylva_at("load", &target, &[bad_file.to_str().expect("utf8")], None);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("byte offset") && err.contains("nothing was loaded"),
+        "{err}"
+    );
+    assert!(
+        !target.join("data.sylva").exists(),
+        "a refused file load creates no database"
+    );
 }

@@ -206,6 +206,15 @@ fn a_damaged_run_is_a_checksum_error_not_wrong_bytes() {
         .expect("the run's bytes");
     bytes[at + 10] ^= 0x40;
     std::fs::write(&path, &bytes).expect("write");
+    // The run's first page, whole and damaged, through the fuzz target's driver (no panic).
+    for page in bytes.chunks(4096).filter(|p| p.len() == 4096 && p[6] == 5) {
+        sylva::fuzz::overflow_run_header(page);
+        let mut damaged = page.to_vec();
+        for at in 32..48 {
+            damaged[at] ^= 0xFF;
+            sylva::fuzz::overflow_run_header(&damaged);
+        }
+    }
     let db = Db::open(dir.path(), opts).expect("reopen");
     match db.get(b"big") {
         Err(Error::ChecksumMismatch { .. }) => {}

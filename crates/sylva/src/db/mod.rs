@@ -108,6 +108,7 @@
 
 mod batch;
 mod cursor;
+pub mod dump;
 mod engine;
 mod kv;
 pub(crate) mod log;
@@ -135,6 +136,7 @@ use batch::BatchOp;
 
 pub use batch::WriteBatch;
 pub use cursor::Cursor;
+pub use dump::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use options::{DbOptions, OPTION_KEYS};
 
 /// What `Db::stats` reports.
