@@ -151,3 +151,25 @@ fn truncated_and_damaged_dumps_are_refused_with_their_offset() {
         Err(Error::Corruption { page: 0, .. })
     ));
 }
+
+#[test]
+fn values_too_long_for_a_batch_are_loaded_on_their_own() {
+    let dir = tmp();
+    let big = vec![7u8; 70 << 20];
+    let mut records = Model::new();
+    records.insert(b"a".to_vec(), b"small".to_vec());
+    records.insert(b"b".to_vec(), big);
+    records.insert(b"c".to_vec(), vec![1u8; 5 << 20]);
+    let db = db_with(dir.path(), &records);
+    let mut stream = Vec::new();
+    db.dump(&mut stream, Bound::Unbounded, Bound::Unbounded)
+        .expect("dump");
+    let other = tmp();
+    let target = Db::open(other.path(), options(SyncMode::Never, 64)).expect("open");
+    let mut batches = 0;
+    let report = target.load(&stream[..], |_| batches += 1).expect("load");
+    assert_eq!(report.records, 3);
+    assert!(batches >= 3, "{batches} progress calls");
+    assert!(contents(&target).expect("scan") == records);
+    target.check().expect("check");
+}

@@ -238,3 +238,19 @@ fn keys_at_the_limit_take_large_values() {
     ));
     db.check().expect("check");
 }
+
+#[test]
+fn a_batch_longer_than_a_log_record_is_refused_cleanly() {
+    let dir = tmp();
+    let db = Db::open(dir.path(), options(SyncMode::Always, 64)).expect("open");
+    let big = vec![1u8; 65 << 20];
+    match db.write(WriteBatch::new().put(b"a", b"x").put(b"b", &big)) {
+        Err(Error::InvalidArgument { .. }) => {}
+        other => panic!("a 65 MiB batch gave {other:?}"),
+    }
+    assert_eq!(db.get(b"a").expect("get"), None, "nothing of it applied");
+    // Not poisoned: the same value alone goes in.
+    db.put(b"b", &big).expect("put alone");
+    assert_eq!(db.get(b"b").expect("get").map(|v| v.len()), Some(big.len()));
+    db.check().expect("check");
+}

@@ -22,8 +22,8 @@
 //! memory than the stream holds.
 //!
 //! [`Db::load`] applies the records in write batches (atomic each, [`LOAD_BATCH_BYTES`] of keys
-//! and values or [`LOAD_BATCH_RECORDS`] records at most), into an empty or an existing
-//! database (a loaded key overwrites). A damaged stream stops the load with the error at its
+//! and values or [`LOAD_BATCH_RECORDS`] records at most; a value over [`LOAD_ALONE_BYTES`] is
+//! put on its own), into an empty or an existing database (a loaded key overwrites). A damaged stream stops the load with the error at its
 //! offset, and the batches before it stay loaded: the error says how many records were, so
 //! nothing is half loaded silently. `sylva load` of a file verifies the whole stream first and
 //! loads nothing from a damaged one.
@@ -44,6 +44,9 @@ pub const MAX_DUMP_KEY: u32 = 1 << 16;
 pub const LOAD_BATCH_BYTES: usize = 16 << 20;
 /// ...and at most this many records.
 pub const LOAD_BATCH_RECORDS: usize = 10_000;
+/// A record whose value is longer than this is loaded by a put of its own (a batch is logged
+/// whole in one log record, which holds at most 64 MiB).
+pub const LOAD_ALONE_BYTES: usize = 4 << 20;
 
 const RECORD: u8 = 1;
 const END: u8 = 0;
@@ -377,12 +380,18 @@ impl Db {
                 }
                 Err(e) => return Err(e),
             };
-            if more {
+            // A value too long for a batch's log record goes in on its own, after the batch
+            // before it.
+            let alone = more && v.len() > LOAD_ALONE_BYTES;
+            if more && !alone {
                 batch_bytes += k.len() + v.len();
                 batch.put(&k, &v);
             }
             if !batch.is_empty()
-                && (!more || batch.len() >= LOAD_BATCH_RECORDS || batch_bytes >= LOAD_BATCH_BYTES)
+                && (!more
+                    || alone
+                    || batch.len() >= LOAD_BATCH_RECORDS
+                    || batch_bytes >= LOAD_BATCH_BYTES)
             {
                 self.write(&batch)?;
                 report.records += batch.len() as u64;
@@ -390,6 +399,12 @@ impl Db {
                 progress(&report);
                 batch = WriteBatch::new();
                 batch_bytes = 0;
+            }
+            if alone {
+                self.put(&k, &v)?;
+                report.records += 1;
+                report.bytes = r.offset();
+                progress(&report);
             }
             if !more {
                 report.bytes = r.offset();

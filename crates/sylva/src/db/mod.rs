@@ -426,7 +426,12 @@ impl Db {
     }
 
     /// Applies `batch` atomically (all or nothing across a crash), durable per the sync mode.
-    /// A batch holds other writers back while it applies.
+    /// A batch holds other writers back while it applies. The whole batch is logged as one
+    /// record first, so its keys and values together are limited to the log's record size
+    /// (64 MiB): a longer batch is refused with [`Error::InvalidArgument`] before anything is
+    /// applied (put values of more than that on their own).
+    ///
+    /// [`Error::InvalidArgument`]: crate::Error::InvalidArgument
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
         self.check_open()?;
         let limits = self.limits();
