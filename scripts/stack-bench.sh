@@ -10,7 +10,9 @@
 # `scripts/stack-bench-table.py OUT_DIR` gives the medians and the ratios. Defaults: 3
 # repetitions, 5M records, 2M operations per phase. The environment may narrow the set:
 # POOLS (default "big quarter"), THREADS (default "1 2"), EIGHTH=0 skips the 32-thread run (its
-# loads into a pool an eighth of the data take minutes each); POOLS= (empty) runs only that one.
+# loads into a pool an eighth of the data take minutes each); POOLS= (empty) runs only that one;
+# FIRST=K starts at repetition K (to add repetitions to an earlier OUT_DIR: the order of the
+# binaries follows the repetition's number).
 # OLD_SYLVA for the issue: `scripts/build-before.sh DIR` builds it (57a347f's engine under the
 # harness of e8cda02, so both binaries checkpoint between phases).
 set -euo pipefail
@@ -28,7 +30,7 @@ run() { # NAME BIN POOL THREADS WORKLOAD
   "$bin" bench --engine "db:cache_bytes=$pool" "${common[@]}" --threads "$threads" \
     --workload "$workload" --json "$out/$name.json" >"$out/$name.txt"
 }
-for rep in $(seq 1 "$reps"); do
+for rep in $(seq "${FIRST:-1}" "$reps"); do
   if ((rep % 2)); then order=(old new); else order=(new old); fi
   for threads in ${THREADS-1 2}; do
     for pool in ${POOLS-big quarter}; do

@@ -22,10 +22,12 @@
 //! **Miss path, submit then complete.** A reader that finds its page evicted takes the lock in
 //! *loading* state (`LOCKED | EVICTED`), reads the page and verifies its checksum, then releases
 //! it resident. Other threads that want the page see it locked and sleep; when the loader
-//! completes it wakes them. The read here is a blocking `pread`; the PA-Tree executor of a later
-//! issue submits the same read to io_uring and completes the frame on the completion event,
-//! without a second buffer pool. A failed read (I/O error, checksum mismatch) leaves the page
-//! evicted and returns the error to the reader.
+//! completes it wakes them. The two halves are public for a reader that does not block
+//! (the PA-Tree mode's worker): [`BufferPool::begin_load`] takes the page and makes room, the
+//! caller reads the frame itself (an io_uring read, `exec`), and [`BufferPool::complete_load`]
+//! checks what arrived and releases the page; the blocking miss path is the same two halves
+//! around a `pread`. A failed read (I/O error, short read, checksum mismatch) leaves the page
+//! evicted and returns the error to that reader only.
 //!
 //! **Eviction** (`evict`): when the pool is full, the thread that needs room runs the clock
 //! (second chance) and evicts a batch of pages, writing dirty ones back first without holding
@@ -306,6 +308,19 @@ impl BufferPool {
         unsafe { self.frame(id).add(PAGE_HEADER_LEN) }
     }
 
+    /// Asks the CPU to bring page `id`'s bytes into its caches, for a caller about to search
+    /// it (a hint: it reads nothing, and an id beyond the pool or a page not resident costs
+    /// nothing).
+    pub fn prefetch(&self, id: u64) {
+        if id >= self.capacity {
+            return;
+        }
+        let page = self.frame(id).as_ptr();
+        for line in (0..self.page_size).step_by(CACHE_LINE) {
+            prefetch_line(page.wrapping_add(line));
+        }
+    }
+
     /// Starts an optimistic read of page `id`, loading it first if it is not resident. Returns
     /// the version to validate against, or `None` if the page was freed (restart from the root).
     pub fn read_lock(&self, id: u64) -> Result<Option<u64>> {
@@ -480,8 +495,41 @@ impl BufferPool {
 
     /// The miss path: takes the page in loading state, makes room, reads and verifies it.
     fn load(&self, id: u64, st: &PageState, s: u64) -> Result<()> {
-        if !st.try_lock(s) {
+        let Some(load) = self.begin_load_at(id, st, s)? else {
             return Ok(()); // someone else is loading it; the caller waits and retries
+        };
+        // SAFETY: the page is in loading state, held by `load` until it completes.
+        let frame = unsafe { self.frame_slice(id) };
+        let read = self.file.io().read_at(frame, load.offset).map(|()| frame.len());
+        let read = match read {
+            // The file ends before the page: `complete_load` reports it.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Ok(0)
+            }
+            r => r,
+        };
+        self.complete_load(load, read)
+    }
+
+    /// Starts loading page `id` for a caller that reads it itself (an asynchronous read):
+    /// takes the page in loading state (`LOCKED | EVICTED`: other threads wanting it wait),
+    /// makes room for it and returns where to read it from. The caller reads
+    /// [`BufferPool::usable_size`] plus the header, the whole frame at [`Load::frame`], from
+    /// the page file at [`Load::offset`], then calls [`BufferPool::complete_load`] with the
+    /// outcome. `None` if the page is resident, or another thread is loading it (wait for it
+    /// as for any holder).
+    pub fn begin_load(&self, id: u64) -> Result<Option<Load>> {
+        let st = self.state(id)?;
+        let s = st.load();
+        if s & FREED != 0 || !is_evicted(s) || s & BUSY != 0 {
+            return Ok(None);
+        }
+        self.begin_load_at(id, st, s)
+    }
+
+    fn begin_load_at(&self, id: u64, st: &PageState, s: u64) -> Result<Option<Load>> {
+        if !st.try_lock(s) {
+            return Ok(None);
         }
         if let Err(e) = self.make_room() {
             st.unlock(EVICTED, false);
@@ -489,7 +537,31 @@ impl BufferPool {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         // SAFETY: we hold the page in loading state (exclusively locked).
-        match self.file.read_frame(id, unsafe { self.frame_slice(id) }) {
+        let offset = match self.file.frame_offset(id, unsafe { self.frame_slice(id) }) {
+            Ok(offset) => offset,
+            Err(e) => {
+                st.unlock(EVICTED, false);
+                return Err(e);
+            }
+        };
+        Ok(Some(Load {
+            id,
+            offset,
+            frame: self.frame(id),
+            len: self.page_size,
+        }))
+    }
+
+    /// Ends a load [`BufferPool::begin_load`] started, with the outcome of its read (the bytes
+    /// that arrived): verified (length, checksum, id), the page becomes resident and its
+    /// waiters go on; otherwise its frame is discarded, it stays evicted, and the error (I/O,
+    /// or `Corruption` for a short read or a bad checksum) is returned for this load only.
+    pub fn complete_load(&self, load: Load, read: Result<usize>) -> Result<()> {
+        let id = load.id;
+        let st = self.state(id)?;
+        // SAFETY: the page is in loading state, held by `load`.
+        let frame = unsafe { self.frame_slice(id) };
+        match read.and_then(|n| self.file.verify_frame(id, frame, n)) {
             Ok(_) => {
                 self.resident.fetch_add(1, Ordering::Relaxed);
                 self.clock.lock().pages.push(id);
@@ -712,3 +784,54 @@ impl BufferPool {
 
 #[cfg(test)]
 mod tests;
+
+/// A page load a caller reads itself: from [`BufferPool::begin_load`] to
+/// [`BufferPool::complete_load`], the page is held in loading state for it. Dropping it without
+/// completing leaves the page locked (every thread wanting it waits): always complete it.
+#[derive(Debug)]
+#[must_use = "a load holds its page until it is completed"]
+pub struct Load {
+    id: u64,
+    offset: u64,
+    frame: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a `Load` names a frame of the pool that only its holder may write (the page is in
+// loading state); moving that right to another thread is sound.
+unsafe impl Send for Load {}
+
+impl Load {
+    /// The page.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Where in the page file to read it from.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The frame to read into, and its length: the page's whole frame, header included. It is
+    /// the caller's alone until the load completes.
+    pub fn frame(&self) -> (*mut u8, usize) {
+        (self.frame.as_ptr(), self.len)
+    }
+}
+
+/// The CPU's cache line, the unit [`prefetch_line`] brings in.
+pub(crate) const CACHE_LINE: usize = 64;
+
+/// Asks the CPU to bring the cache line holding `p` in (any address: a prefetch never faults).
+#[inline]
+pub(crate) fn prefetch_line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        // SAFETY: SSE, which the instruction needs, is part of every x86_64 CPU; a prefetch is
+        // a hint that reads nothing the program sees and cannot fault.
+        unsafe { _mm_prefetch::<_MM_HINT_T0>(p.cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
-use super::recovery::OwnedOp;
+use super::recovery::{LeafRedo, OwnedOp};
 use super::state::State;
 use super::store::{ExclusiveGate, PoolStore};
 use crate::btree::{self, BTree};
@@ -19,6 +19,8 @@ pub(crate) struct PagedTree {
     pub(crate) layout: btree::Layout,
     /// During redo: the last write batch whose end the log has not shown yet.
     pub(super) pending_batch: Option<Vec<OwnedOp>>,
+    /// During redo: leaf records held back to be applied grouped by page.
+    pub(super) leaf_redo: LeafRedo,
 }
 
 impl Engine for PagedTree {
