@@ -45,7 +45,7 @@ fn value(n: u64, tag: u64) -> Vec<u8> {
     let mut v = format!("{n}#{tag}|").into_bytes();
     v.resize(len.max(v.len()), b'a' + (n % 26) as u8);
     v.truncate(len);
-    if n % 4 == 0 && !v.is_empty() {
+    if n.is_multiple_of(4) && !v.is_empty() {
         v[0] = 0xFF;
     }
     v
@@ -54,9 +54,9 @@ fn value(n: u64, tag: u64) -> Vec<u8> {
 fn model() -> Model {
     let mut m: Model = (0..KEYS).map(|n| (ordered_key(n), value(n, 1))).collect();
     for n in 0..KEYS {
-        if n % 7 == 0 {
+        if n.is_multiple_of(7) {
             m.remove(&ordered_key(n));
-        } else if n % 3 == 0 {
+        } else if n.is_multiple_of(3) {
             m.insert(ordered_key(n), value(n, 2));
         }
     }
@@ -74,9 +74,9 @@ fn regenerate() {
     db.close().expect("close");
     let db = Db::open(dir(), options()).expect("reopen");
     for n in 0..KEYS {
-        if n % 7 == 0 {
+        if n.is_multiple_of(7) {
             db.delete(&ordered_key(n)).expect("delete");
-        } else if n % 3 == 0 {
+        } else if n.is_multiple_of(3) {
             db.put(&ordered_key(n), &value(n, 2)).expect("overwrite");
         }
     }
