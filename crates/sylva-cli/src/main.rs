@@ -1,11 +1,14 @@
-//! The `sylva` command: benchmarks (`sylva bench`) and tools over a database directory (`put`,
-//! `get`, `delete`, `scan`, `stats`, `check`, `dump`, `load`).
+//! The `sylva` command: benchmarks (`sylva bench`), tools over a database directory (`put`,
+//! `get`, `delete`, `scan`, `stats`, `check`, `dump`, `load`), and `calibrate` (the PA-Tree
+//! mode's disk model).
 //!
 //! Exit codes: 0 success; 1 the key was not found (`get`, `delete`; `not found` on stderr);
 //! 2 an error, printed as one line `error: ...` on stderr. Nothing panics on bad input.
 
 mod bench;
 mod bound;
+#[cfg(target_os = "linux")]
+mod calibrate;
 mod charts;
 mod children;
 mod dump;
@@ -52,6 +55,9 @@ enum Command {
     Dump(dump::DumpArgs),
     /// Load a dump stream into a database (created if there is none), in atomic batches.
     Load(dump::LoadArgs),
+    /// Measure the disk's random I/O through io_uring and fit the PA-Tree mode's probe model.
+    #[cfg(target_os = "linux")]
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() {
@@ -79,6 +85,8 @@ fn main() {
         Command::Check(args) => tools::check(args),
         Command::Dump(args) => dump::dump(args),
         Command::Load(args) => dump::load(args),
+        #[cfg(target_os = "linux")]
+        Command::Calibrate(args) => calibrate::run(args),
     };
     match result {
         Ok(Outcome::Done) => {}

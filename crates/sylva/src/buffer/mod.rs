@@ -345,6 +345,27 @@ impl BufferPool {
         }
     }
 
+    /// [`BufferPool::read_lock`] for a caller that must not block (the PA-Tree mode's worker):
+    /// never loads and never waits. [`Resident::Evicted`]: the page must be loaded first
+    /// ([`BufferPool::begin_load`], which says so if a load is in progress already);
+    /// [`Resident::Busy`]: another thread holds it, try again later.
+    pub fn read_lock_resident(&self, id: u64) -> Result<Resident> {
+        let st = self.state(id)?;
+        let s = st.load();
+        Ok(if s & FREED != 0 {
+            Resident::Freed
+        } else if is_evicted(s) {
+            // Being loaded (locked) or not: either way it must be loaded before it is read.
+            Resident::Evicted
+        } else if s & LOCKED != 0 {
+            Resident::Busy
+        } else {
+            st.touch(s);
+            self.hits.add_one();
+            Resident::Version(stable(s))
+        })
+    }
+
     /// Whether nothing wrote page `id` since `read_lock` returned `version`.
     #[inline]
     pub fn validate(&self, id: u64, version: u64) -> bool {
@@ -784,6 +805,19 @@ impl BufferPool {
 
 #[cfg(test)]
 mod tests;
+
+/// What [`BufferPool::read_lock_resident`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resident {
+    /// Resident: the version to validate against.
+    Version(u64),
+    /// Not in memory (or being loaded).
+    Evicted,
+    /// Held by another thread (a writer, a flush).
+    Busy,
+    /// Freed (restart from the root).
+    Freed,
+}
 
 /// A page load a caller reads itself: from [`BufferPool::begin_load`] to
 /// [`BufferPool::complete_load`], the page is held in loading state for it. Dropping it without

@@ -34,18 +34,43 @@
 //!
 //! # What is built
 //!
-//! This module holds the backends and the scheduling policies with their tests. The worker
-//! that runs tree operations as restartable attempts over them (`PaDb`, engine `patree`), the
-//! buffer pool's split load, and the benchmark suite are not built yet (issue 20).
+//! This module holds the backends, the scheduling policies, the worker loop ([`worker`]) that
+//! runs restartable tasks over the buffer pool's split miss path, the [`Executor`] that feeds it
+//! from any thread, and the calibration ([`calibrate`], `sylva calibrate`), with their tests.
+//! Not built yet (issue 20):
+//!
+//! - **Tree operations as tasks.** The tree's operations are optimistic attempts already
+//!   (`btree`'s `retry` runs them until one validates). They gain an abort `Miss(page)`: on the
+//!   worker thread the pool latch's read lock uses
+//!   [`BufferPool::read_lock_resident`](crate::buffer::BufferPool::read_lock_resident) and
+//!   aborts with `Miss` instead of loading; the attempt
+//!   releases its latches as on a restart, and an aborted split frees what it allocated. Each
+//!   of `get`, `put`, `delete`, a scan's leaf step and a batch becomes a [`worker::Task`]
+//!   whose `attempt` is one try; writes append their log records as `Db`'s do, and `persist=
+//!   strong` completes an operation only after its record's
+//!   [`Wal::begin_flush`](crate::wal::Wal::begin_flush) write and fsync, submitted through the backend, complete.
+//! - **`PaDb`**: `Db`'s directory, recovery and checkpoint thread, with an [`Executor`] of
+//!   tree tasks in front: `get/put/delete/scan/write/sync` return an [`Op`]; `impl KvStore`;
+//!   the engine `patree` in `sylva bench` with its options, and the benchmark suite.
+//! - **Eviction without waiting**: making room discards clean victims and hands dirty ones
+//!   back for an asynchronous write-back once the log covers them (today
+//!   [`BufferPool::begin_load`](crate::buffer::BufferPool::begin_load) may write one back on
+//!   the worker thread); a loaded page pinned until its waiters ran.
 
+#[cfg(target_os = "linux")]
+pub mod calibrate;
+mod executor;
 mod inline;
 pub mod fit;
 pub mod sched;
 #[cfg(target_os = "linux")]
 mod uring;
+pub mod worker;
 
 #[cfg(test)]
 mod tests;
+#[cfg(all(test, target_os = "linux"))]
+mod worker_tests;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +78,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::io::Io;
 
+pub use executor::{Executor, Op};
 pub use inline::Inline;
 #[cfg(target_os = "linux")]
 pub use uring::Uring;
