@@ -61,7 +61,11 @@
 //! an aligned buffer) and checks them against the reference's CRC32C. A concurrent overwrite
 //! frees the run deferred, so it is not reused before a checkpoint ends; a read that still
 //! loses that race sees a CRC mismatch and looks the key up again, and only a mismatch on an
-//! unchanged reference is reported.
+//! unchanged reference is reported. Runs are not cached by the buffer pool: with a buffered page
+//! file the OS page cache holds them, but under direct I/O every read goes to the device
+//! (`docs/results/db.md`, issue 23: 5–7K gets/s against 353K buffered at 1 KiB). A cache for runs
+//! (the pool's frames are contiguous by page id, so a run could be loaded there whole) is the
+//! next step.
 //!
 //! Limits: values up to `u32::MAX` bytes (4 GiB − 1); keys as the tree's (page size / 16: 256
 //! bytes with 4 KiB pages, 1 KiB with 16 KiB pages; longer keys are not stored out of line).
