@@ -79,7 +79,12 @@ def main():
                 put("page_verify", page)
                 if page[6] == 2:  # a free-space page (version 1: free list)
                     put("free_space_page", page)
+                if page[6] == 5:  # the first page of an out-of-line value's run
+                    put("overflow_run", page)
                 node(page[HEADER:])
+        elif data[:8] == b"sylvaDMP":
+            put("dump_stream", data[:64 * 1024])
+            put("dump_stream", data[20:64 * 1024])
         elif data[:8] == b"sylvaWAL":
             put("wal_recover", data[:64 * 1024])
             for payload in log_payloads(data):

@@ -28,7 +28,7 @@ mod keys;
 mod model;
 mod stress;
 
-pub use edge::edge_cases;
+pub use edge::{edge_cases, sizes_around, LARGEST_TESTED_VALUE};
 pub use keys::{num_key, value_for, KeyShape};
 pub use model::{model_test, model_test_with_cases};
 pub use stress::{stress, StressConfig};
@@ -54,6 +54,13 @@ pub trait Subject {
         false
     }
 
+    /// The longest value the engine stores one way when longer ones are stored another (`Db`:
+    /// the longest value a leaf holds; longer ones go out of line). The edge cases and the
+    /// model test then use values of 0, 1, that − 1, that, that + 1, 64 KiB and 1 MiB bytes
+    /// ([`sizes_around`]). `None` (the default): every value is stored alike.
+    fn value_size_limit(&self) -> Option<usize> {
+        None
+    }
     /// A structural check of the store (an engine's `check()`), run after every model-test
     /// sequence and at the end of the stress test. `Err` carries what is wrong.
     fn check(&mut self, _store: &Self::Store) -> Result<(), String> {

@@ -84,8 +84,14 @@ fn key_ref() -> impl Strategy<Value = KeyRef> {
     ]
 }
 
-fn op(reopens: bool) -> impl Strategy<Value = Op> {
-    let value_len = prop_oneof![8 => 0usize..40, 1 => 40usize..600];
+fn op(reopens: bool, sizes: Vec<usize>) -> impl Strategy<Value = Op> {
+    let special = !sizes.is_empty();
+    let sizes = if special { sizes } else { vec![0] };
+    let value_len = prop_oneof![
+        8 => 0usize..40,
+        1 => 40usize..600,
+        if special { 1 } else { 0 } => proptest::sample::select(sizes),
+    ];
     prop_oneof![
         30 => (key_ref(), any::<u64>(), value_len).prop_map(|(k, s, l)| Op::Put(k, s, l)),
         20 => key_ref().prop_map(Op::Get),
@@ -111,6 +117,10 @@ pub fn model_test<S: Subject>(subject: &mut S) {
 /// Runs the model test with `cases` random sequences.
 pub fn model_test_with_cases<S: Subject>(subject: &mut S, cases: u32) {
     let reopens = subject.reopens();
+    let sizes = match subject.value_size_limit() {
+        Some(inline) => crate::sizes_around(&subject.open().limits(), inline),
+        None => Vec::new(),
+    };
     let subject = RefCell::new(subject);
     let config = Config {
         cases,
@@ -118,7 +128,7 @@ pub fn model_test_with_cases<S: Subject>(subject: &mut S, cases: u32) {
         ..Config::default()
     };
     let mut runner = TestRunner::new(config);
-    let strategy = proptest::collection::vec(op(reopens), 1..200);
+    let strategy = proptest::collection::vec(op(reopens, sizes), 1..200);
     let result = runner.run(&strategy, |ops| {
         let mut subject = subject.borrow_mut();
         run_sequence(&mut **subject, &ops).map_err(TestCaseError::fail)

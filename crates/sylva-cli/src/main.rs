@@ -1,5 +1,6 @@
 //! The `sylva` command: benchmarks (`sylva bench`), tools over a database directory (`put`,
-//! `get`, `delete`, `scan`, `stats`, `check`), and `calibrate` (the PA-Tree mode's disk model).
+//! `get`, `delete`, `scan`, `stats`, `check`, `dump`, `load`), and `calibrate` (the PA-Tree
+//! mode's disk model).
 //!
 //! Exit codes: 0 success; 1 the key was not found (`get`, `delete`; `not found` on stderr);
 //! 2 an error, printed as one line `error: ...` on stderr. Nothing panics on bad input.
@@ -10,6 +11,7 @@ mod bound;
 mod calibrate;
 mod charts;
 mod children;
+mod dump;
 mod encoding;
 mod engines;
 #[cfg(feature = "peers-no-rocksdb")]
@@ -36,10 +38,11 @@ struct Cli {
 enum Command {
     /// Run a YCSB workload (or replay traces) on one or more engines side by side.
     Bench(Box<bench::BenchArgs>),
-    /// Insert or overwrite a record (durable when the command returns).
+    /// Insert or overwrite a record (durable when the command returns); `--value-file FILE`
+    /// (`-`: stdin) for values of any size.
     Put(tools::PutArgs),
-    /// Print a record's value; exit code 1 if the key is absent.
-    Get(tools::KeyArgs),
+    /// Print a record's value (or write it to `--out FILE`); exit code 1 if the key is absent.
+    Get(tools::GetArgs),
     /// Delete a record (durable when the command returns); exit code 1 if the key was absent.
     Delete(tools::KeyArgs),
     /// Print the records of a key range, one `key<TAB>value` line each.
@@ -48,6 +51,10 @@ enum Command {
     Stats(tools::DirArgs),
     /// Verify every page checksum and the tree's structure; non-zero exit on any problem.
     Check(tools::DirArgs),
+    /// Write a key range's records as a portable, checksummed stream (docs/format.md).
+    Dump(dump::DumpArgs),
+    /// Load a dump stream into a database (created if there is none), in atomic batches.
+    Load(dump::LoadArgs),
     /// Measure the disk's random I/O through io_uring and fit the PA-Tree mode's probe model.
     #[cfg(target_os = "linux")]
     Calibrate(calibrate::CalibrateArgs),
@@ -76,6 +83,8 @@ fn main() {
         Command::Scan(args) => tools::scan(args),
         Command::Stats(args) => tools::stats(args),
         Command::Check(args) => tools::check(args),
+        Command::Dump(args) => dump::dump(args),
+        Command::Load(args) => dump::load(args),
         #[cfg(target_os = "linux")]
         Command::Calibrate(args) => calibrate::run(args),
     };

@@ -42,14 +42,14 @@ pub enum Outcome {
 pub struct At {
     /// The database directory.
     #[arg(long, value_name = "DIR")]
-    db: PathBuf,
+    pub db: PathBuf,
     /// Keys and values are hex digits, in arguments and in output (for binary keys).
     #[arg(long)]
     hex: bool,
 }
 
 impl At {
-    fn encoding(&self) -> Encoding {
+    pub fn encoding(&self) -> Encoding {
         Encoding::from_flag(self.hex)
     }
 }
@@ -62,9 +62,24 @@ pub struct PutArgs {
     /// The key.
     #[arg(allow_hyphen_values = true)]
     key: String,
-    /// The value (may be empty).
-    #[arg(allow_hyphen_values = true)]
-    value: String,
+    /// The value (may be empty); or give `--value-file`.
+    #[arg(allow_hyphen_values = true, required_unless_present = "value_file")]
+    value: Option<String>,
+    /// Read the value's bytes from FILE (`-`: standard input), as they are (not hex, not
+    /// text): for values too long for an argument (the kernel refuses arguments over 128 KiB).
+    #[arg(long, value_name = "FILE", conflicts_with = "value")]
+    value_file: Option<PathBuf>,
+}
+
+/// Arguments of `sylva get`.
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    #[command(flatten)]
+    key: KeyArgs,
+    /// Write the value's bytes to FILE (`-`: standard output) as they are, without a newline
+    /// and without hex, instead of printing it.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 /// Arguments of `sylva get` and `sylva delete`.
@@ -108,15 +123,31 @@ pub struct DirArgs {
 pub fn put(args: PutArgs) -> Result<Outcome, String> {
     let enc = args.at.encoding();
     let key = enc.decode("key", &args.key)?;
-    let value = enc.decode("value", &args.value)?;
+    let value = match (&args.value, &args.value_file) {
+        (_, Some(file)) => read_value_file(file)?,
+        (Some(v), None) => enc.decode("value", v)?,
+        (None, None) => return Err("give a value or --value-file FILE".into()),
+    };
     let db = open_for_writing(&args.at.db)?;
     let put = db.put(&key, &value).map_err(|e| e.to_string());
     close(db, put)?;
     Ok(Outcome::Done)
 }
 
-/// `sylva get`: prints one value.
-pub fn get(args: KeyArgs) -> Result<Outcome, String> {
+/// The bytes of `file`, or of standard input for `-`.
+fn read_value_file(file: &Path) -> Result<Vec<u8>, String> {
+    if file == Path::new("-") {
+        let mut v = Vec::new();
+        io::Read::read_to_end(&mut io::stdin().lock(), &mut v)
+            .map_err(|e| format!("cannot read the value from standard input: {e}"))?;
+        return Ok(v);
+    }
+    std::fs::read(file).map_err(|e| format!("cannot read the value from {}: {e}", file.display()))
+}
+
+/// `sylva get`: prints one value, or writes it to `--out`.
+pub fn get(args: GetArgs) -> Result<Outcome, String> {
+    let (out, args) = (args.out, args.key);
     let enc = args.at.encoding();
     let key = enc.decode("key", &args.key)?;
     let db = open_existing(&args.at.db, DbOptions::default())?;
@@ -124,6 +155,15 @@ pub fn get(args: KeyArgs) -> Result<Outcome, String> {
     let Some(value) = close(db, found)? else {
         return Ok(Outcome::NotFound);
     };
+    if let Some(file) = out {
+        if file == Path::new("-") {
+            write_out(&value)?;
+        } else {
+            std::fs::write(&file, &value)
+                .map_err(|e| format!("cannot write the value to {}: {e}", file.display()))?;
+        }
+        return Ok(Outcome::Done);
+    }
     let mut line = Vec::with_capacity(value.len() * 2 + 1);
     enc.encode_into(&value, &mut line);
     line.push(b'\n');
@@ -216,7 +256,7 @@ fn format_stats(s: &DbStats) -> String {
     } else {
         format!("{:.4}", s.cache_hits as f64 / accesses as f64)
     };
-    let rows: [(&str, String); 15] = [
+    let rows: [(&str, String); 18] = [
         ("records", s.records.to_string()),
         ("page_size", s.page_size.to_string()),
         ("file_pages", s.file_pages.to_string()),
@@ -232,6 +272,9 @@ fn format_stats(s: &DbStats) -> String {
         ("page_writes", s.page_writes.to_string()),
         ("wal_bytes", s.wal_bytes.to_string()),
         ("checkpoints", s.checkpoints.to_string()),
+        ("overflow_values", s.overflow_values.to_string()),
+        ("overflow_pages", s.overflow_pages.to_string()),
+        ("overflow_bytes", s.overflow_bytes.to_string()),
     ];
     rows.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
 }
@@ -273,7 +316,7 @@ fn open_for_writing(dir: &Path) -> Result<Db, String> {
 }
 
 /// Opens a database that must already exist; never creates one.
-fn open_existing(dir: &Path, options: DbOptions) -> Result<Db, String> {
+pub fn open_existing(dir: &Path, options: DbOptions) -> Result<Db, String> {
     if !dir.join(DATA_FILE).exists() {
         return Err(format!("no database at {}", dir.display()));
     }
@@ -281,7 +324,7 @@ fn open_existing(dir: &Path, options: DbOptions) -> Result<Db, String> {
 }
 
 /// Closes `db` (a checkpoint), then returns `result`; the first error wins.
-fn close<T>(db: Db, result: Result<T, String>) -> Result<T, String> {
+pub fn close<T>(db: Db, result: Result<T, String>) -> Result<T, String> {
     let closed = db.close().map_err(|e| format!("closing the database: {e}"));
     let value = result?;
     closed?;

@@ -91,6 +91,8 @@ mod sync;
 layer!(wal);
 
 pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
+/// Dump and load streams of a `Db`'s records (`docs/format.md`, "Dump stream").
+pub use db::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use db::{Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS};
 pub use durable::{
     Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2,

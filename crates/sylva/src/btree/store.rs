@@ -57,6 +57,9 @@ impl NodeLatch for &Latch {
     }
 }
 
+/// The longest old value [`NodeStore::replaced`] is told about.
+pub const REPLACED_MAX: usize = 32;
+
 /// Fixed-size node pages addressed by id, each with a latch.
 ///
 /// The logging hooks are how a durable store learns what changed: the tree calls them while it
@@ -105,6 +108,21 @@ pub trait NodeStore: Send + Sync {
     fn log_put(&self, leaf: PageId, key: &[u8], value: &[u8], inserted: bool) -> Result<u64> {
         let _ = (leaf, key, value, inserted);
         Ok(0)
+    }
+    /// Whether the store wants [`NodeStore::replaced`] called (`Db`'s databases with
+    /// out-of-line values: an overwritten or deleted reference frees its run). Off, the tree
+    /// captures nothing and the small-value path does no extra work.
+    #[inline]
+    fn tracks_replaced(&self) -> bool {
+        false
+    }
+    /// A live put or delete (not redo) is about to log that it replaced or removed a record
+    /// whose old value was `old` (only values of at most [`REPLACED_MAX`] bytes are reported).
+    /// Called with the leaf still write-latched, before [`NodeStore::log_put`] or
+    /// [`NodeStore::log_delete`] of the same change.
+    #[inline]
+    fn replaced(&self, old: &[u8]) {
+        let _ = old;
     }
     /// `key` was removed from leaf `leaf`.
     #[inline]

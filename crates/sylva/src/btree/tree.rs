@@ -28,7 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::adapt::Seen;
 use super::leaf::LeafPlan;
 use super::options::Options;
-use super::store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit};
+use super::store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit, REPLACED_MAX};
 use crate::error::{Error, Result};
 use crate::kv::{Limits, Stats};
 use crate::page::build::{self, Builder, NodeSpec};
@@ -124,6 +124,34 @@ pub(crate) struct Descent {
     pub(crate) id: PageId,
     pub(crate) version: u64,
     pub(crate) parent: ChildPos,
+}
+
+/// An old value a put replaced or a delete removed, kept for [`NodeStore::replaced`] when it is
+/// at most [`REPLACED_MAX`] bytes (and the store asks for it).
+#[derive(Clone, Copy)]
+pub(crate) struct OldValue {
+    len: usize,
+    bytes: [u8; REPLACED_MAX],
+}
+
+impl OldValue {
+    /// Captures `v` if the store tracks replaced values and `v` is short enough.
+    #[inline]
+    fn capture(track: bool, v: &[u8]) -> Option<Self> {
+        if !track || v.len() > REPLACED_MAX {
+            return None;
+        }
+        let mut bytes = [0u8; REPLACED_MAX];
+        bytes[..v.len()].copy_from_slice(v);
+        Some(OldValue {
+            len: v.len(),
+            bytes,
+        })
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
 }
 
 enum Put {
@@ -446,18 +474,29 @@ impl<S: NodeStore> BTree<S> {
     /// for it (0 if they logged nothing): the log up to it holds the put. A thread's records
     /// get rising LSNs, so that is the highest of the put's records.
     pub(crate) fn put_logged(&self, key: &[u8], value: &[u8]) -> Result<u64> {
+        let _gate = self.store.write_gate();
+        self.put_logged_in_gate(key, value)
+    }
+
+    /// [`BTree::put_logged`] for a caller that holds the store's write gate already (`Db`'s
+    /// out-of-line values allocate and write a run under the same hold as the put that links
+    /// it, so a checkpoint never begins between the two).
+    pub(crate) fn put_logged_in_gate(&self, key: &[u8], value: &[u8]) -> Result<u64> {
         self.limits.check_key(key)?;
         self.limits.check_value(value)?;
-        let _gate = self.store.write_gate();
         retry(|| {
             let (id, v) = self.find_leaf(key)?;
             let l = self.latch(id)?;
             l.upgrade(v)?;
             let (outcome, lsn) = {
                 let _g = WriteGuard(l);
-                let outcome = self.leaf_put(id, key, value)?;
+                let mut old = None;
+                let outcome = self.apply_put(id, key, value, &mut old)?;
                 let mut lsn = 0;
                 if let Put::Done { inserted } = outcome {
+                    if let Some(old) = old {
+                        self.store.replaced(old.value());
+                    }
                     lsn = self.store.log_put(id, key, value, inserted)?;
                     if self.adapt_after_point_write(id, self.page_mut(id)?)? {
                         lsn = self.store.log_pages(&[id], &[])?;
@@ -480,15 +519,11 @@ impl<S: NodeStore> BTree<S> {
         })
     }
 
-    fn leaf_put(&self, id: PageId, key: &[u8], value: &[u8]) -> Result<Put> {
-        self.apply_put(id, key, value)
-    }
-
     /// Puts `key` into leaf `id` (write-latched by the caller) if it fits; returns whether it was
     /// inserted (not overwritten). Redo uses this to replay a logged put: the same page bytes
     /// and the same record give the same result.
     pub(crate) fn redo_put(&self, id: PageId, key: &[u8], value: &[u8]) -> Result<bool> {
-        match self.apply_put(id, key, value)? {
+        match self.apply_put(id, key, value, &mut None)? {
             Put::Done { inserted } => {
                 if inserted {
                     self.records.fetch_add(1, Ordering::Relaxed);
@@ -544,28 +579,46 @@ impl<S: NodeStore> BTree<S> {
     /// Removes `key` from leaf `id` (write-latched by the caller) for redo; returns whether it
     /// was there.
     pub(crate) fn redo_delete(&self, id: PageId, key: &[u8]) -> Result<bool> {
-        let found = self.apply_delete(id, key)?;
+        let found = self.apply_delete(id, key, &mut None)?;
         if found {
             self.records.fetch_sub(1, Ordering::Relaxed);
         }
         Ok(found)
     }
 
-    fn apply_put(&self, id: PageId, key: &[u8], value: &[u8]) -> Result<Put> {
+    /// Puts `key` into leaf `id` (write-latched by the caller). When the store tracks replaced
+    /// values, `old` receives the value an overwrite replaces (whatever the outcome: the caller
+    /// reports it only for `Put::Done`).
+    fn apply_put(
+        &self,
+        id: PageId,
+        key: &[u8],
+        value: &[u8],
+        old: &mut Option<OldValue>,
+    ) -> Result<Put> {
+        let track = self.store.tracks_replaced();
         let page = self
             .page_mut(id)
             .map_err(|_| corrupt(id, "leaf vanished"))?;
         if page[0] == KIND_SEMI_DENSE_LEAF {
-            let put = match SemiDense::new(id, page)?.slot_of(key) {
-                Some(i) => SemiDenseMut::new(id, page)?.put(i, value)?,
+            let s = SemiDense::new(id, page)?;
+            let put = match s.slot_of(key) {
+                Some(i) => {
+                    if track {
+                        *old = s.value(i)?.and_then(|v| OldValue::capture(track, v));
+                    }
+                    SemiDenseMut::new(id, page)?.put(i, value)?
+                }
                 None => None,
             };
             return Ok(put.map_or(Put::NeedsSplit, |inserted| Put::Done { inserted }));
         }
         if page[0] == KIND_DENSE_LEAF {
-            let slot = Dense::new(id, page)?
-                .slot_of(key)
-                .filter(|_| Dense::new(id, page).is_ok_and(|d| d.value_len() == value.len()));
+            let d = Dense::new(id, page)?;
+            let slot = d.slot_of(key).filter(|_| d.value_len() == value.len());
+            if let Some(i) = slot.filter(|&i| track && d.present(i)) {
+                *old = OldValue::capture(track, d.value(i));
+            }
             return Ok(match slot {
                 Some(i) => Put::Done {
                     inserted: DenseMut::new(id, page)?.set(i, value)?,
@@ -579,6 +632,9 @@ impl<S: NodeStore> BTree<S> {
         let k = key
             .get(view.prefix_len()..)
             .ok_or_else(|| corrupt(id, "key outside the leaf's range"))?;
+        if found && track {
+            *old = OldValue::capture(track, view.value(idx)?);
+        }
         if view.kind() == KIND_FP_LEAF {
             return fp_leaf_put(&mut node, idx, found, k, value);
         }
@@ -737,8 +793,12 @@ impl<S: NodeStore> BTree<S> {
             let l = self.latch(id)?;
             l.upgrade(v)?;
             let _g = WriteGuard(l);
-            if !self.apply_delete(id, key)? {
+            let mut old = None;
+            if !self.apply_delete(id, key, &mut old)? {
                 return Ok((false, None, 0));
+            }
+            if let Some(old) = old {
+                self.store.replaced(old.value());
             }
             let mut lsn = self.store.log_delete(id, key)?;
             let underfull = self.underfull(id)?;
@@ -757,19 +817,33 @@ impl<S: NodeStore> BTree<S> {
     }
 
     /// Removes `key` from leaf `id` (write-latched by the caller); returns whether it was there.
-    fn apply_delete(&self, id: PageId, key: &[u8]) -> Result<bool> {
+    /// `old` as for [`BTree::apply_put`]: the value removed.
+    fn apply_delete(&self, id: PageId, key: &[u8], old: &mut Option<OldValue>) -> Result<bool> {
+        let track = self.store.tracks_replaced();
         let page = self
             .page_mut(id)
             .map_err(|_| corrupt(id, "leaf vanished"))?;
         if page[0] == KIND_SEMI_DENSE_LEAF {
-            return match SemiDense::new(id, page)?.slot_of(key) {
-                Some(i) => SemiDenseMut::new(id, page)?.clear(i),
+            let s = SemiDense::new(id, page)?;
+            return match s.slot_of(key) {
+                Some(i) => {
+                    if track {
+                        *old = s.value(i)?.and_then(|v| OldValue::capture(track, v));
+                    }
+                    SemiDenseMut::new(id, page)?.clear(i)
+                }
                 None => Ok(false),
             };
         }
         if page[0] == KIND_DENSE_LEAF {
-            return Ok(match Dense::new(id, page)?.slot_of(key) {
-                Some(i) => DenseMut::new(id, page)?.clear(i),
+            let d = Dense::new(id, page)?;
+            return Ok(match d.slot_of(key) {
+                Some(i) => {
+                    if track && d.present(i) {
+                        *old = OldValue::capture(track, d.value(i));
+                    }
+                    DenseMut::new(id, page)?.clear(i)
+                }
                 None => false,
             });
         }
@@ -777,6 +851,9 @@ impl<S: NodeStore> BTree<S> {
         let (idx, found) = leaf_find(&node.view(), key)?;
         if !found {
             return Ok(false);
+        }
+        if track {
+            *old = OldValue::capture(track, node.view().value(idx)?);
         }
         if node.view().kind() == KIND_FP_LEAF {
             fingerprint::remove(&mut node, idx);

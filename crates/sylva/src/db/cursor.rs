@@ -180,7 +180,11 @@ impl<'db> Cursor<'db> {
                         return Ok(None);
                     }
                     if self.in_range(key) {
-                        return Ok(Some((key.to_vec(), self.leaf.value(i).to_vec())));
+                        let mut buf = Vec::new();
+                        match self.db.scan_value(key, self.leaf.value(i), &mut buf)? {
+                            Some(v) => return Ok(Some((key.to_vec(), v.to_vec()))),
+                            None => continue,
+                        }
                     }
                 }
                 None => match self.next.take() {

@@ -52,6 +52,7 @@ impl Engine for PagedTree {
             meta_page: self.tree.meta,
             records: self.tree.records.load(Ordering::Relaxed),
             checkpoint_lsn: lsn,
+            tagged: self.tree.store.escaped,
         }
         .encode()
         .to_vec()

@@ -1,13 +1,51 @@
 //! `Db` as a [`KvStore`], the contract every engine keeps (what `sylva bench` and the
 //! conformance suite drive).
 
-use super::Db;
+use super::store::PoolStore;
+use super::{overflow, Db};
+use crate::btree::BTree;
 use crate::error::Result;
 use crate::kv::{KvStore, Limits, Stats, Visitor};
 
+impl Db {
+    /// Runs a walk of the tree with `visitor` seeing values, not their stored forms
+    /// ([`super::overflow`]): an out-of-line value is read when its record is visited.
+    fn resolving(
+        &self,
+        visitor: &mut Visitor<'_>,
+        walk: impl FnOnce(&BTree<PoolStore>, &mut Visitor<'_>) -> Result<usize>,
+    ) -> Result<usize> {
+        if !self.tree().store.escaped {
+            let r = walk(self.tree(), visitor);
+            return self.guard_read(r);
+        }
+        let mut buf = Vec::new();
+        let mut failed = None;
+        let mut resolved = |k: &[u8], v: &[u8]| -> bool {
+            if !overflow::is_tagged(v) {
+                return visitor(k, v);
+            }
+            match self.scan_value(k, v, &mut buf) {
+                Ok(Some(v)) => visitor(k, v),
+                Ok(None) => true,
+                Err(e) => {
+                    failed = Some(e);
+                    false
+                }
+            }
+        };
+        let r = walk(self.tree(), &mut resolved);
+        let r = match failed {
+            Some(e) => Err(e),
+            None => r,
+        };
+        self.guard_read(r)
+    }
+}
+
 impl KvStore for Db {
     fn limits(&self) -> Limits {
-        self.tree().limits()
+        Db::limits(self)
     }
 
     fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
@@ -24,14 +62,12 @@ impl KvStore for Db {
 
     fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
-        let r = KvStore::scan(self.tree(), start, limit, visitor);
-        self.guard_read(r)
+        self.resolving(visitor, |tree, v| KvStore::scan(tree, start, limit, v))
     }
 
     fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
-        let r = KvStore::map_range(self.tree(), start, end, visitor);
-        self.guard_read(r)
+        self.resolving(visitor, |tree, v| KvStore::map_range(tree, start, end, v))
     }
 
     fn sync(&self) -> Result<()> {

@@ -11,6 +11,10 @@
 //! PAGES_EDIT 6 | changed u16 | changed × page u64 | changed × (head_len u32 | tail_len u32 | head | tail)
 //!           | parent u64 | remove u16 (0xFFFF: none) | inserts u16
 //!           | inserts × (child u64 | separator_len u16 | separator)
+//! RUNS    7 | written u8 | freed u8
+//!           | written × (first u64 | value_len u32 | crc u32 | logged u8 | value if logged)
+//!           | freed × (first u64 | pages u32)
+//!           | the wrapped record: a PUT, DELETE or PAGES record
 //! ```
 //! Integers are little-endian. `delta` is the change in the record count the images carry (a
 //! full-page image logged in place of a put or delete after a checkpoint). An image is a page's
@@ -24,10 +28,19 @@
 //! separators, so its image was about a third of such a record; the edit is some 30 bytes.
 //! The parent's first change after a checkpoint still logs its image (full-page writes).
 //!
+//! RUNS is a put or delete that wrote or freed an out-of-line value's run ([`super::overflow`]):
+//! the runs it wrote (with the value when it is at most 1 MiB, `logged` 1; else `logged` 0
+//! and the run was durable before the record was appended), the runs it freed, then the tree's
+//! own record of the leaf change (a PUT of the reference, a DELETE, or the leaf's full image as
+//! a PAGES record when it was the leaf's first change since a checkpoint). Redo marks the
+//! written runs in use (rewriting the logged ones) and frees the freed ones whatever the leaf's
+//! LSN, and redoes the wrapped record as any.
+//!
 //! The types are in `Db`'s range of record types ([`RecordOwner::Db`], 1–31, shared with the
 //! PA-Tree mode); [`decode`] answers any other type with an [`Error::LogCorruption`] that says
 //! whose range it is in. PAGES_EDIT is in logs of format version 2 and later (builds before it
-//! refuse a version 3 log as too new; see [`crate::wal::record`], "Versions").
+//! refuse a version 3 log as too new; see [`crate::wal::record`], "Versions"); RUNS in logs of
+//! version 4 and later.
 
 use crate::btree::ParentEdit;
 use crate::error::{Error, Result};
@@ -40,6 +53,7 @@ const PAGES: u8 = 3;
 const BATCH: u8 = 4;
 const BATCH_END: u8 = 5;
 const PAGES_EDIT: u8 = 6;
+const RUNS: u8 = 7;
 /// `remove` of a PAGES_EDIT that removes nothing.
 const NO_REMOVE: u16 = u16::MAX;
 const _: () = assert!(
@@ -48,7 +62,8 @@ const _: () = assert!(
         && RecordOwner::Db.owns(PAGES)
         && RecordOwner::Db.owns(BATCH)
         && RecordOwner::Db.owns(BATCH_END)
-        && RecordOwner::Db.owns(PAGES_EDIT),
+        && RecordOwner::Db.owns(PAGES_EDIT)
+        && RecordOwner::Db.owns(RUNS),
     "Db's record types lie in Db's range"
 );
 
@@ -76,6 +91,50 @@ pub(crate) enum Record<'a> {
         parent: PageId,
         edit: ParentEdit<'a>,
     },
+    Runs {
+        written: Vec<RunWritten<'a>>,
+        freed: Vec<RunFreed>,
+        inner: Box<Record<'a>>,
+    },
+}
+
+/// A run a RUNS record wrote: its first page, the value's length and CRC32C, and the value
+/// itself when the record carries it.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub(crate) struct RunWritten<'a> {
+    pub first: PageId,
+    pub len: u32,
+    pub crc: u32,
+    pub value: Option<&'a [u8]>,
+}
+
+/// A run a RUNS record freed.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub(crate) struct RunFreed {
+    pub first: PageId,
+    pub pages: u32,
+}
+
+/// The start of a RUNS record: its type, counts and entries, to which the wrapped record's
+/// bytes are appended ([`runs_prefix`]).
+pub(crate) fn runs_prefix(out: &mut Vec<u8>, written: Option<RunWritten<'_>>, freed: &[RunFreed]) {
+    out.clear();
+    out.push(RUNS);
+    out.push(u8::from(written.is_some()));
+    out.push(freed.len() as u8);
+    if let Some(w) = written {
+        out.extend_from_slice(&w.first.to_le_bytes());
+        out.extend_from_slice(&w.len.to_le_bytes());
+        out.extend_from_slice(&w.crc.to_le_bytes());
+        out.push(u8::from(w.value.is_some()));
+        if let Some(v) = w.value {
+            out.extend_from_slice(v);
+        }
+    }
+    for f in freed {
+        out.extend_from_slice(&f.first.to_le_bytes());
+        out.extend_from_slice(&f.pages.to_le_bytes());
+    }
 }
 
 /// A logged page image: its first and last bytes; the gap between them is zero.
@@ -257,9 +316,53 @@ pub(crate) fn decode(lsn: u64, payload: &[u8], image_len: usize) -> Result<Recor
             Record::Batch(ops)
         }
         BATCH_END => Record::BatchEnd,
+        RUNS => {
+            let (w, f) = (r.u8()? as usize, r.u8()? as usize);
+            let mut written = Vec::with_capacity(w);
+            for _ in 0..w {
+                let first = r.u64()?;
+                let (len, crc) = (r.u32()?, r.u32()?);
+                let value = match r.u8()? {
+                    0 => None,
+                    1 => Some(r.take(len as usize)?),
+                    _ => return Err(r.bad("a run's logged flag is neither 0 nor 1")),
+                };
+                written.push(RunWritten {
+                    first,
+                    len,
+                    crc,
+                    value,
+                });
+            }
+            let mut freed = Vec::with_capacity(f);
+            for _ in 0..f {
+                let first = r.u64()?;
+                freed.push(RunFreed {
+                    first,
+                    pages: r.u32()?,
+                });
+            }
+            let inner = decode(lsn, r.rest(), image_len)?;
+            if !matches!(
+                inner,
+                Record::Put { .. } | Record::Delete { .. } | Record::Pages { .. }
+            ) {
+                return Err(r.bad("a RUNS record wraps a record other than PUT, DELETE or PAGES"));
+            }
+            Record::Runs {
+                written,
+                freed,
+                inner: Box::new(inner),
+            }
+        }
         other => return Err(RecordOwner::Db.unknown_type(lsn, other)),
     };
-    if r.at != payload.len() && !matches!(record, Record::Put { .. } | Record::Delete { .. }) {
+    if r.at != payload.len()
+        && !matches!(
+            record,
+            Record::Put { .. } | Record::Delete { .. } | Record::Runs { .. }
+        )
+    {
         return Err(r.bad("trailing bytes"));
     }
     Ok(record)
@@ -407,6 +510,40 @@ mod tests {
         }
         batch_end(&mut b);
         assert_eq!(decode(1, &b, 4).unwrap(), Record::BatchEnd);
+        let w = RunWritten {
+            first: 40,
+            len: 3,
+            crc: 9,
+            value: Some(b"abc"),
+        };
+        let f = [RunFreed {
+            first: 50,
+            pages: 2,
+        }];
+        let mut inner = Vec::new();
+        put(&mut inner, 7, b"key", b"ref");
+        runs_prefix(&mut b, Some(w), &f);
+        b.extend_from_slice(&inner);
+        let expect = Record::Runs {
+            written: vec![w],
+            freed: f.to_vec(),
+            inner: Box::new(Record::Put {
+                page: 7,
+                key: b"key",
+                value: b"ref",
+            }),
+        };
+        assert_eq!(decode(1, &b, 4).unwrap(), expect);
+        for cut in 1..b.len() - inner.len() + 9 {
+            assert!(decode(1, &b[..cut], 4).is_err(), "RUNS cut at {cut}");
+        }
+        let mut nested = Vec::new();
+        runs_prefix(&mut nested, None, &[]);
+        nested.extend_from_slice(&b);
+        assert!(
+            decode(1, &nested, 4).is_err(),
+            "a RUNS record inside a RUNS record"
+        );
         assert!(decode(1, &[99], 4).is_err());
         assert!(decode(1, &[], 4).is_err());
     }
@@ -415,7 +552,7 @@ mod tests {
     fn types_outside_what_db_writes_are_log_corruption_naming_their_owner() {
         for (t, says) in [
             (0u8, "unassigned"),
-            (7, "in Db's range (1–31) but not one this build writes"),
+            (8, "in Db's range (1–31) but not one this build writes"),
             (31, "in Db's range"),
             (32, "TreeLine's (32–63), not Db's (1–31)"),
             (70, "the NB-tree's (64–95), not Db's"),

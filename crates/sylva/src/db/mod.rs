@@ -35,6 +35,10 @@
 //! durable by its directory's fsync ([`Db::open_in`]): a crash while creating leaves a directory
 //! that opens.
 //!
+//! **Values of any size** ([`overflow`]): a value too long for a leaf is stored out of line in
+//! a run of contiguous pages, the leaf keeping its key and a 17-byte reference; overwrites and
+//! deletes free the run with a deferred free, in the same log record as the leaf change.
+//!
 //! **Node store.** The tree's logic is unchanged; only its node store differs: [`store`] maps
 //! the tree's latches onto the pool's page-state words (optimistic reads, exclusive writes; a
 //! read of an evicted page loads it) and turns the tree's change notifications into log records.
@@ -106,10 +110,12 @@
 
 mod batch;
 mod cursor;
+pub mod dump;
 mod engine;
 mod kv;
 pub(crate) mod log;
 mod options;
+pub mod overflow;
 mod recovery;
 mod state;
 mod store;
@@ -122,6 +128,7 @@ use crate::btree::{self, BTree, CheckReport};
 use crate::buffer::{BufferPool, PoolOptions};
 use crate::durable::{self, dir, Durable, RecoveryReport};
 use crate::error::Result;
+use crate::io::page_header::PageKind;
 use crate::io::{Io, OsFs, Vfs, FIRST_DATA_PAGE};
 use crate::kv::Limits;
 use engine::PagedTree;
@@ -131,6 +138,7 @@ use batch::BatchOp;
 
 pub use batch::WriteBatch;
 pub use cursor::Cursor;
+pub use dump::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use options::{DbOptions, OPTION_KEYS};
 
 /// What `Db::stats` reports.
@@ -169,6 +177,21 @@ pub struct DbStats {
     pub wal_fpw_written: u64,
     /// Checkpoints since open.
     pub checkpoints: u64,
+    /// Values stored out of line ([`overflow`]; counted by [`Db::stats`]'s walk, 0 in
+    /// quick stats).
+    pub overflow_values: u64,
+    /// Pages in out-of-line values' runs (as `overflow_values`; not in `tree_pages`).
+    pub overflow_pages: u64,
+    /// Bytes of out-of-line values (as `overflow_values`).
+    pub overflow_bytes: u64,
+}
+
+/// Out-of-line values counted by a walk.
+#[derive(Debug, Default, Clone, Copy)]
+struct RunCount {
+    values: u64,
+    pages: u64,
+    bytes: u64,
 }
 
 /// A durable, ordered key-value database in a directory. Share it between threads by reference
@@ -241,7 +264,10 @@ impl Db {
                         ..PoolOptions::default()
                     },
                 )?;
-                let store = PoolStore::new(pool, wal, checkpoint_lsn);
+                // A database this build creates tags its values (out-of-line values); one
+                // created before keeps its untagged values.
+                let tagged = state.is_none_or(|s: state::State| s.tagged);
+                let store = PoolStore::new(pool, wal, checkpoint_lsn, tagged);
                 let layout = state.map_or(options.layout, |s: state::State| s.layout);
                 let tree_options = btree::Options {
                     layout,
@@ -285,9 +311,20 @@ impl Db {
         self.options
     }
 
-    /// Key and value size limits.
+    /// Key and value size limits: values up to 4 GiB − 1 (stored out of line past what fits a
+    /// leaf, [`overflow`]); in a database created before out-of-line values, what fits a leaf.
     pub fn limits(&self) -> Limits {
-        self.tree().limits()
+        let mut l = self.tree().limits();
+        if self.tagged() {
+            l.max_value = overflow::MAX_VALUE_LEN;
+        }
+        l
+    }
+
+    /// Whether values are tagged and may be out of line ([`overflow`]).
+    #[inline]
+    fn tagged(&self) -> bool {
+        self.tree().store.escaped
     }
 
     #[inline]
@@ -317,13 +354,65 @@ impl Db {
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         self.check_open()?;
         let r = self.tree().get_into(key, out);
+        let found = self.guard_read(r)?;
+        if !found || !self.tagged() || !overflow::is_tagged(out) {
+            return Ok(found);
+        }
+        let r = self.resolve(key, out);
         self.guard_read(r)
+    }
+
+    /// Turns the stored value of `key` in `out` (escaped or a reference) into the value. A run
+    /// whose CRC does not match its reference may have been freed and reused under a concurrent
+    /// overwrite: the key is looked up again, and a mismatch on the same reference twice is
+    /// reported. Returns whether the key is (still) there.
+    fn resolve(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let file = self.tree().store.pool.file();
+        let mut tried = None;
+        loop {
+            if !overflow::is_tagged(out) {
+                return Ok(true);
+            }
+            let r = match overflow::classify(out, 0)? {
+                overflow::Stored::Inline(_) => {
+                    out.remove(0);
+                    return Ok(true);
+                }
+                overflow::Stored::Ref(r) => r,
+            };
+            match overflow::read_value(file, r, out) {
+                Ok(()) => return Ok(true),
+                Err(crate::Error::ChecksumMismatch { .. }) if tried != Some(r) => {
+                    tried = Some(r);
+                    if !self.tree().get_into(key, out)? {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The value of a record a scan read as `stored`: itself, or resolved into `buf`; `None`
+    /// if the key was deleted meanwhile.
+    pub(crate) fn scan_value<'a>(
+        &self,
+        key: &[u8],
+        stored: &'a [u8],
+        buf: &'a mut Vec<u8>,
+    ) -> Result<Option<&'a [u8]>> {
+        if !self.tagged() || !overflow::is_tagged(stored) {
+            return Ok(Some(stored));
+        }
+        buf.clear();
+        buf.extend_from_slice(stored);
+        Ok(self.resolve(key, buf)?.then_some(&buf[..]))
     }
 
     /// Inserts or overwrites `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_open()?;
-        let r = self.tree().put_logged(key, value);
+        let r = overflow::put(self.tree(), key, value);
         let lsn = self.guard(r)?;
         self.after_write(1, lsn)
     }
@@ -340,10 +429,15 @@ impl Db {
     }
 
     /// Applies `batch` atomically (all or nothing across a crash), durable per the sync mode.
-    /// A batch holds other writers back while it applies.
+    /// A batch holds other writers back while it applies. The whole batch is logged as one
+    /// record first, so its keys and values together are limited to the log's record size
+    /// (64 MiB): a longer batch is refused with [`Error::InvalidArgument`] before anything is
+    /// applied (put values of more than that on their own).
+    ///
+    /// [`Error::InvalidArgument`]: crate::Error::InvalidArgument
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
         self.check_open()?;
-        let limits = self.tree().limits();
+        let limits = self.limits();
         for op in &batch.ops {
             match op {
                 BatchOp::Put(k, v) => {
@@ -370,7 +464,7 @@ impl Db {
             store.append_record(&buf)?;
             for op in &batch.ops {
                 match op {
-                    BatchOp::Put(k, v) => self.tree().put(k, v)?,
+                    BatchOp::Put(k, v) => drop(overflow::put(self.tree(), k, v)?),
                     BatchOp::Delete(k) => drop(self.tree().delete(k)?),
                 }
             }
@@ -408,9 +502,13 @@ impl Db {
     /// Counts and cache figures, with the fill factor (which walks every leaf).
     pub fn stats(&self) -> DbStats {
         let height = self.tree().height().unwrap_or(0);
-        let record_bytes = self.record_bytes();
+        let (record_bytes, runs) = self.record_bytes();
         let mut s = self.quick_stats();
         s.height = height;
+        s.overflow_values = runs.values;
+        s.overflow_pages = runs.pages;
+        s.overflow_bytes = runs.bytes;
+        s.tree_pages = s.tree_pages.saturating_sub(runs.pages);
         s.fill_factor = record_bytes as f64 / (s.tree_pages.max(1) * s.page_size as u64) as f64;
         s
     }
@@ -443,32 +541,138 @@ impl Db {
             wal_written: store.log_written.load(Ordering::Relaxed),
             wal_fpw_written: store.log_fpw.load(Ordering::Relaxed),
             checkpoints: self.durable.checkpoints(),
+            overflow_values: 0,
+            overflow_pages: 0,
+            overflow_bytes: 0,
         }
     }
 
-    /// Key and value bytes of all records (a full walk; for `stats`).
-    fn record_bytes(&self) -> u64 {
+    /// Key and value bytes of the records held in tree pages (an out-of-line value counts as
+    /// its reference), and the out-of-line values (a full walk; for `stats`).
+    fn record_bytes(&self) -> (u64, RunCount) {
         let mut bytes = 0u64;
+        let mut runs = RunCount::default();
+        let ps = self.tree().store.pool.file().page_size();
+        let tagged = self.tagged();
         let _ = self.tree().walk(&[], None, usize::MAX, &mut |k, v| {
             bytes += (k.len() + v.len()) as u64;
+            if tagged && v.first() == Some(&overflow::REF_TAG) {
+                if let Ok(overflow::Stored::Ref(r)) = overflow::classify(v, 0) {
+                    runs.values += 1;
+                    runs.pages += r.pages(ps);
+                    runs.bytes += u64::from(r.len);
+                }
+            }
             true
         });
-        bytes
+        (bytes, runs)
     }
 
-    /// Checkpoints, then verifies the checksum of every page in use in the file and the tree's
-    /// structure. Run it on a quiet database: concurrent writers may cause spurious reports.
+    /// The out-of-line values' references, from a walk of every leaf.
+    fn value_refs(&self) -> Result<Vec<overflow::ValueRef>> {
+        let mut refs = Vec::new();
+        let mut bad = None;
+        if self.tagged() {
+            self.tree().walk(&[], None, usize::MAX, &mut |_, v| {
+                if v.first() != Some(&overflow::REF_TAG) {
+                    return true;
+                }
+                match overflow::classify(v, 0) {
+                    Ok(overflow::Stored::Ref(r)) => refs.push(r),
+                    Ok(overflow::Stored::Inline(_)) => {}
+                    Err(e) => {
+                        bad = Some(e);
+                        return false;
+                    }
+                }
+                true
+            })?;
+        }
+        match bad {
+            Some(e) => Err(e),
+            None => Ok(refs),
+        }
+    }
+
+    /// Checkpoints, then verifies the tree's structure, every out-of-line value's run (intact,
+    /// agreeing with its reference, referenced exactly once, none of its pages free), and that
+    /// every page of the file is accounted for exactly once: a meta page, free (or holding the
+    /// free space), a run's, or a tree page the tree reaches, each tree page's checksum
+    /// verified. Run it on a quiet database: concurrent writers may cause spurious reports.
     pub fn check(&self) -> Result<CheckReport> {
         self.checkpoint()?;
         let file = self.tree().store.pool.file();
-        let mut frame = file.buffer(1);
-        for id in FIRST_DATA_PAGE..file.page_count() {
-            if file.is_free(id) {
-                continue;
-            }
-            file.read_frame(id, &mut frame)?;
+        let ps = file.page_size();
+        let report = self.tree().check()?;
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        let mut scratch = Vec::new();
+        for r in self.value_refs()? {
+            overflow::check_run(file, r, &mut scratch)?;
+            runs.push((r.first, r.pages(ps)));
         }
-        self.tree().check()
+        runs.sort_unstable();
+        for pair in runs.windows(2) {
+            if pair[0].0 + pair[0].1 > pair[1].0 {
+                return Err(crate::Error::Corruption {
+                    page: pair[1].0,
+                    detail: format!(
+                        "the run at page {} is referenced twice or overlaps the run at page {}",
+                        pair[1].0, pair[0].0
+                    ),
+                });
+            }
+        }
+        let mut frame = file.buffer(1);
+        let mut runs_left = runs.iter().peekable();
+        let mut tree_pages = 0u64;
+        let mut id = FIRST_DATA_PAGE;
+        while id < file.page_count() {
+            if let Some(&&(first, pages)) = runs_left.peek() {
+                if first == id {
+                    if let Some(p) = (first..first + pages).find(|&p| file.is_free(p)) {
+                        return Err(crate::Error::Corruption {
+                            page: p,
+                            detail: format!("page of the run at page {first} is free"),
+                        });
+                    }
+                    runs_left.next();
+                    id += pages;
+                    continue;
+                }
+            }
+            if !file.is_free(id) {
+                let h = file.read_frame(id, &mut frame)?;
+                if !matches!(h.kind, PageKind::BTreeLeaf | PageKind::BTreeInner) {
+                    return Err(crate::Error::Corruption {
+                        page: id,
+                        detail: format!(
+                            "a page in use of kind {:?} that no leaf refers to (a leaked run?)",
+                            h.kind
+                        ),
+                    });
+                }
+                tree_pages += 1;
+            }
+            id += 1;
+        }
+        if runs_left.peek().is_some() {
+            return Err(crate::Error::Corruption {
+                page: id,
+                detail: "a run lies beyond the file's pages".into(),
+            });
+        }
+        // The tree's pages: its leaves and inner nodes, and the metadata node.
+        let reached = report.leaves + report.inner + 1;
+        if tree_pages != reached {
+            return Err(crate::Error::Corruption {
+                page: 0,
+                detail: format!(
+                    "{tree_pages} pages in use are tree pages, but the tree reaches {reached} \
+                     (leaked pages)"
+                ),
+            });
+        }
+        Ok(report)
     }
 
     /// Checkpoints and closes. Dropping a `Db` does the same but cannot report errors. A

@@ -11,7 +11,8 @@
 use std::sync::atomic::Ordering;
 
 use super::engine::PagedTree;
-use super::log::{self, Record};
+use super::log::{self, Record, RunWritten};
+use super::overflow;
 use super::store::{stamp_kind, PoolStore};
 use crate::btree::BTree;
 use crate::buffer::prefetch_line;
@@ -78,11 +79,67 @@ impl PagedTree {
     /// module docs).
     pub(super) fn redo_record(&mut self, lsn: u64, payload: &[u8]) -> Result<()> {
         let image_len = self.tree.store.page_size_bytes();
-        let pending = match log::decode(lsn, payload, image_len)? {
-            Record::Put { page, key, value } => {
-                return self.hold_leaf_redo(page, lsn, key, Some(value));
+        match log::decode(lsn, payload, image_len)? {
+            Record::Batch(ops) => {
+                self.apply_leaf_redo()?;
+                self.pending_batch = Some(
+                    ops.into_iter()
+                        .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
+                        .collect(),
+                );
+                Ok(())
             }
-            Record::Delete { page, key } => return self.hold_leaf_redo(page, lsn, key, None),
+            Record::BatchEnd => {
+                self.apply_leaf_redo()?;
+                self.pending_batch = None;
+                Ok(())
+            }
+            Record::Runs {
+                written,
+                freed,
+                inner,
+            } => {
+                // The runs' allocations and frees are redone whatever the leaf's LSN (the free
+                // space recovery starts from is the checkpoint's, which knows neither), and at
+                // once: they touch only the free space and the runs' own pages, which no held
+                // leaf record names. The wrapped leaf record is held or applied as any.
+                for w in &written {
+                    self.redo_run_written(lsn, w)?;
+                }
+                self.redo_page_record(lsn, *inner)?;
+                let file = self.tree.store.pool.file();
+                for f in freed {
+                    file.free_run_deferred(f.first, f.pages as usize)?;
+                }
+                Ok(())
+            }
+            other => self.redo_page_record(lsn, other),
+        }
+    }
+
+    /// Marks the run a RUNS record wrote in use and, when the record carries the value, writes
+    /// the run again (its pages are the record's since it was allocated: nothing after it in
+    /// the log can have reused them, as a run's free is deferred).
+    fn redo_run_written(&self, lsn: u64, w: &RunWritten<'_>) -> Result<()> {
+        let store = &self.tree.store;
+        let file = store.pool.file();
+        let n = overflow::run_pages(w.len as usize, file.page_size());
+        for id in w.first..w.first.saturating_add(n) {
+            file.ensure_allocated(id)?;
+        }
+        store.pool.forget_run(w.first, n)?;
+        if let Some(value) = w.value {
+            overflow::write_run(file, w.first, value, w.crc, lsn)?;
+        }
+        Ok(())
+    }
+
+    /// Redoes (or holds back) a record of page changes: anything but a batch's or a RUNS
+    /// record.
+    fn redo_page_record(&mut self, lsn: u64, record: Record<'_>) -> Result<()> {
+        match record {
+            Record::Put { page, key, value } => self.hold_leaf_redo(page, lsn, key, Some(value)),
+            Record::Delete { page, key } => self.hold_leaf_redo(page, lsn, key, None),
             Record::PagesEdit {
                 changed,
                 parent,
@@ -90,8 +147,7 @@ impl PagedTree {
             } => {
                 self.apply_leaf_redo()?;
                 self.install_images(lsn, &changed)?;
-                self.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))?;
-                return Ok(());
+                self.redo_page(parent, lsn, |t| t.apply_parent_edit(parent, &edit))
             }
             Record::Pages {
                 changed,
@@ -113,18 +169,17 @@ impl PagedTree {
                     pool.lock_for_overwrite(id)?;
                     pool.free(id)?;
                 }
-                return Ok(());
+                Ok(())
             }
-            Record::Batch(ops) => Some(
-                ops.into_iter()
-                    .map(|(k, v)| (k.to_vec(), v.map(<[u8]>::to_vec)))
-                    .collect(),
-            ),
-            Record::BatchEnd => None,
-        };
-        self.apply_leaf_redo()?;
-        self.pending_batch = pending;
-        Ok(())
+            Record::Batch(_) | Record::BatchEnd | Record::Runs { .. } => {
+                Err(crate::error::Error::LogCorruption {
+                    path: None,
+                    detail: format!(
+                        "record {lsn}: a batch or RUNS record where a page change was expected"
+                    ),
+                })
+            }
+        }
     }
 
     /// Holds a leaf's put or delete back, applying what is held once it reaches
@@ -190,7 +245,7 @@ impl PagedTree {
             store.logging.store(true, Ordering::Release);
             for (k, v) in ops {
                 match v {
-                    Some(v) => self.tree.put(&k, &v)?,
+                    Some(v) => drop(overflow::put(&self.tree, &k, &v)?),
                     None => drop(self.tree.delete(&k)?),
                 }
             }

@@ -12,7 +12,14 @@ const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
 /// Version 2 added the log's second segment (`wal.2.log`): a build that knows only `wal.log`
 /// must refuse such a directory rather than miss records in the second file. Version 1
 /// directories are read (their log is one file; the second segment is created empty).
-pub(super) const STATE_VERSION: u32 = 2;
+/// Version 3 (issue 23): values carry the tag of [`super::overflow`] and may be out of line
+/// (flag byte 13, bit 0); a database created before stays version 2 (its values are untagged),
+/// and a build before version 3 refuses a version 3 database instead of misreading its values.
+pub(super) const STATE_VERSION: u32 = 3;
+/// The version of a database without out-of-line values.
+const UNTAGGED_STATE_VERSION: u32 = 2;
+/// Flag byte 13, bit 0: values are tagged and may be out of line.
+const FLAG_TAGGED: u8 = 0x01;
 const OLDEST_STATE_VERSION: u32 = 1;
 pub(super) const STATE_LEN: usize = 40;
 
@@ -24,14 +31,22 @@ pub(crate) struct State {
     pub(super) records: u64,
     /// Redo starts at this LSN.
     pub(super) checkpoint_lsn: u64,
+    /// Values are tagged and may be out of line ([`super::overflow`]).
+    pub(super) tagged: bool,
 }
 
 impl State {
     pub(super) fn encode(&self) -> [u8; STATE_LEN] {
         let mut b = [0u8; STATE_LEN];
         b[0..8].copy_from_slice(STATE_MAGIC);
-        b[8..12].copy_from_slice(&STATE_VERSION.to_le_bytes());
+        let version = if self.tagged {
+            STATE_VERSION
+        } else {
+            UNTAGGED_STATE_VERSION
+        };
+        b[8..12].copy_from_slice(&version.to_le_bytes());
         b[12] = self.layout.code();
+        b[13] = if self.tagged { FLAG_TAGGED } else { 0 };
         b[16..24].copy_from_slice(&self.meta_page.to_le_bytes());
         b[24..32].copy_from_slice(&self.records.to_le_bytes());
         b[32..40].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
@@ -67,11 +82,16 @@ impl State {
         }
         let layout = btree::Layout::from_code(user[12])
             .ok_or_else(|| not_db(format!("unknown layout {}", user[12])))?;
+        let tagged = version >= 3 && user[13] & FLAG_TAGGED != 0;
+        if version >= 3 && user[13] & !FLAG_TAGGED != 0 {
+            return Err(not_db(format!("unknown state flags {:#04x}", user[13])));
+        }
         Ok(Some(State {
             layout,
             meta_page: u64_at(16),
             records: u64_at(24),
             checkpoint_lsn: u64_at(32),
+            tagged,
         }))
     }
 }

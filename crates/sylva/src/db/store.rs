@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use parking_lot::{RwLock, RwLockReadGuard};
 
-use super::log::{self, Image};
+use super::log::{self, Image, RunFreed, RunWritten};
+use super::overflow::{self, Stored};
 use crate::btree::{NodeLatch, NodeStore, ParentEdit};
 use crate::buffer::BufferPool;
 use crate::error::Result;
@@ -35,6 +36,27 @@ thread_local! {
     static GATE_OWNER: Cell<bool> = const { Cell::new(false) };
     /// Encoding buffer, reused.
     static BUF: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    /// Whether this thread's put or delete in progress wrote or freed an out-of-line value's
+    /// run ([`PENDING`] holds which): its leaf record is then logged inside a RUNS record.
+    static RUNS_PENDING: Cell<bool> = const { Cell::new(false) };
+    /// The runs this thread's put or delete in progress wrote and freed.
+    static PENDING: RefCell<PendingRuns> = const { RefCell::new(PendingRuns {
+        written: None,
+        value: Vec::new(),
+        freed: Vec::new(),
+    }) };
+    /// A RUNS record being assembled, reused.
+    static WRAP: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// What a put or delete did to out-of-line values, for its log record.
+struct PendingRuns {
+    /// The run it wrote: first page, value length, CRC32C, whether the value is logged.
+    written: Option<(PageId, u32, u32, bool)>,
+    /// The logged value (reused buffer).
+    value: Vec<u8>,
+    /// The runs it freed (the old value of an overwrite or delete).
+    freed: Vec<RunFreed>,
 }
 
 /// Pages of a buffer pool as tree nodes, with logging.
@@ -54,6 +76,13 @@ pub(crate) struct PoolStore {
     /// Of those, the records that carry a page's full image because it was the page's first
     /// change after a checkpoint ("full-page writes").
     pub(crate) log_fpw: AtomicU64,
+    /// Whether the database stores values with a tag byte and may hold out-of-line values
+    /// ([`super::overflow`]): every database this build creates; not those created before.
+    pub(crate) escaped: bool,
+    /// The LSN of the last record that freed tree pages at once (a merge): a run written over
+    /// pages must not reach the disk before it ([`super::overflow`], the WAL rule for reused
+    /// pages).
+    pub(crate) last_free_lsn: AtomicU64,
     gate: RwLock<()>,
 }
 
@@ -130,8 +159,10 @@ impl Drop for ExclusiveGate<'_> {
 }
 
 impl PoolStore {
-    pub(crate) fn new(pool: BufferPool, wal: Arc<Wal>, checkpoint_lsn: u64) -> Self {
+    pub(crate) fn new(pool: BufferPool, wal: Arc<Wal>, checkpoint_lsn: u64, escaped: bool) -> Self {
         PoolStore {
+            escaped,
+            last_free_lsn: AtomicU64::new(0),
             pool,
             wal,
             logging: AtomicBool::new(false),
@@ -194,21 +225,97 @@ impl PoolStore {
         self.pool.page_lsn(id) < self.checkpoint_lsn.load(Ordering::Relaxed)
     }
 
-    /// Logs the full images of `changed`; returns the record's LSN and bytes.
-    fn log_images(&self, changed: &[PageId], freed: &[PageId], delta: i64) -> Result<(u64, u64)> {
-        BUF.with(|b| {
+    /// Logs the full images of `changed`; returns the record's LSN and bytes. A put's or
+    /// delete's record (`leaf_change`) goes inside a RUNS record if it wrote or freed a run.
+    fn log_images(
+        &self,
+        changed: &[PageId],
+        freed: &[PageId],
+        delta: i64,
+        leaf_change: bool,
+    ) -> Result<(u64, u64)> {
+        let (lsn, bytes) = BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::pages(&mut b, changed, freed, delta, |id| self.image(id));
-            self.append(&b, changed)
-        })
+            if leaf_change {
+                self.append_leaf_change(&b, changed)
+            } else {
+                self.append(&b, changed)
+            }
+        })?;
+        if !freed.is_empty() {
+            self.last_free_lsn.fetch_max(lsn, Ordering::AcqRel);
+        }
+        Ok((lsn, bytes))
     }
 
     /// A put or delete logged as the leaf's full image (its first change since a checkpoint);
     /// returns the record's LSN.
     fn log_first_change(&self, leaf: PageId, delta: i64) -> Result<u64> {
-        let (lsn, bytes) = self.log_images(&[leaf], &[], delta)?;
+        let (lsn, bytes) = self.log_images(&[leaf], &[], delta, true)?;
         self.log_fpw.fetch_add(bytes, Ordering::Relaxed);
         Ok(lsn)
+    }
+
+    /// Appends `record`, the record of a put's or delete's leaf change: as it is, or inside a
+    /// RUNS record naming the runs the operation wrote and freed, which are freed (deferred)
+    /// once it is appended.
+    fn append_leaf_change(&self, record: &[u8], pages: &[PageId]) -> Result<(u64, u64)> {
+        if !RUNS_PENDING.with(Cell::get) {
+            return self.append(record, pages);
+        }
+        RUNS_PENDING.with(|p| p.set(false));
+        let freed = PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            let written = p.written.take();
+            let freed = std::mem::take(&mut p.freed);
+            let w = written.map(|(first, len, crc, logged)| RunWritten {
+                first,
+                len,
+                crc,
+                value: logged.then_some(&p.value[..]),
+            });
+            WRAP.with(|b| {
+                let mut b = b.borrow_mut();
+                log::runs_prefix(&mut b, w, &freed);
+                b.extend_from_slice(record);
+            });
+            p.value.clear();
+            freed
+        });
+        let r = WRAP.with(|b| self.append(&b.borrow(), pages))?;
+        let file = self.pool.file();
+        for f in freed {
+            file.free_run_deferred(f.first, f.pages as usize)?;
+        }
+        Ok(r)
+    }
+
+    /// Notes the run a put is about to link (module docs of [`super::overflow`]): its record
+    /// will name it, and carry `logged` (the value) when given.
+    pub(crate) fn note_run_written(&self, r: overflow::ValueRef, logged: Option<&[u8]>) {
+        PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            p.written = Some((r.first, r.len, r.crc, logged.is_some()));
+            p.value.clear();
+            if let Some(v) = logged {
+                p.value.extend_from_slice(v);
+            }
+        });
+        RUNS_PENDING.with(|p| p.set(true));
+    }
+
+    /// Forgets what a put or delete noted if it failed before logging.
+    pub(crate) fn clear_pending_runs(&self) {
+        if RUNS_PENDING.with(Cell::get) {
+            RUNS_PENDING.with(|p| p.set(false));
+            PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                p.written = None;
+                p.value.clear();
+                p.freed.clear();
+            });
+        }
     }
 }
 
@@ -265,7 +372,7 @@ impl NodeStore for PoolStore {
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::put(&mut b, leaf, key, value);
-            self.append(&b, &[leaf]).map(|(lsn, _)| lsn)
+            self.append_leaf_change(&b, &[leaf]).map(|(lsn, _)| lsn)
         })
     }
 
@@ -279,7 +386,7 @@ impl NodeStore for PoolStore {
         BUF.with(|b| {
             let mut b = b.borrow_mut();
             log::delete(&mut b, leaf, key);
-            self.append(&b, &[leaf]).map(|(lsn, _)| lsn)
+            self.append_leaf_change(&b, &[leaf]).map(|(lsn, _)| lsn)
         })
     }
 
@@ -287,7 +394,31 @@ impl NodeStore for PoolStore {
         if !self.logging.load(Ordering::Relaxed) {
             return Ok(0);
         }
-        self.log_images(changed, freed, 0).map(|(lsn, _)| lsn)
+        self.log_images(changed, freed, 0, false)
+            .map(|(lsn, _)| lsn)
+    }
+
+    #[inline]
+    fn tracks_replaced(&self) -> bool {
+        self.escaped
+    }
+
+    fn replaced(&self, old: &[u8]) {
+        if !self.logging.load(Ordering::Relaxed) {
+            return;
+        }
+        // A reference that does not decode is left in place: the put or delete goes on, and
+        // `check` reports the leaf.
+        if let Ok(Stored::Ref(r)) = overflow::classify(old, 0) {
+            let pages = r.pages(self.pool.file().page_size()) as u32;
+            PENDING.with(|p| {
+                p.borrow_mut().freed.push(RunFreed {
+                    first: r.first,
+                    pages,
+                })
+            });
+            RUNS_PENDING.with(|p| p.set(true));
+        }
     }
 
     fn log_pages_edit(
@@ -304,7 +435,7 @@ impl NodeStore for PoolStore {
         all.push(parent);
         if self.needs_image(parent) {
             // The parent's first change since the checkpoint: its image, as for any page.
-            return self.log_images(&all, &[], 0).map(|(lsn, _)| lsn);
+            return self.log_images(&all, &[], 0, false).map(|(lsn, _)| lsn);
         }
         BUF.with(|b| {
             let mut b = b.borrow_mut();

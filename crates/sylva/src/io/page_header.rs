@@ -48,8 +48,9 @@ pub enum PageKind {
     BTreeLeaf = 3,
     /// A B+tree inner node.
     BTreeInner = 4,
-    /// Reserved: a page of an out-of-line value's run of contiguous pages (`Db`'s large values,
-    /// issue 23).
+    /// The first page of an out-of-line value's run of contiguous pages (`Db`'s large values,
+    /// `crate::db` overflow module; the run's later pages carry no header: the value's bytes
+    /// continue there, checked by the value's CRC32C in the run header and in the leaf).
     OverflowValue = 5,
     /// Reserved: a page of a TreeLine segment (issue 21; a segment is 1, 2, 4, 8 or 16
     /// contiguous pages).
@@ -96,6 +97,7 @@ impl PageKind {
                 | PageKind::FreeList
                 | PageKind::BTreeLeaf
                 | PageKind::BTreeInner
+                | PageKind::OverflowValue
                 | PageKind::DTreeLeaf
                 | PageKind::DTreeInner
                 | PageKind::Bloom

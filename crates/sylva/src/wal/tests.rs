@@ -349,9 +349,16 @@ fn a_version_1_log_is_read_appended_to_and_becomes_the_current_version_at_trunca
 }
 
 #[test]
-fn a_version_2_log_is_read_with_its_claims_appended_to_and_becomes_version_3_at_truncation() {
-    assert_eq!(record::VERSION, 3);
+fn a_version_2_log_is_read_with_its_claims_appended_to_and_becomes_the_current_version_at_truncation(
+) {
+    assert_eq!(record::VERSION, 4);
     an_older_log_is_read_appended_to_and_rewritten_at_truncation(2, record::FRAME_LEN);
+}
+
+#[test]
+fn a_version_3_log_is_read_appended_to_and_becomes_version_4_at_truncation() {
+    assert_eq!(record::VERSION, 4);
+    an_older_log_is_read_appended_to_and_rewritten_at_truncation(3, record::FRAME_LEN);
 }
 
 #[test]

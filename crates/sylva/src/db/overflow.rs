@@ -1,0 +1,425 @@
+//! Out-of-line values: a value too long for a leaf lives in a run of contiguous pages of the page
+//! file, and the leaf keeps the key with a 17-byte *reference* (issue 23; LMDB's overflow pages
+//! are the anchor). Every byte is in `docs/format.md`, "Out-of-line values".
+//!
+//! **In the leaf.** A database created by this build stores every value in one of three forms,
+//! told apart by the first byte (the *value tag*):
+//! - a value that is empty or starts with a byte below `0xFE` is stored as it is (the small-value
+//!   path: no copy, no extra byte, one comparison);
+//! - a value that starts with `0xFE` or `0xFF` is stored behind an escape byte `0xFE`;
+//! - a value whose stored form would not fit a leaf ([`crate::btree::max_value_len`]) is stored
+//!   out of line, and the leaf holds `0xFF | first page u64 | length u32 | CRC32C u32`.
+//!
+//! A database created before (its meta-page state version 1 or 2) stores values as they are and
+//! has no out-of-line values: it refuses a value over the leaf limit as before, and saying so
+//! names `sylva dump`/`sylva load` as the way to a database that takes them. The state records
+//! which kind a database is ([`super::state`]).
+//!
+//! **The run.** `ceil((48 + length) / page size)` contiguous pages. The first starts with the
+//! common page header (kind [`PageKind::OverflowValue`], its id, the LSN of the record that
+//! wrote it, the CRC32C of the whole first page), then a 16-byte run header (`length u32 |
+//! pages u32 | value CRC32C u32 | zero u32`), then the value; the value continues through the
+//! following pages, which carry no header of their own (so a read lands the value contiguously
+//! in the caller's buffer), and the last page is padded with zeros. Integrity: the first page's
+//! checksum, and the value's CRC32C, held both in the run header and in the leaf's reference
+//! (a read checks it against the reference, so a stale or misdirected run is caught).
+//!
+//! **Writing** (a put whose value goes out of line), under the store's write gate (a checkpoint
+//! cannot begin between the run's allocation and the record that links it, so every allocation a
+//! checkpoint's free space shows is explained by its state or by a record after it):
+//! 1. allocate the run (best fit among the free extents, or the file's end);
+//! 2. the WAL rule for reused pages: a page freed at once (a tree page a merge freed) may still be
+//!    what the durable state points at until the record that freed it is durable, so the log is
+//!    synced up to the last such record first if it is not yet (rare: merges happen on deletes);
+//! 3. forget the pool's frames of those pages ([`crate::buffer::BufferPool::forget_run`]), then
+//!    write the run with one I/O (runs over 64 MiB in 64 MiB pieces, to bound the buffer);
+//! 4. a value of at most [`LOGGED_VALUE_MAX`] bytes (1 MiB) is also carried whole by the log
+//!    record, like an inline put's value, and the run needs no fsync of its own: recovery
+//!    rewrites it from the record, and the checkpoint that no longer redoes the record fsyncs
+//!    the page file first. A longer value is made durable (the page file's fsync) *before* its
+//!    record is appended, so the record never reaches disk without it, and the log carries
+//!    only the reference (a 1 GiB value is not written twice, and no record exceeds the log's
+//!    64 MiB limit);
+//! 5. the leaf put, logged as a RUNS record wrapping the tree's own record (`super::log`).
+//!
+//! **Freeing.** An overwrite or delete of a key whose value is out of line frees the run with a
+//! *deferred* free ([`crate::io::PageFile::free_run_deferred`]): the pages become allocatable
+//! only once a checkpoint that no longer points at them is durable, so the run a crash recovers
+//! is never overwritten by a new one. The freed run is named in the same RUNS record as the
+//! leaf change (the tree reports the old value under the leaf's latch,
+//! [`crate::btree::NodeStore::replaced`]), so recovery frees it exactly when it redoes that
+//! record, whatever the leaf's LSN: no leak, no double free.
+//!
+//! **Recovery** (redo of a RUNS record, whatever the pages' LSNs): every run it wrote is marked
+//! in use and, if the record carries the value, written again; the wrapped record is redone as
+//! any; every run it freed is freed (deferred). [`super::Db::check`] verifies every run: read
+//! whole, intact, referenced exactly once, not free, and every page of the file is a meta page,
+//! free-space page, free page, tree page or run page.
+//!
+//! **Reading.** A get finds the reference under the leaf's optimistic latch, then reads the
+//! run's value bytes with one read straight into the caller's buffer (with direct I/O, through
+//! an aligned buffer) and checks them against the reference's CRC32C. A concurrent overwrite
+//! frees the run deferred, so it is not reused before a checkpoint ends; a read that still
+//! loses that race sees a CRC mismatch and looks the key up again, and only a mismatch on an
+//! unchanged reference is reported. Runs are not cached by the buffer pool: with a buffered page
+//! file the OS page cache holds them, but under direct I/O every read goes to the device
+//! (`docs/results/db.md`, issue 23: 5–7K gets/s against 353K buffered at 1 KiB). A cache for runs
+//! (the pool's frames are contiguous by page id, so a run could be loaded there whole) is the
+//! next step.
+//!
+//! Limits: values up to `u32::MAX` bytes (4 GiB − 1); keys as the tree's (page size / 16: 256
+//! bytes with 4 KiB pages, 1 KiB with 16 KiB pages; longer keys are not stored out of line).
+//! A value goes out of line only when it does not fit a leaf, so values from the leaf limit up
+//! take at least one page each (a 1 KiB value takes a 4 KiB page with 4 KiB pages).
+
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+
+use super::store::PoolStore;
+use crate::btree::{BTree, NodeStore};
+use crate::error::{Error, Result};
+use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
+use crate::io::{AlignedBuf, PageFile};
+
+thread_local! {
+    /// An escaped value being put, reused.
+    static ESCAPED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The first byte of a reference to an out-of-line value.
+pub(crate) const REF_TAG: u8 = 0xFF;
+/// The first byte of an escaped inline value (one that starts with `0xFE` or `0xFF`).
+pub(crate) const ESCAPE_TAG: u8 = 0xFE;
+/// Bytes of a reference in the leaf.
+pub(crate) const REF_LEN: usize = 17;
+/// Bytes before the value in a run's first page: the common header and the run header.
+pub const RUN_HEADER_LEN: usize = PAGE_HEADER_LEN + 16;
+/// The longest value (its length is a `u32`).
+pub const MAX_VALUE_LEN: usize = u32::MAX as usize;
+/// Values up to this many bytes are carried whole by their log record (module docs).
+pub(crate) const LOGGED_VALUE_MAX: usize = 1 << 20;
+/// The largest single write or direct read of a run.
+const IO_CHUNK: usize = 64 << 20;
+
+/// A leaf's reference to an out-of-line value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ValueRef {
+    pub(crate) first: u64,
+    pub(crate) len: u32,
+    pub(crate) crc: u32,
+}
+
+impl ValueRef {
+    pub(crate) fn encode(&self) -> [u8; REF_LEN] {
+        let mut b = [0u8; REF_LEN];
+        b[0] = REF_TAG;
+        b[1..9].copy_from_slice(&self.first.to_le_bytes());
+        b[9..13].copy_from_slice(&self.len.to_le_bytes());
+        b[13..17].copy_from_slice(&self.crc.to_le_bytes());
+        b
+    }
+
+    /// Pages of the run with `page_size`-byte pages.
+    pub(crate) fn pages(&self, page_size: usize) -> u64 {
+        run_pages(self.len as usize, page_size)
+    }
+}
+
+/// What a stored value (the bytes in a leaf of a database with out-of-line values) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stored<'a> {
+    /// The value itself.
+    Inline(&'a [u8]),
+    /// A reference to a run.
+    Ref(ValueRef),
+}
+
+/// Decodes a stored value (`key_hint` only names where it came from in errors: the leaf page,
+/// when known).
+pub(crate) fn classify(stored: &[u8], page: u64) -> Result<Stored<'_>> {
+    match stored.first() {
+        Some(&REF_TAG) => {
+            if stored.len() != REF_LEN {
+                return Err(Error::Corruption {
+                    page,
+                    detail: format!(
+                        "a value reference of {} bytes (a reference has {REF_LEN})",
+                        stored.len()
+                    ),
+                });
+            }
+            let u32_at = |at: usize| {
+                u32::from_le_bytes([stored[at], stored[at + 1], stored[at + 2], stored[at + 3]])
+            };
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&stored[1..9]);
+            Ok(Stored::Ref(ValueRef {
+                first: u64::from_le_bytes(w),
+                len: u32_at(9),
+                crc: u32_at(13),
+            }))
+        }
+        Some(&ESCAPE_TAG) => Ok(Stored::Inline(&stored[1..])),
+        _ => Ok(Stored::Inline(stored)),
+    }
+}
+
+/// Whether `value` needs the escape byte to be stored inline.
+#[inline]
+pub(crate) fn needs_escape(value: &[u8]) -> bool {
+    value.first().is_some_and(|&b| b >= ESCAPE_TAG)
+}
+
+/// Pages a run holding `len` value bytes takes.
+pub(crate) fn run_pages(len: usize, page_size: usize) -> u64 {
+    (RUN_HEADER_LEN + len).div_ceil(page_size) as u64
+}
+
+/// A run's header, decoded from its first page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunHeader {
+    /// The value's length.
+    pub len: u32,
+    /// Pages in the run.
+    pub pages: u32,
+    /// CRC32C of the value.
+    pub crc: u32,
+}
+
+/// Verifies the first page of a run (`page`, one page, read as page `id`) and decodes its run
+/// header. Every failure is an [`Error::Corruption`] or [`Error::ChecksumMismatch`] naming `id`.
+pub fn decode_run_header(page: &[u8], id: u64) -> Result<RunHeader> {
+    let h = page_header::verify(page, id)?;
+    let bad = |detail: String| Error::Corruption { page: id, detail };
+    if h.kind != PageKind::OverflowValue {
+        return Err(bad(format!(
+            "expected the first page of a value's run, found a {:?} page",
+            h.kind
+        )));
+    }
+    if page.len() < RUN_HEADER_LEN {
+        return Err(bad("page too short for a run header".into()));
+    }
+    let u32_at =
+        |at: usize| u32::from_le_bytes([page[at], page[at + 1], page[at + 2], page[at + 3]]);
+    let at = PAGE_HEADER_LEN;
+    let header = RunHeader {
+        len: u32_at(at),
+        pages: u32_at(at + 4),
+        crc: u32_at(at + 8),
+    };
+    if u32_at(at + 12) != 0 {
+        return Err(bad("the run header's reserved bytes are not zero".into()));
+    }
+    if u64::from(header.pages) != run_pages(header.len as usize, page.len()) {
+        return Err(bad(format!(
+            "a run of {} pages for a value of {} bytes (it takes {})",
+            header.pages,
+            header.len,
+            run_pages(header.len as usize, page.len())
+        )));
+    }
+    Ok(header)
+}
+
+/// Writes `value` as the run at `first` (its pages allocated and forgotten by the pool), its
+/// first page stamped with `lsn`: one write for a run of up to 64 MiB.
+pub(crate) fn write_run(
+    file: &PageFile,
+    first: u64,
+    value: &[u8],
+    crc: u32,
+    lsn: u64,
+) -> Result<()> {
+    let ps = file.page_size();
+    let pages = run_pages(value.len(), ps) as usize;
+    let total = pages * ps;
+    let mut buf = AlignedBuf::new(total.min(IO_CHUNK.next_multiple_of(ps)));
+    // The first piece: the header page and as much of the value as fits.
+    let head = buf.len().min(total);
+    let in_head = (head - RUN_HEADER_LEN).min(value.len());
+    buf[..head].fill(0);
+    buf[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 4].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    buf[PAGE_HEADER_LEN + 4..PAGE_HEADER_LEN + 8].copy_from_slice(&(pages as u32).to_le_bytes());
+    buf[PAGE_HEADER_LEN + 8..PAGE_HEADER_LEN + 12].copy_from_slice(&crc.to_le_bytes());
+    buf[RUN_HEADER_LEN..RUN_HEADER_LEN + in_head].copy_from_slice(&value[..in_head]);
+    page_header::seal(&mut buf[..ps], PageKind::OverflowValue, first, lsn);
+    file.write_raw_run(first, &buf[..head])?;
+    // Runs longer than one piece: the rest, piece by piece.
+    let mut done = in_head;
+    let mut page = first + (head / ps) as u64;
+    while done < value.len() {
+        let n = (value.len() - done).min(buf.len());
+        let bytes = n.next_multiple_of(ps);
+        buf[..n].copy_from_slice(&value[done..done + n]);
+        buf[n..bytes].fill(0);
+        file.write_raw_run(page, &buf[..bytes])?;
+        done += n;
+        page += (bytes / ps) as u64;
+    }
+    Ok(())
+}
+
+/// Reads the value `r` refers to into `out` (replacing its contents) and checks it against the
+/// reference's CRC32C: [`Error::ChecksumMismatch`] naming the run's first page if it differs.
+pub(crate) fn read_value(file: &PageFile, r: ValueRef, out: &mut Vec<u8>) -> Result<()> {
+    let len = r.len as usize;
+    out.clear();
+    out.resize(len, 0);
+    if !file.direct_io() {
+        file.read_raw(r.first, RUN_HEADER_LEN, out)?;
+    } else {
+        // Direct I/O reads whole aligned pages: through an aligned buffer, a piece at a time.
+        let ps = file.page_size();
+        let total = r.pages(ps) as usize * ps;
+        let mut buf = AlignedBuf::new(total.min(IO_CHUNK.next_multiple_of(ps)));
+        let (mut at, mut done) = (0usize, 0usize);
+        while done < len {
+            let n = (total - at).min(buf.len());
+            file.read_raw(r.first, at, &mut buf[..n])?;
+            let skip = if at == 0 { RUN_HEADER_LEN } else { 0 };
+            let take = (n - skip).min(len - done);
+            out[done..done + take].copy_from_slice(&buf[skip..skip + take]);
+            done += take;
+            at += n;
+        }
+    }
+    let got = crc32c::crc32c(out);
+    if got != r.crc {
+        return Err(Error::ChecksumMismatch {
+            page: r.first,
+            expected: r.crc,
+            got,
+        });
+    }
+    Ok(())
+}
+
+/// Verifies the run `r` refers to whole: its first page and run header (which must agree with
+/// the reference) and its value's CRC32C.
+pub(crate) fn check_run(file: &PageFile, r: ValueRef, scratch: &mut Vec<u8>) -> Result<()> {
+    let mut first = file.buffer(1);
+    let ps = file.page_size();
+    file.read_raw(r.first, 0, &mut first[..ps])?;
+    let h = decode_run_header(&first[..ps], r.first)?;
+    if h.len != r.len || h.crc != r.crc {
+        return Err(Error::Corruption {
+            page: r.first,
+            detail: format!(
+                "the run holds a value of {} bytes with CRC {:#010x}; its reference says {} \
+                 bytes with CRC {:#010x}",
+                h.len, h.crc, r.len, r.crc
+            ),
+        });
+    }
+    read_value(file, r, scratch)
+}
+
+/// Puts `key` with `value` into the tree of a database, in the stored form its format wants
+/// (module docs); returns the LSN of the put's last record.
+pub(crate) fn put(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<u64> {
+    let store = &tree.store;
+    let max_inline = tree.limits().max_value;
+    if !store.escaped {
+        if value.len() > max_inline {
+            tree.limits().check_key(key)?;
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "value of {} bytes is longer than the maximum for this database, which was \
+                     created before values could be stored out of line (`sylva dump` it and \
+                     `sylva load` the dump into a new database to lift the limit)",
+                    value.len()
+                ),
+                limit: max_inline,
+            });
+        }
+        return tree.put_logged(key, value);
+    }
+    if !needs_escape(value) {
+        if value.len() <= max_inline {
+            return tree.put_logged(key, value);
+        }
+    } else if value.len() < max_inline {
+        return ESCAPED.with(|b| {
+            let mut b = b.borrow_mut();
+            b.clear();
+            b.push(ESCAPE_TAG);
+            b.extend_from_slice(value);
+            tree.put_logged(key, &b)
+        });
+    }
+    put_out_of_line(tree, key, value)
+}
+
+/// Writes `value` to a new run and puts its reference under `key` (module docs, "Writing").
+fn put_out_of_line(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<u64> {
+    tree.limits().check_key(key)?;
+    if value.len() > MAX_VALUE_LEN {
+        return Err(Error::InvalidArgument {
+            what: format!("value of {} bytes is longer than the maximum", value.len()),
+            limit: MAX_VALUE_LEN,
+        });
+    }
+    let store = &tree.store;
+    let _gate = store.write_gate();
+    let file = store.pool.file();
+    let n = run_pages(value.len(), file.page_size());
+    let first = file.allocate_run(n as usize);
+    let r = ValueRef {
+        first,
+        len: value.len() as u32,
+        crc: crc32c::crc32c(value),
+    };
+    let result = (|| {
+        let freed_at = store.last_free_lsn.load(Ordering::Acquire);
+        if freed_at != 0 && store.wal.durable_below() <= freed_at {
+            store.wal.sync_to(freed_at)?;
+        }
+        store.pool.forget_run(first, n)?;
+        let logged = value.len() <= LOGGED_VALUE_MAX;
+        write_run(file, first, value, r.crc, store.wal.next_lsn())?;
+        if !logged {
+            file.sync()?;
+        }
+        store.note_run_written(r, logged.then_some(value));
+        tree.put_logged_in_gate(key, &r.encode())
+    })();
+    if result.is_err() {
+        store.clear_pending_runs();
+    }
+    result
+}
+
+/// Whether a stored value (of a tagged database) is not the value itself.
+#[inline]
+pub(crate) fn is_tagged(stored: &[u8]) -> bool {
+    stored.first().is_some_and(|&b| b >= ESCAPE_TAG)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_forms_round_trip() {
+        let r = ValueRef {
+            first: 77,
+            len: 123_456,
+            crc: 0xDEAD_BEEF,
+        };
+        assert_eq!(classify(&r.encode(), 1).unwrap(), Stored::Ref(r));
+        assert_eq!(classify(b"", 1).unwrap(), Stored::Inline(b""));
+        assert_eq!(classify(b"abc", 1).unwrap(), Stored::Inline(b"abc"));
+        assert_eq!(
+            classify(&[ESCAPE_TAG, 0xFF, 1], 1).unwrap(),
+            Stored::Inline(&[0xFF, 1])
+        );
+        assert!(classify(&[REF_TAG, 1, 2], 9).is_err(), "a short reference");
+        assert!(needs_escape(&[0xFE]) && needs_escape(&[0xFF, 0]) && !needs_escape(&[0xFD]));
+        assert!(!needs_escape(b""));
+        assert_eq!(run_pages(1, 4096), 1);
+        assert_eq!(run_pages(4096 - RUN_HEADER_LEN, 4096), 1);
+        assert_eq!(run_pages(4096 - RUN_HEADER_LEN + 1, 4096), 2);
+    }
+}
