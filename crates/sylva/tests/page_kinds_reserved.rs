@@ -1,6 +1,6 @@
 //! The registry of page kinds (`sylva::io::page_header::PageKind`, docs/format.md "Page kinds"):
-//! a page of a kind reserved for an engine this build does not have (TreeLine's, the
-//! NB-tree's, out-of-line values') is refused by every reader with an error that names the
+//! a page of a kind reserved for an engine this build does not have (the NB-tree's,
+//! out-of-line values') is refused by every reader with an error that names the
 //! kind, never read as something else and never a panic; and the table in docs/format.md lists
 //! exactly the registry.
 
@@ -46,8 +46,8 @@ fn a_db_page_resealed_as_a_reserved_kind_is_refused_naming_the_kind() {
         .collect();
     assert_eq!(
         reserved.len(),
-        7,
-        "out-of-line values, 2 TreeLine, 4 NB-tree"
+        5,
+        "out-of-line values, 4 NB-tree (TreeLine's kinds 16 and 17 are in use)"
     );
     let data = std::fs::read(fixture("db-v1").join("data.sylva")).expect("read the fixture");
     let leaves: Vec<usize> = data

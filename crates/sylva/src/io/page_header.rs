@@ -51,10 +51,10 @@ pub enum PageKind {
     /// Reserved: a page of an out-of-line value's run of contiguous pages (`Db`'s large values,
     /// issue 23).
     OverflowValue = 5,
-    /// Reserved: a page of a TreeLine segment (issue 21; a segment is 1, 2, 4, 8 or 16
-    /// contiguous pages).
+    /// A base page of a TreeLine segment (a segment is 1, 2, 4, 8 or 16 contiguous pages;
+    /// `docs/format.md`, "TreeLine pages").
     SegmentPage = 16,
-    /// Reserved: a TreeLine page's overflow page (issue 21).
+    /// A TreeLine base page's overflow page (`docs/format.md`, "TreeLine pages").
     SegmentOverflow = 17,
     /// Reserved: an NB-tree d-tree leaf (issue 22).
     DTreeLeaf = 32,
@@ -92,7 +92,12 @@ impl PageKind {
     pub const fn is_reserved(self) -> bool {
         !matches!(
             self,
-            PageKind::Meta | PageKind::FreeList | PageKind::BTreeLeaf | PageKind::BTreeInner
+            PageKind::Meta
+                | PageKind::FreeList
+                | PageKind::BTreeLeaf
+                | PageKind::BTreeInner
+                | PageKind::SegmentPage
+                | PageKind::SegmentOverflow
         )
     }
 
