@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sylva::{
     BTree, BTreeOptions, BaselineOptions, BpTreeOptions, BpTreeStore, Db, DbOptions, KvStore,
-    MemMap, Stats, SyncMode,
+    MemMap, Stats, SyncMode, TreeLine, TreeLineOptions,
 };
 use ycsb::runner::{Session, Shared, Target};
 
@@ -31,6 +31,7 @@ pub const BENCH_BATCH_MS: u64 = 10;
 /// Every engine name, for error messages and help.
 pub const ENGINE_NAMES: &[&str] = &[
     "db",
+    "treeline",
     "memmap",
     "btreemap",
     "btree",
@@ -49,7 +50,7 @@ pub const PEER_ENGINES: &[&str] = &["rocksdb", "lmdb", "redb", "fjall", "sled"];
 /// Whether the engine named `name` keeps its data in files (`db` and every peer): the engines a
 /// larger-than-memory set runs and `--recovery` kills and reopens.
 pub fn is_durable(name: &str) -> bool {
-    name == "db" || PEER_ENGINES.contains(&name)
+    name == "db" || name == "treeline" || PEER_ENGINES.contains(&name)
 }
 
 /// A parsed `NAME[:KEY=VALUE,...]`.
@@ -112,6 +113,7 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
             Ok(Box::new(|_| Ok(Box::new(BareBTreeMap::default()))))
         }
         "db" => db_opener(spec),
+        "treeline" => treeline_opener(spec),
         "btree" => {
             // `btree:layout=baseline|prefix|heads|hints|fingerprint|semidense|dense|adaptive,
             // page_size=N,redistribute=BOOL`.
@@ -186,6 +188,34 @@ pub fn db_opener(spec: &EngineSpec) -> Result<Opener, String> {
     let options = db_options(spec)?;
     Ok(Box::new(move |dir| {
         shared(Db::open(dir, options).map_err(|e| e.to_string())?)
+    }))
+}
+
+/// The options of a `treeline` spec (the keys of [`sylva::TREELINE_OPTION_KEYS`], parsed by
+/// [`TreeLineOptions::set`]: `db`'s fair settings, then `goal`, `epsilon`, `grouping`,
+/// `record_cache`, `forecast`, `bins`, `forecast_epochs`, `radius`, `prefetch`, ...).
+pub fn treeline_options(spec: &EngineSpec) -> Result<TreeLineOptions, String> {
+    let mut options = TreeLineOptions {
+        sync: SyncMode::Batch {
+            ops: BENCH_BATCH_OPS,
+            interval: Duration::from_millis(BENCH_BATCH_MS),
+        },
+        cache_bytes: BENCH_CACHE_BYTES,
+        ..TreeLineOptions::default()
+    };
+    for (k, v) in &spec.options {
+        options
+            .set(k, v)
+            .map_err(|e| format!("engine `{}`: {e}", spec.name))?;
+    }
+    Ok(options)
+}
+
+/// The opener of a `treeline` spec.
+pub fn treeline_opener(spec: &EngineSpec) -> Result<Opener, String> {
+    let options = treeline_options(spec)?;
+    Ok(Box::new(move |dir| {
+        shared(TreeLine::open(dir, options).map_err(|e| e.to_string())?)
     }))
 }
 

@@ -104,6 +104,12 @@ impl Engine for Store {
         match log::decode(lsn, payload)? {
             Record::Put { key, value } => self.cache_write(&mut inner, key, Some(value), lsn, None),
             Record::Delete { key } => self.cache_write(&mut inner, key, None, lsn, None),
+            Record::Batch(ops) => {
+                for (key, value) in ops {
+                    self.cache_write(&mut inner, key, value, lsn, None)?;
+                }
+                Ok(())
+            }
             Record::PageImage { .. } | Record::ReorgStart(_) | Record::ReorgEnd { .. } => Ok(()),
         }
     }
@@ -115,8 +121,19 @@ impl Engine for Store {
         Ok(false)
     }
 
+    /// Holds writers back and writes every dirty entry before returning: the quiet checkpoint
+    /// then takes its LSN with nothing left to write, so its flush appends no page image after
+    /// that LSN (the log it empties next must hold nothing the checkpoint does not cover). A
+    /// failure is kept for [`Engine::flush`], which the checkpoint calls next.
     fn hold_writers(&self) -> RwLockWriteGuard<'_, ()> {
-        self.gate.write()
+        let gate = self.gate.write();
+        let mut inner = self.inner.lock();
+        if inner.held_flush_error.is_none() {
+            if let Err(e) = self.flush_all(&mut inner) {
+                inner.held_flush_error = Some(e);
+            }
+        }
+        gate
     }
 
     fn begin_checkpoint(&self, lsn: u64) -> Vec<u8> {
@@ -136,6 +153,9 @@ impl Engine for Store {
     /// Every dirty entry, whatever its LSN.
     fn flush(&self, _lsn: u64) -> Result<()> {
         let mut inner = self.inner.lock();
+        if let Some(e) = inner.held_flush_error.take() {
+            return Err(e);
+        }
         self.flush_all(&mut inner)
     }
 

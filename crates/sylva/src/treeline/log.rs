@@ -8,7 +8,10 @@
 //! REORG_START  35 | production u64 | pre u16 | pre × (first page u64, production u64)
 //!                 | post u16 | post × (first page u64, pages u16)
 //! REORG_END    36 | production u64
+//! BATCH        37 | ops u32 | ops × (op u8 (1 put, 2 delete) | key_len u16 | value_len u32
+//!                 | key | value)
 //! ```
+//! A BATCH is a write batch, applied whole or (cut off by a crash) not at all.
 //! Integers are little-endian.
 
 use crate::error::{Error, Result};
@@ -20,12 +23,14 @@ const DELETE: u8 = 33;
 const PAGE_IMAGE: u8 = 34;
 const REORG_START: u8 = 35;
 const REORG_END: u8 = 36;
+const BATCH: u8 = 37;
 const _: () = assert!(
     RecordOwner::TreeLine.owns(PUT)
         && RecordOwner::TreeLine.owns(DELETE)
         && RecordOwner::TreeLine.owns(PAGE_IMAGE)
         && RecordOwner::TreeLine.owns(REORG_START)
-        && RecordOwner::TreeLine.owns(REORG_END),
+        && RecordOwner::TreeLine.owns(REORG_END)
+        && RecordOwner::TreeLine.owns(BATCH),
     "TreeLine's record types lie in its range"
 );
 
@@ -56,6 +61,8 @@ pub enum Record<'a> {
     /// A reorganization began: its production ID, the segments it replaces and the ones it
     /// writes.
     ReorgStart(ReorgStart),
+    /// A write batch: puts (`Some` value) and deletes, in order.
+    Batch(Vec<(&'a [u8], Option<&'a [u8]>)>),
     /// A reorganization's index update is done.
     ReorgEnd {
         /// Its production ID.
@@ -113,6 +120,20 @@ pub fn reorg_start(out: &mut Vec<u8>, r: &ReorgStart) {
     for (page, pages) in &r.post {
         out.extend_from_slice(&page.to_le_bytes());
         out.extend_from_slice(&pages.to_le_bytes());
+    }
+}
+
+/// Encodes a BATCH of puts (`Some` value) and deletes.
+pub fn batch<'k>(out: &mut Vec<u8>, ops: impl ExactSizeIterator<Item = (&'k [u8], Option<&'k [u8]>)>) {
+    out.clear();
+    out.push(BATCH);
+    out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
+    for (k, v) in ops {
+        out.push(if v.is_some() { 1 } else { 2 });
+        out.extend_from_slice(&(k.len() as u16).to_le_bytes());
+        out.extend_from_slice(&(v.map_or(0, <[u8]>::len) as u32).to_le_bytes());
+        out.extend_from_slice(k);
+        out.extend_from_slice(v.unwrap_or(&[]));
     }
 }
 
@@ -225,6 +246,33 @@ pub fn decode(lsn: u64, payload: &[u8]) -> Result<Record<'_>> {
             r.end()?;
             Record::ReorgEnd { production }
         }
+        BATCH => {
+            let n = {
+                let b = r.bytes(4)?;
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
+            };
+            let mut ops = Vec::with_capacity(n.min(1024));
+            for _ in 0..n {
+                let op = r.bytes(1)?[0];
+                let kl = r.u16()? as usize;
+                let vl = {
+                    let b = r.bytes(4)?;
+                    u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize
+                };
+                let key = r.bytes(kl)?;
+                let value = r.bytes(vl)?;
+                if key.is_empty() {
+                    return Err(r.bad("an empty key in a batch"));
+                }
+                ops.push(match op {
+                    1 => (key, Some(value)),
+                    2 if vl == 0 => (key, None),
+                    _ => return Err(r.bad(&format!("batch op {op} with a {vl}-byte value"))),
+                });
+            }
+            r.end()?;
+            Record::Batch(ops)
+        }
         t => return Err(RecordOwner::TreeLine.unknown_type(lsn, t)),
     };
     if let Record::Put { key, .. } | Record::Delete { key } = rec {
@@ -275,6 +323,12 @@ mod tests {
         }
         reorg_end(&mut b, 5);
         assert_eq!(decode(1, &b).unwrap(), Record::ReorgEnd { production: 5 });
+        let ops: Vec<(&[u8], Option<&[u8]>)> = vec![(b"a", Some(b"1")), (b"b", None), (b"c", Some(b""))];
+        batch(&mut b, ops.iter().copied());
+        assert_eq!(decode(1, &b).unwrap(), Record::Batch(ops));
+        for cut in 1..b.len() {
+            assert!(decode(1, &b[..cut]).is_err(), "batch cut at {cut}");
+        }
         assert!(matches!(decode(3, &[1, 0, 0]), Err(Error::LogCorruption { detail, .. }) if detail.contains("Db")));
         assert!(decode(3, &[]).is_err());
         assert!(decode(3, &[33]).is_err());

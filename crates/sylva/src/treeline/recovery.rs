@@ -8,8 +8,9 @@
 //!    REORG_END are collected.
 //! 2. **Check II**, per REORG_START in log order: with its REORG_END, or if a pre segment's
 //!    first page no longer carries the logged production ID (or does not verify: only the
-//!    invalidation of Phase IV writes it without a logged image), the reorganization reached
-//!    Phase IV: its surviving pre segments are invalidated again and its post segments are
+//!    invalidation of Phase IV writes it without a logged image) and no later REORG_START
+//!    names the same pre segment (which would mean it was still live: this one was voided by
+//!    an earlier recovery and tried again), the reorganization reached Phase IV: its surviving pre segments are invalidated again and its post segments are
 //!    valid. Otherwise it is void: its post segments (written, maybe in part, before any pre
 //!    segment changed) are invalidated, and the pre segments stay.
 //! 3. **The scan** reads every page of the file: a first page with a production ID that is
@@ -69,6 +70,7 @@ pub(crate) fn open_store(
             tracker: InsertTracker::new(options.bins, options.epoch_inserts),
             redoing: false,
             log_buf: Vec::new(),
+            held_flush_error: None,
             segment_sizes: [0; 5],
         }),
         log_bytes: AtomicU64::new(0),
@@ -164,17 +166,28 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
             log::Record::ReorgEnd { production } => {
                 ended.insert(production);
             }
-            log::Record::Put { .. } | log::Record::Delete { .. } => {}
+            log::Record::Put { .. } | log::Record::Delete { .. } | log::Record::Batch(_) => {}
         }
         Ok(())
     })?;
     // 2. Check II.
     let mut void: HashSet<u64> = HashSet::new();
+    // Pages recovery took past the checkpoint's end of file that may never have been written.
+    let mut grown: HashSet<u64> = HashSet::new();
     let mut pre_firsts: HashSet<u64> = HashSet::new();
     let mut max_production = state.next_production.saturating_sub(1);
-    for s in &starts {
+    // A pre segment that a later reorganization starts from again was live then: the earlier
+    // one did not reach Phase IV (a crash, then recovery voided it and it was tried again).
+    let mut last_start: HashMap<(u64, u64), usize> = HashMap::new();
+    for (i, s) in starts.iter().enumerate() {
+        for p in &s.pre {
+            last_start.insert(*p, i);
+        }
+    }
+    for (i, s) in starts.iter().enumerate() {
         max_production = max_production.max(s.production);
         pre_firsts.extend(s.pre.iter().map(|p| p.0));
+        let retried = s.pre.iter().any(|p| last_start.get(p).is_some_and(|&j| j > i));
         let mut changed = false;
         for &(first, production) in &s.pre {
             changed |= match read_any(file, first, &mut buf)? {
@@ -182,7 +195,7 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
                 _ => true,
             };
         }
-        let done = ended.contains(&s.production) || changed;
+        let done = ended.contains(&s.production) || (changed && !retried);
         if done {
             let c = if ended.contains(&s.production) {
                 &store.counters.check2_reinvalidated
@@ -203,8 +216,11 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
             Counters::add(&store.counters.check2_voided, 1);
             void.insert(s.production);
             for &(first, _) in &s.post {
+                // A void segment's first page past the checkpoint's end of file is invalidated
+                // too: the file may grow over it later, and it must never read as live.
                 if first >= file.page_count() {
                     file.ensure_allocated(first)?;
+                    grown.insert(first);
                 }
                 invalidate(file, first, Some(s.production), &mut buf)?;
             }
@@ -217,8 +233,15 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
     for id in FIRST_DATA_PAGE..count {
         let kind = match file.read_frame(id, &mut buf[..ps]) {
             Ok(h) => h.kind,
-            Err(e) if unreadable(&e) && (file.is_free(id) || pre_firsts.contains(&id)) => continue,
-            Err(e) => return Err(e),
+            Err(e)
+                if unreadable(&e)
+                    && (file.is_free(id) || pre_firsts.contains(&id) || grown.contains(&id)) =>
+            {
+                continue
+            }
+            Err(e) => {
+                return Err(e);
+            }
         };
         match kind {
             PageKind::SegmentPage | PageKind::SegmentOverflow => {}
@@ -305,6 +328,11 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
         if link == 0 {
             continue;
         }
+        if link >= file.page_count() {
+            // Allocated after the checkpoint: taken back if it holds the overflow page, else
+            // freed again below.
+            file.ensure_allocated(link)?;
+        }
         let ok = match read_any(file, link, &mut buf)? {
             Some(PageKind::SegmentOverflow) => {
                 let h = Header::decode(link, &buf)?;
@@ -344,7 +372,9 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
     for id in FIRST_DATA_PAGE..file.page_count() {
         match (used.contains(&id), file.is_free(id)) {
             (true, true) => file.ensure_allocated(id)?,
-            (false, false) => file.free_deferred(id)?,
+            (false, false) => {
+                file.free_deferred(id)?
+            }
             _ => {}
         }
     }

@@ -79,6 +79,8 @@ pub(crate) struct Inner {
     /// During redo: the cache grows past its budget (nothing may be logged yet).
     pub(crate) redoing: bool,
     pub(crate) log_buf: Vec<u8>,
+    /// A flush that failed while writers were being held back, for the checkpoint's next call.
+    pub(crate) held_flush_error: Option<Error>,
     /// Segments by page count (1, 2, 4, 8, 16).
     pub(crate) segment_sizes: [u64; 5],
 }
