@@ -86,7 +86,7 @@
 mod cache;
 mod engine;
 mod index;
-mod log;
+pub(crate) mod log;
 mod model;
 mod options;
 pub mod page;
