@@ -112,7 +112,10 @@ fn four_threads_through_a_thousand_reorganizations() {
                                 }
                             }
                         }
-                        if t == 0 && ops % 1000 == 0 && counter(db, "reorganizations") >= 1000 {
+                        if t == 0
+                            && ops.is_multiple_of(1000)
+                            && counter(db, "reorganizations") >= 1000
+                        {
                             done.store(true, Ordering::Relaxed);
                         }
                     }
