@@ -51,7 +51,7 @@ fn constant_reorganization() -> TreeLineOptions {
     };
     o.set("cache_records", "64").unwrap();
     // The fixed part of the budget (buffers, index, histograms) comes on top.
-    o.cache_bytes += (64 << 10) + 8192 + 2 * 20_000 * 16 + 10 * 20_000 * 8 + 1024;
+    o.cache_bytes += (6 << 20) + 8192 + 2 * 20_000 * 16 + 10 * 20_000 * 8 + 1024;
     o
 }
 

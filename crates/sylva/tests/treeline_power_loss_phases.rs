@@ -18,7 +18,7 @@ use sylva::io::{SimFs, SimOptions};
 use sylva::{KvStore, SyncMode, TreeLine, TreeLineOptions};
 
 const BASE: u64 = 150;
-const WORKLOAD: u64 = 700;
+const WORKLOAD: u64 = 1000;
 
 fn options() -> TreeLineOptions {
     let mut o = TreeLineOptions {
@@ -27,13 +27,13 @@ fn options() -> TreeLineOptions {
         epsilon: 2,
         background: false,
         forecast: false,
-        radius: 1,
+        radius: 0,
         checkpoint_bytes: 1 << 30,
         ..TreeLineOptions::default()
     };
     o.set("cache_records", "40").unwrap();
     // The fixed part of the budget (buffers, index) on top; no histograms without forecasts.
-    o.cache_bytes += (64 << 10) + 8192 + 1024;
+    o.cache_bytes += (6 << 20) + 8192 + 1024;
     o
 }
 

@@ -50,7 +50,7 @@ fn four_threads_through_a_thousand_reorganizations() {
         ..TreeLineOptions::default()
     };
     o.set("cache_records", "200").unwrap();
-    o.cache_bytes += (64 << 10) + 8192 + 4096;
+    o.cache_bytes += (6 << 20) + 8192 + 4096;
     let db = TreeLine::open(dir.path(), o).unwrap();
     for i in 0..UNTOUCHED {
         db.put(&key(i * THREADS * 1_000_000 + 999_999), b"still here")

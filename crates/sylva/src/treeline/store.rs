@@ -23,9 +23,11 @@ use crate::page::slotted::SLOT_LEN_HEADS;
 use crate::util::histogram::InsertTracker;
 use crate::wal::Wal;
 
-/// Memory the store keeps outside the cache, the index and the histograms: page buffers of a
-/// reorganization (up to 2r + 1 segments of 16 base and 16 overflow pages) and scratch.
-const FIXED_BYTES: usize = 64 << 10;
+/// Memory the store keeps outside the cache, the index and the histograms: a reorganization's
+/// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
+/// and page buffers, the set of pages imaged since the checkpoint, scratch. Calibrated with
+/// [`super::cache::ENTRY_OVERHEAD`] (`tests/treeline_memory.rs`).
+const FIXED_BYTES: usize = 6 << 20;
 
 /// Counters `stats()` reports.
 #[derive(Default)]
