@@ -76,6 +76,24 @@
 //!   writes in the cache beyond its budget until the log is read (hence the smaller default
 //!   `checkpoint_bytes`, 64 MiB).
 //!
+//! - **Limits**: keys up to 256 bytes, values up to a quarter page less 8 bytes (1,016 at
+//!   4 KiB), any key with any value (the [`Limits`] contract the conformance suite holds every
+//!   engine to), instead of refusing a key and value longer than a quarter page together: a
+//!   page holds two of the largest records besides its two largest fences.
+//! - **Memory**: `cache_bytes` is charged per cache entry at a calibrated 340 bytes beyond the
+//!   key (twice) and value, plus a fixed 6 MiB (a reorganization's records and buffers), the
+//!   index's entries and the histograms (`tests/treeline_memory.rs`).
+//!
+//! # Status against issue 21
+//!
+//! Built: the record cache, index, pages and models, overflow pages, the four-phase
+//! reorganization with GreedyPLR and 1/2/4/8/16-page segments, insert forecasting, the log
+//! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, quiet
+//! checkpoints, `check()`, counters, the `sylva bench` engine `treeline` with its options.
+//! Not built: the segment and page locks of §4.8 (one lock instead, above); fuzzy
+//! checkpoints; dropping an open REORG_START at a checkpoint (none can be open at one: a
+//! reorganization runs under the lock a checkpoint's flush takes).
+//!
 //! # Invariants (checked by [`TreeLine::check`])
 //!
 //! Segments cover the key space without gaps or overlaps, the first from the empty key; every
