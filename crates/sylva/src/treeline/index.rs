@@ -148,13 +148,18 @@ impl SegmentIndex {
     /// The segment holding `key` (`key` empty: the first), with its upper bound. An error if no
     /// segment holds it (the index always covers the key space).
     pub fn find(&self, key: &[u8]) -> Result<(Segment, Option<Vec<u8>>)> {
+        let s = self.segment_of(key)?;
+        let upper = self.after(&s.lower)?.map(|n| n.lower);
+        Ok((s, upper))
+    }
+
+    /// The segment holding `key`, without its upper bound (a point lookup needs none).
+    pub fn segment_of(&self, key: &[u8]) -> Result<Segment> {
         let (k, v) = self.map.floor(&index_key(key))?.ok_or_else(|| Error::Corruption {
             page: 0,
             detail: "the segment index does not cover the key space".into(),
         })?;
-        let s = Segment::decode(&k, &v)?;
-        let upper = self.after(&s.lower)?.map(|n| n.lower);
-        Ok((s, upper))
+        Segment::decode(&k, &v)
     }
 
     /// The segment after the one with lower bound `lower`.

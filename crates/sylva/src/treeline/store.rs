@@ -213,7 +213,7 @@ impl Store {
 
     /// The value of `key` on its pages (no cache).
     pub(crate) fn lookup_disk(&self, inner: &Inner, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let (seg, _) = inner.index.find(key)?;
+        let seg = inner.index.segment_of(key)?;
         let pair = self.read_pair(inner, &seg, seg.page_of(key))?;
         Self::find_in_pair(&pair, key)
     }
@@ -595,7 +595,7 @@ impl Store {
             return Ok(found.unwrap_or(false));
         }
         Counters::add(&self.counters.cache_misses, 1);
-        let (seg, _) = inner.index.find(key)?;
+        let seg = inner.index.segment_of(key)?;
         let pair = self.read_pair(inner, &seg, seg.page_of(key))?;
         let value = Self::find_in_pair(&pair, key)?;
         let Some(value) = value else {
