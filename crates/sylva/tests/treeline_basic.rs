@@ -72,6 +72,17 @@ fn bad_input_is_invalid_argument() {
     invalid(db.delete(b"").map(drop), "empty key on delete");
     db.put(&[7u8; 256], &vec![1u8; 1016]).unwrap();
     assert_eq!(db.get(&[7u8; 256]).unwrap().unwrap().len(), 1016);
+    // A scan may start anywhere, however long the start.
+    let mut n = 0;
+    KvStore::scan(&db, &[6u8; 1000], 10, &mut |_, _| {
+        n += 1;
+        true
+    })
+    .unwrap();
+    assert_eq!(
+        n, 1,
+        "the 256-byte key follows a 1,000-byte start of smaller bytes"
+    );
     db.close().unwrap();
     for (k, v) in [("goal", "0"), ("epsilon", "0"), ("page_size", "5000")] {
         let mut o = small(true);

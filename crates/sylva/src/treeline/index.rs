@@ -155,6 +155,9 @@ impl SegmentIndex {
 
     /// The segment holding `key`, without its upper bound (a point lookup needs none).
     pub fn segment_of(&self, key: &[u8]) -> Result<Segment> {
+        // Lower bounds are at most 256 bytes, so a longer key (a scan's start) has the floor of
+        // its first 256.
+        let key = &key[..key.len().min(MAX_INDEX_KEY - 1)];
         let (k, v) = self.map.floor(&index_key(key))?.ok_or_else(|| Error::Corruption {
             page: 0,
             detail: "the segment index does not cover the key space".into(),
