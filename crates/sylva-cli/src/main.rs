@@ -1,11 +1,13 @@
-//! The `sylva` command: benchmarks (`sylva bench`) and tools over a database directory (`put`,
-//! `get`, `delete`, `scan`, `stats`, `check`).
+//! The `sylva` command: benchmarks (`sylva bench`), tools over a database directory (`put`,
+//! `get`, `delete`, `scan`, `stats`, `check`), and `calibrate` (the PA-Tree mode's disk model).
 //!
 //! Exit codes: 0 success; 1 the key was not found (`get`, `delete`; `not found` on stderr);
 //! 2 an error, printed as one line `error: ...` on stderr. Nothing panics on bad input.
 
 mod bench;
 mod bound;
+#[cfg(target_os = "linux")]
+mod calibrate;
 mod charts;
 mod children;
 mod encoding;
@@ -46,6 +48,9 @@ enum Command {
     Stats(tools::DirArgs),
     /// Verify every page checksum and the tree's structure; non-zero exit on any problem.
     Check(tools::DirArgs),
+    /// Measure the disk's random I/O through io_uring and fit the PA-Tree mode's probe model.
+    #[cfg(target_os = "linux")]
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() {
@@ -71,6 +76,8 @@ fn main() {
         Command::Scan(args) => tools::scan(args),
         Command::Stats(args) => tools::stats(args),
         Command::Check(args) => tools::check(args),
+        #[cfg(target_os = "linux")]
+        Command::Calibrate(args) => calibrate::run(args),
     };
     match result {
         Ok(Outcome::Done) => {}

@@ -103,6 +103,62 @@ pub enum Error {
 }
 
 impl Error {
+    /// The same error again, for reporting one failure to several callers (the tasks waiting
+    /// on one page read). An `Io` error's source is rebuilt from its OS error number, or its
+    /// kind and message.
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::InvalidArgument { what, limit } => Error::InvalidArgument {
+                what: what.clone(),
+                limit: *limit,
+            },
+            Error::Io { path, source } => Error::Io {
+                path: path.clone(),
+                source: match source.raw_os_error() {
+                    Some(errno) => std::io::Error::from_raw_os_error(errno),
+                    None => std::io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            Error::Corruption { page, detail } => Error::Corruption {
+                page: *page,
+                detail: detail.clone(),
+            },
+            Error::LogCorruption { path, detail } => Error::LogCorruption {
+                path: path.clone(),
+                detail: detail.clone(),
+            },
+            Error::ChecksumMismatch {
+                page,
+                expected,
+                got,
+            } => Error::ChecksumMismatch {
+                page: *page,
+                expected: *expected,
+                got: *got,
+            },
+            Error::Locked { path } => Error::Locked { path: path.clone() },
+            Error::NotSylva {
+                path,
+                expected,
+                detail,
+            } => Error::NotSylva {
+                path: path.clone(),
+                expected,
+                detail: detail.clone(),
+            },
+            Error::UnsupportedVersion {
+                path,
+                found,
+                supported,
+            } => Error::UnsupportedVersion {
+                path: path.clone(),
+                found: *found,
+                supported: *supported,
+            },
+            Error::Poisoned => Error::Poisoned,
+        }
+    }
+
     /// An `Io` error with the path it happened on.
     pub fn io_at(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Error::Io {

@@ -75,6 +75,7 @@ layer!(buffer);
 mod db;
 mod durable;
 mod error;
+layer!(exec);
 layer!(
     /// One entry point per decoder of on-disk bytes, for the fuzz targets and their stable tests.
     #[doc(hidden)]

@@ -22,10 +22,12 @@
 //! **Miss path, submit then complete.** A reader that finds its page evicted takes the lock in
 //! *loading* state (`LOCKED | EVICTED`), reads the page and verifies its checksum, then releases
 //! it resident. Other threads that want the page see it locked and sleep; when the loader
-//! completes it wakes them. The read here is a blocking `pread`; the PA-Tree executor of a later
-//! issue submits the same read to io_uring and completes the frame on the completion event,
-//! without a second buffer pool. A failed read (I/O error, checksum mismatch) leaves the page
-//! evicted and returns the error to the reader.
+//! completes it wakes them. The two halves are public for a reader that does not block
+//! (the PA-Tree mode's worker): [`BufferPool::begin_load`] takes the page and makes room, the
+//! caller reads the frame itself (an io_uring read, `exec`), and [`BufferPool::complete_load`]
+//! checks what arrived and releases the page; the blocking miss path is the same two halves
+//! around a `pread`. A failed read (I/O error, short read, checksum mismatch) leaves the page
+//! evicted and returns the error to that reader only.
 //!
 //! **Eviction** (`evict`): when the pool is full, the thread that needs room runs the clock
 //! (second chance) and evicts a batch of pages, writing dirty ones back first without holding
@@ -343,6 +345,27 @@ impl BufferPool {
         }
     }
 
+    /// [`BufferPool::read_lock`] for a caller that must not block (the PA-Tree mode's worker):
+    /// never loads and never waits. [`Resident::Evicted`]: the page must be loaded first
+    /// ([`BufferPool::begin_load`], which says so if a load is in progress already);
+    /// [`Resident::Busy`]: another thread holds it, try again later.
+    pub fn read_lock_resident(&self, id: u64) -> Result<Resident> {
+        let st = self.state(id)?;
+        let s = st.load();
+        Ok(if s & FREED != 0 {
+            Resident::Freed
+        } else if is_evicted(s) {
+            // Being loaded (locked) or not: either way it must be loaded before it is read.
+            Resident::Evicted
+        } else if s & LOCKED != 0 {
+            Resident::Busy
+        } else {
+            st.touch(s);
+            self.hits.add_one();
+            Resident::Version(stable(s))
+        })
+    }
+
     /// Whether nothing wrote page `id` since `read_lock` returned `version`.
     #[inline]
     pub fn validate(&self, id: u64, version: u64) -> bool {
@@ -493,8 +516,41 @@ impl BufferPool {
 
     /// The miss path: takes the page in loading state, makes room, reads and verifies it.
     fn load(&self, id: u64, st: &PageState, s: u64) -> Result<()> {
-        if !st.try_lock(s) {
+        let Some(load) = self.begin_load_at(id, st, s)? else {
             return Ok(()); // someone else is loading it; the caller waits and retries
+        };
+        // SAFETY: the page is in loading state, held by `load` until it completes.
+        let frame = unsafe { self.frame_slice(id) };
+        let read = self.file.io().read_at(frame, load.offset).map(|()| frame.len());
+        let read = match read {
+            // The file ends before the page: `complete_load` reports it.
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Ok(0)
+            }
+            r => r,
+        };
+        self.complete_load(load, read)
+    }
+
+    /// Starts loading page `id` for a caller that reads it itself (an asynchronous read):
+    /// takes the page in loading state (`LOCKED | EVICTED`: other threads wanting it wait),
+    /// makes room for it and returns where to read it from. The caller reads
+    /// [`BufferPool::usable_size`] plus the header, the whole frame at [`Load::frame`], from
+    /// the page file at [`Load::offset`], then calls [`BufferPool::complete_load`] with the
+    /// outcome. `None` if the page is resident, or another thread is loading it (wait for it
+    /// as for any holder).
+    pub fn begin_load(&self, id: u64) -> Result<Option<Load>> {
+        let st = self.state(id)?;
+        let s = st.load();
+        if s & FREED != 0 || !is_evicted(s) || s & BUSY != 0 {
+            return Ok(None);
+        }
+        self.begin_load_at(id, st, s)
+    }
+
+    fn begin_load_at(&self, id: u64, st: &PageState, s: u64) -> Result<Option<Load>> {
+        if !st.try_lock(s) {
+            return Ok(None);
         }
         if let Err(e) = self.make_room() {
             st.unlock(EVICTED, false);
@@ -502,7 +558,31 @@ impl BufferPool {
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         // SAFETY: we hold the page in loading state (exclusively locked).
-        match self.file.read_frame(id, unsafe { self.frame_slice(id) }) {
+        let offset = match self.file.frame_offset(id, unsafe { self.frame_slice(id) }) {
+            Ok(offset) => offset,
+            Err(e) => {
+                st.unlock(EVICTED, false);
+                return Err(e);
+            }
+        };
+        Ok(Some(Load {
+            id,
+            offset,
+            frame: self.frame(id),
+            len: self.page_size,
+        }))
+    }
+
+    /// Ends a load [`BufferPool::begin_load`] started, with the outcome of its read (the bytes
+    /// that arrived): verified (length, checksum, id), the page becomes resident and its
+    /// waiters go on; otherwise its frame is discarded, it stays evicted, and the error (I/O,
+    /// or `Corruption` for a short read or a bad checksum) is returned for this load only.
+    pub fn complete_load(&self, load: Load, read: Result<usize>) -> Result<()> {
+        let id = load.id;
+        let st = self.state(id)?;
+        // SAFETY: the page is in loading state, held by `load`.
+        let frame = unsafe { self.frame_slice(id) };
+        match read.and_then(|n| self.file.verify_frame(id, frame, n)) {
             Ok(_) => {
                 self.resident.fetch_add(1, Ordering::Relaxed);
                 self.clock.lock().pages.push(id);
@@ -725,6 +805,53 @@ impl BufferPool {
 
 #[cfg(test)]
 mod tests;
+
+/// What [`BufferPool::read_lock_resident`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resident {
+    /// Resident: the version to validate against.
+    Version(u64),
+    /// Not in memory (or being loaded).
+    Evicted,
+    /// Held by another thread (a writer, a flush).
+    Busy,
+    /// Freed (restart from the root).
+    Freed,
+}
+
+/// A page load a caller reads itself: from [`BufferPool::begin_load`] to
+/// [`BufferPool::complete_load`], the page is held in loading state for it. Dropping it without
+/// completing leaves the page locked (every thread wanting it waits): always complete it.
+#[derive(Debug)]
+#[must_use = "a load holds its page until it is completed"]
+pub struct Load {
+    id: u64,
+    offset: u64,
+    frame: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a `Load` names a frame of the pool that only its holder may write (the page is in
+// loading state); moving that right to another thread is sound.
+unsafe impl Send for Load {}
+
+impl Load {
+    /// The page.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Where in the page file to read it from.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The frame to read into, and its length: the page's whole frame, header included. It is
+    /// the caller's alone until the load completes.
+    pub fn frame(&self) -> (*mut u8, usize) {
+        (self.frame.as_ptr(), self.len)
+    }
+}
 
 /// The CPU's cache line, the unit [`prefetch_line`] brings in.
 pub(crate) const CACHE_LINE: usize = 64;

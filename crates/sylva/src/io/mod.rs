@@ -58,6 +58,13 @@ pub trait Io: Send + Sync {
     fn drop_cache(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }
+    /// The operating system's descriptor of the file, for an asynchronous backend that submits
+    /// reads and writes on it directly (`exec::Uring`); `None` (the default) for a file that is
+    /// not an OS file or whose calls must go through this trait (a fault-injecting wrapper, the
+    /// simulated disk): such a file is served by `exec::Inline`.
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        None
+    }
 }
 
 /// A plain file, read and written with `pread`/`pwrite`.
@@ -126,6 +133,10 @@ impl Io for FileIo {
             // SAFETY: a plain syscall on our own open descriptor; it reads no memory of ours.
             unsafe { libc::sync_file_range(fd, offset, len, libc::SYNC_FILE_RANGE_WRITE) };
         });
+    }
+    fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        use std::os::fd::AsRawFd;
+        Some(self.file.as_raw_fd())
     }
     fn drop_cache(&self, offset: u64, len: u64) {
         // Its result is ignored on purpose: it is only a hint.

@@ -42,7 +42,10 @@
 //! **Group commit.** Appends only encode into a shared buffer under a short lock. A thread that
 //! needs durability becomes the *leader* if no flush is in flight: it takes the whole buffer (its
 //! own record and everyone else's), writes and fsyncs it outside the lock, then wakes the
-//! *followers*, whose records that flush covered. Concurrent committers so share one fsync.
+//! *followers*, whose records that flush covered. Concurrent committers so share one fsync. A
+//! writer that must not block (the PA-Tree mode's worker) leads a flush without writing it:
+//! [`Wal::begin_flush`] hands it the buffer and its place, it submits the write (and fsync)
+//! asynchronously, and [`Wal::end_flush`] ends the flush as a leader's write would.
 //!
 //! **Failure.** A failed write or fsync poisons the log: the kernel may have dropped the dirty
 //! pages, so nothing after it could be acknowledged honestly. Every later call returns
@@ -68,8 +71,10 @@
 //! grow with the log's length (`tests/wal_recovery_memory.rs`).
 
 pub mod record;
+mod recover;
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -77,10 +82,8 @@ use parking_lot::{Condvar, Mutex};
 use crate::buffer::LogFlush;
 use crate::error::{Error, Result};
 use crate::io::Io;
-use record::{
-    decode_header, decode_record, encode_header, encode_record, Decoded, Header, FRAME_LEN,
-    FRAME_LEN_V1, HEADER_LEN, MAX_PAYLOAD, VERSION,
-};
+use record::{decode_header, encode_header, encode_record, Header, HEADER_LEN, VERSION};
+use recover::{arrange, recover, Recovery, Scan};
 
 /// When a database's writes become durable (the modes after the PA-Tree paper's strong and weak
 /// persistent buffering, section III.C). The log itself does not apply it: its user does, by
@@ -153,7 +156,7 @@ pub struct Recovered {
 
 /// The write-ahead log over one file, or over two segments used in turn (see [`Wal::rotate`]).
 pub struct Wal {
-    segments: Vec<Box<dyn Io>>,
+    segments: Vec<Arc<dyn Io>>,
     /// The recovered records, for [`Wal::replay`]: per segment, in LSN order, the byte range
     /// they fill and the file's format version.
     recovered: Vec<Recovery>,
@@ -302,7 +305,7 @@ impl Wal {
         );
         let records = recovered.iter().map(|r| r.count).sum();
         let wal = Wal {
-            segments,
+            segments: segments.into_iter().map(Arc::from).collect(),
             recovered,
             state: Mutex::new(state),
             flushed: Condvar::new(),
@@ -516,6 +519,98 @@ impl Wal {
         }
     }
 
+    /// Starts a flush that the caller carries out itself, for a writer that must not block
+    /// (the PA-Tree mode's worker submits it as an asynchronous write, linked to an
+    /// `fdatasync` if `durable`): takes everything buffered and reserves its place in the
+    /// active segment. The caller writes [`Flush::bytes`] at [`Flush::offset`] of segment
+    /// [`Flush::segment`] (and syncs it if [`Flush::durable`]), then hands the flush and the
+    /// outcome to [`Wal::end_flush`]. Meanwhile no other flush starts: threads needing one wait,
+    /// as for any leader's flush. `None` when another flush is in flight (try again after it)
+    /// or there is nothing to do (nothing buffered, and with `durable`, everything durable).
+    pub fn begin_flush(&self, durable: bool) -> Result<Option<Flush>> {
+        self.check_poisoned()?;
+        let mut st = self.state.lock();
+        let idle = if durable {
+            st.durable_below >= st.next_lsn
+        } else {
+            st.buf.is_empty()
+        };
+        if st.flushing || idle {
+            return Ok(None);
+        }
+        Ok(Some(Self::lead(&mut st, durable)))
+    }
+
+    /// Ends a flush [`Wal::begin_flush`] started, with the outcome of its write (and sync): on
+    /// success its records are written (durable, for a durable flush) and waiting threads go
+    /// on; a failure poisons the log (and is returned). Returns the LSN below which every record
+    /// is durable.
+    pub fn end_flush(&self, flush: Flush, result: Result<()>) -> Result<u64> {
+        let mut st = self.state.lock();
+        let (durable_below, uncache) = self.finish(&mut st, flush, result)?;
+        drop(st);
+        if let Some((segment, from, len)) = uncache {
+            self.segments[segment].drop_cache(from, len);
+        }
+        Ok(durable_below)
+    }
+
+    /// Becomes the flush leader: takes the buffer and reserves its place.
+    fn lead(st: &mut State, durable: bool) -> Flush {
+        st.flushing = true;
+        let buf = std::mem::take(&mut st.buf);
+        let offset = st.write_offset;
+        st.write_offset += buf.len() as u64;
+        Flush {
+            buf,
+            offset,
+            segment: st.active,
+            covers_below: st.next_lsn,
+            durable,
+        }
+    }
+
+    /// Ends the leader's flush: hands the buffer back, poisons the log on failure, advances
+    /// what is durable and wakes the waiters. Returns the LSN below which every record is
+    /// durable, and for a durable flush the range to drop from the page cache (outside the
+    /// lock: segment, offset, length). Whole OS pages only: the last, partly written page stays
+    /// cached, or the next append to it would have to read it back from the device first. The
+    /// segment cannot change meanwhile in a way that matters: a rotation drops the rest of the
+    /// old one itself, and a stale range on a segment started over is harmless.
+    #[allow(clippy::type_complexity)]
+    fn finish(
+        &self,
+        st: &mut State,
+        flush: Flush,
+        result: Result<()>,
+    ) -> Result<(u64, Option<(usize, u64, u64)>)> {
+        st.flushing = false;
+        let end = flush.offset + flush.buf.len() as u64;
+        if st.buf.is_empty() {
+            // Hand the allocation back so the buffer does not regrow every batch.
+            let mut buf = flush.buf;
+            buf.clear();
+            st.buf = buf;
+        }
+        if let Err(e) = result {
+            self.poisoned.store(true, Ordering::Release);
+            self.flushed.notify_all();
+            return Err(e);
+        }
+        if flush.durable {
+            st.durable_below = st.durable_below.max(flush.covers_below);
+        }
+        self.flushed.notify_all();
+        if !flush.durable {
+            return Ok((st.durable_below, None));
+        }
+        let end = end & !(OS_PAGE - 1);
+        let from = st.uncached_below.min(end);
+        st.uncached_below = end;
+        let uncache = (end > from).then_some((flush.segment, from, end - from));
+        Ok((st.durable_below, uncache))
+    }
+
     /// Returns once the record `lsn` is durable (every record appended so far if `lsn` is past
     /// the last), leading a flush if no other thread is; with `durable` false (a write-behind),
     /// once the buffer is written, or at once if another thread's flush is in flight. Returns
@@ -540,58 +635,75 @@ impl Wal {
                 continue;
             }
             // Lead: take everything buffered, write it outside the lock.
-            st.flushing = true;
-            let buf = std::mem::take(&mut st.buf);
-            let offset = st.write_offset;
-            st.write_offset += buf.len() as u64;
-            let covers_below = st.next_lsn;
-            let io = &self.segments[st.active];
+            let flush = Self::lead(&mut st, durable);
             drop(st);
-            let buf_len = buf.len() as u64;
-            let result = io.write_at(&buf, offset).and_then(|()| {
+            let io = &self.segments[flush.segment];
+            let result = io.write_at(&flush.buf, flush.offset).and_then(|()| {
                 if durable {
                     io.sync()
                 } else {
                     // Written behind (`Never`, or `Batch` between its syncs): start the
                     // device write now, so the next fsync is short (`Io::start_writeback`).
-                    io.start_writeback(offset, buf_len);
+                    io.start_writeback(flush.offset, flush.buf.len() as u64);
                     Ok(())
                 }
             });
             st = self.state.lock();
-            st.flushing = false;
-            if st.buf.is_empty() {
-                // Hand the allocation back so the buffer does not regrow every batch.
-                let mut buf = buf;
-                buf.clear();
-                st.buf = buf;
-            }
-            if let Err(e) = result {
-                self.poisoned.store(true, Ordering::Release);
-                self.flushed.notify_all();
-                return Err(e);
-            }
-            if durable {
-                st.durable_below = covers_below;
-            }
-            self.flushed.notify_all();
+            let (durable_below, uncache) = self.finish(&mut st, flush, result)?;
             if !durable {
-                return Ok(st.durable_below);
+                return Ok(durable_below);
             }
-            // Drop what this sync made durable from the page cache, outside the lock. The
-            // segment cannot change meanwhile in a way that matters: a rotation drops the rest
-            // of the old one itself, and a stale range on a segment started over is harmless.
-            // Whole OS pages only: the last, partly written page stays cached, or the next
-            // append to it would have to read it back from the device first.
-            let end = (offset + buf_len) & !(OS_PAGE - 1);
-            let from = st.uncached_below.min(end);
-            st.uncached_below = end;
-            drop(st);
-            if end > from {
-                io.drop_cache(from, end - from);
+            if let Some((segment, from, len)) = uncache {
+                drop(st);
+                self.segments[segment].drop_cache(from, len);
+                st = self.state.lock();
             }
-            st = self.state.lock();
         }
+    }
+
+    /// Segment `i`'s file (0 or 1; a one-file log has only 0), for a caller that writes a
+    /// [`Flush`] itself.
+    pub fn segment(&self, i: usize) -> Option<Arc<dyn Io>> {
+        self.segments.get(i).cloned()
+    }
+}
+
+/// A flush of the log's buffered records that the caller writes itself: see
+/// [`Wal::begin_flush`].
+#[derive(Debug)]
+pub struct Flush {
+    buf: Vec<u8>,
+    offset: u64,
+    segment: usize,
+    covers_below: u64,
+    durable: bool,
+}
+
+impl Flush {
+    /// The bytes to write.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// Where in the segment they go.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// Which segment ([`Wal::segment`]).
+    pub fn segment(&self) -> usize {
+        self.segment
+    }
+
+    /// Whether the write must be followed by an `fdatasync` of the segment before
+    /// [`Wal::end_flush`] (the records then count as durable).
+    pub fn durable(&self) -> bool {
+        self.durable
+    }
+
+    /// The LSN below which every record is written once this flush is.
+    pub fn covers_below(&self) -> u64 {
+        self.covers_below
     }
 }
 
@@ -611,262 +723,8 @@ fn start_over(io: &dyn Io, start_lsn: u64) -> Result<()> {
     io.sync()
 }
 
-/// Which of the scanned segments is the active one (appends continue there), and whose records
-/// recovery returns, in LSN order. One segment: itself. Two: both when the newer one continues
-/// the older one, else the newer one when the older is no longer needed (`min_next_lsn` is in
-/// the newer one); an empty segment is the active one only if it continues the other (a
-/// rotation happened just before the crash). `Err` names a gap in records recovery needs.
-fn arrange(scans: &[Scan], min_next_lsn: u64) -> std::result::Result<(usize, Vec<usize>), String> {
-    if scans.len() == 1 {
-        return Ok((0, vec![0]));
-    }
-    let full = |i: usize| scans[i].count > 0;
-    let end = |i: usize| scans[i].start_lsn + scans[i].count;
-    Ok(match (full(0), full(1)) {
-        (false, false) => (usize::from(scans[1].start_lsn > scans[0].start_lsn), vec![]),
-        (true, false) | (false, true) => {
-            let x = usize::from(full(1));
-            let e = 1 - x;
-            let continues = scans[e].start_lsn == end(x) && scans[x].end == scans[x].len;
-            (if continues { e } else { x }, vec![x])
-        }
-        (true, true) => {
-            let (old, new) = if scans[0].start_lsn < scans[1].start_lsn {
-                (0, 1)
-            } else {
-                (1, 0)
-            };
-            if end(old) == scans[new].start_lsn {
-                (new, vec![old, new])
-            } else if scans[new].start_lsn <= min_next_lsn {
-                (new, vec![new])
-            } else {
-                return Err(format!(
-                    "records {} to {} are missing (one segment ends before the other begins)",
-                    end(old),
-                    scans[new].start_lsn - 1
-                ));
-            }
-        }
-    })
-}
 
-struct Scan {
-    /// The file's length.
-    len: u64,
-    /// Intact records from the header on.
-    count: u64,
-    /// Offset just past the last intact record.
-    end: u64,
-    start_lsn: u64,
-    version: u32,
-    intact_after_cut: Option<u64>,
-    hole_was_synced: bool,
-}
-
-impl Scan {
-    /// A new, empty file whose header names `start_lsn`.
-    fn empty(start_lsn: u64) -> Scan {
-        Scan {
-            len: HEADER_LEN,
-            count: 0,
-            end: HEADER_LEN,
-            start_lsn,
-            version: VERSION,
-            intact_after_cut: None,
-            hole_was_synced: false,
-        }
-    }
-}
-
-fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> {
-    let path = io.path().to_path_buf();
-    if len < HEADER_LEN {
-        return Err(Error::NotSylva {
-            path,
-            expected: "write-ahead log",
-            detail: format!("{len} bytes is shorter than the {HEADER_LEN}-byte header"),
-        });
-    }
-    let mut header = [0u8; HEADER_LEN as usize];
-    io.read_at(&mut header, 0)?;
-    let (start_lsn, version) = match decode_header(&header) {
-        Header::Valid { start_lsn, version } => (start_lsn, version),
-        Header::WrongMagic => {
-            return Err(Error::NotSylva {
-                path,
-                expected: "write-ahead log",
-                detail: "wrong magic bytes".into(),
-            })
-        }
-        Header::WrongVersion(found) => {
-            return Err(Error::UnsupportedVersion {
-                path,
-                found,
-                supported: VERSION,
-            })
-        }
-        // A header torn while a truncation rewrote it, over an empty log: nothing was lost.
-        Header::BadChecksum if len == HEADER_LEN => {
-            io.write_at(&encode_header(min_next_lsn), 0)?;
-            io.sync()?;
-            (min_next_lsn, VERSION)
-        }
-        Header::BadChecksum => {
-            return Err(Error::LogCorruption {
-                path: Some(path),
-                detail: "header checksum mismatch".into(),
-            })
-        }
-    };
-    // The records are checked front to back through a bounded window (not read whole into
-    // memory): recovery's memory does not grow with the log.
-    let mut window = Window::new(io, len);
-    let mut at = HEADER_LEN;
-    let mut count = 0u64;
-    let mut expect = start_lsn;
-    while let Some(r) = window.record(at, version, expect)? {
-        if r.lsn != expect {
-            break;
-        }
-        at += r.size as u64;
-        count += 1;
-        expect += 1;
-    }
-    // Beyond the cut: intact records with later LSNs, and whether one of them says the first
-    // missing LSN (`expect`) had been synced.
-    let mut intact_after_cut = None;
-    let mut hole_was_synced = false;
-    let mut q = at + 1;
-    while q < len && !hole_was_synced {
-        match window.record(q, version, expect)? {
-            Some(r) if r.lsn >= expect => {
-                intact_after_cut.get_or_insert(q);
-                hole_was_synced = r.synced_below.is_none_or(|s| s > expect);
-                q += r.size as u64;
-            }
-            _ => q += 1,
-        }
-    }
-    Ok(Scan {
-        len,
-        count,
-        end: at,
-        start_lsn,
-        version,
-        intact_after_cut,
-        hole_was_synced,
-    })
-}
-
-/// Where the records of one segment that recovery found lie, for [`Wal::replay`].
-struct Recovery {
-    segment: usize,
-    /// Offset just past the last of them.
-    end: u64,
-    version: u32,
-    first_lsn: u64,
-    count: u64,
-}
-
-/// Reads a log file through a window of at least [`Window::CHUNK`] bytes (or one record, if
-/// larger), so recovery holds at most that much of the file at a time.
-struct Window<'a> {
-    io: &'a dyn Io,
-    len: u64,
-    buf: Vec<u8>,
-    /// The file offset of `buf[0]`.
-    start: u64,
-}
-
-impl<'a> Window<'a> {
-    const CHUNK: usize = 1 << 20;
-
-    fn new(io: &'a dyn Io, len: u64) -> Self {
-        Window {
-            io,
-            len,
-            buf: Vec::new(),
-            start: 0,
-        }
-    }
-
-    /// Up to `need` bytes from offset `at` (fewer at the end of the file).
-    fn bytes(&mut self, at: u64, need: usize) -> Result<&[u8]> {
-        let end = at.saturating_add(need as u64).min(self.len);
-        let have = self.start + self.buf.len() as u64;
-        if at < self.start || end > have {
-            let n = (end.saturating_sub(at))
-                .max(Self::CHUNK as u64)
-                .min(self.len.saturating_sub(at)) as usize;
-            self.buf.resize(n, 0);
-            self.io.read_at(&mut self.buf, at)?;
-            self.start = at;
-        }
-        let from = (at - self.start) as usize;
-        let to = (end.max(at) - self.start) as usize;
-        Ok(&self.buf[from..to])
-    }
-
-    /// The intact record at `at`, if there is one whose LSN is at least `min_lsn` (a record
-    /// with an older LSN is not looked at whole: beyond a cut, most offsets are not records,
-    /// and reading a garbage length's worth of bytes at each would be slow).
-    fn record(&mut self, at: u64, version: u32, min_lsn: u64) -> Result<Option<Decoded<'_>>> {
-        let frame_len = if version == 1 {
-            FRAME_LEN_V1
-        } else {
-            FRAME_LEN
-        };
-        let frame = self.bytes(at, frame_len)?;
-        if frame.len() < frame_len {
-            return Ok(None);
-        }
-        let len = u32::from_le_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize;
-        let mut lsn = [0u8; 8];
-        lsn.copy_from_slice(&frame[8..16]);
-        if len > MAX_PAYLOAD || u64::from_le_bytes(lsn) < min_lsn {
-            return Ok(None);
-        }
-        Ok(decode_record(self.bytes(at, frame_len + len)?, version))
-    }
-}
-
-impl Wal {
-    /// Calls `apply` with every record recovery found (LSN and payload), in LSN order, reading
-    /// the segments again through a bounded window: the memory it needs does not grow with the
-    /// log. Call it before appending (it reads what the log held when opened).
-    pub fn replay(&self, mut apply: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
-        for r in &self.recovered {
-            let io = &*self.segments[r.segment];
-            let mut window = Window::new(io, r.end);
-            let mut at = HEADER_LEN;
-            for lsn in r.first_lsn..r.first_lsn + r.count {
-                let Some(record) = window.record(at, r.version, lsn)? else {
-                    return Err(Error::LogCorruption {
-                        path: Some(io.path().to_path_buf()),
-                        detail: format!(
-                            "record {lsn} at offset {at}, intact when the log was opened, no longer is"
-                        ),
-                    });
-                };
-                apply(record.lsn, record.payload)?;
-                at += record.size as u64;
-            }
-        }
-        Ok(())
-    }
-
-    /// Every record recovery found, in memory (for tests and tools; recovery itself uses
-    /// [`Wal::replay`]).
-    pub fn recovered_records(&self) -> Result<Vec<(u64, Vec<u8>)>> {
-        let mut out = Vec::new();
-        self.replay(|lsn, payload| {
-            out.push((lsn, payload.to_vec()));
-            Ok(())
-        })?;
-        Ok(out)
-    }
-}
-
+#[cfg(test)]
+mod flush_tests;
 #[cfg(test)]
 mod tests;

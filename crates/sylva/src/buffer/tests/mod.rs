@@ -373,3 +373,5 @@ fn a_page_held_for_writing_excludes_writers_but_not_readers() {
 }
 
 mod in_flight;
+
+mod split_load;

@@ -83,6 +83,7 @@ mod free_space;
 
 use std::collections::BTreeSet;
 use std::path::Path;
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -121,7 +122,7 @@ pub struct Meta {
 
 /// A file of fixed-size pages.
 pub struct PageFile {
-    io: Box<dyn Io>,
+    io: Arc<dyn Io>,
     page_size: usize,
     direct: bool,
     state: Mutex<State>,
@@ -169,7 +170,7 @@ impl PageFile {
             });
         }
         let file = PageFile {
-            io,
+            io: Arc::from(io),
             page_size,
             direct,
             meta_damage: None,
@@ -275,7 +276,7 @@ impl PageFile {
             });
         }
         let mut file = PageFile {
-            io,
+            io: Arc::from(io),
             page_size,
             direct,
             meta_damage,
@@ -530,16 +531,35 @@ impl PageFile {
     /// Reads page `id` straight into `frame` (one page, aligned to [`IO_ALIGN`], as a buffer
     /// pool's frames are) and verifies it, whatever its kind.
     pub fn read_frame(&self, id: u64, frame: &mut [u8]) -> Result<PageHeader> {
+        let offset = self.frame_offset(id, frame)?;
+        match self.io.read_at(frame, offset) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(truncated(id))
+            }
+            r => r.and_then(|()| verify(frame, id)),
+        }
+    }
+
+    /// The file's I/O, for a caller that reads or writes pages itself ([`PageFile::frame_offset`]).
+    pub fn io(&self) -> &Arc<dyn Io> {
+        &self.io
+    }
+
+    /// Where page `id` is read into `frame` from, for a caller that reads it itself (an
+    /// asynchronous read), after checking the frame and the id as [`PageFile::read_frame`]
+    /// does; then [`PageFile::verify_frame`] checks what arrived.
+    pub fn frame_offset(&self, id: u64, frame: &[u8]) -> Result<u64> {
         self.check_frame(frame)?;
         self.check_range(id, 1, true)?;
-        match self.io.read_at(frame, id * self.page_size as u64) {
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
-                return Err(Error::Corruption {
-                    page: id,
-                    detail: "the file ends before this page (truncated?)".into(),
-                })
-            }
-            r => r?,
+        Ok(id * self.page_size as u64)
+    }
+
+    /// Checks a frame the caller read itself ([`PageFile::frame_offset`]), of which `read`
+    /// bytes arrived: a short read is a file that ends before the page; then the checksum
+    /// and the id, as [`PageFile::read_frame`].
+    pub fn verify_frame(&self, id: u64, frame: &[u8], read: usize) -> Result<PageHeader> {
+        if read < self.page_size {
+            return Err(truncated(id));
         }
         verify(frame, id)
     }
@@ -757,6 +777,14 @@ impl PageFile {
             .write_at(&buf[..self.page_size], slot * self.page_size as u64)?;
         self.io.sync()?;
         Ok(sequence)
+    }
+}
+
+/// The error for page `id` when the file ends before it.
+fn truncated(id: u64) -> Error {
+    Error::Corruption {
+        page: id,
+        detail: "the file ends before this page (truncated?)".into(),
     }
 }
 

@@ -1,0 +1,384 @@
+//! The worker loop (`pa-tree.txt`, Algorithm 2) over restartable tasks: one thread keeps up to
+//! `inflight` tasks, runs the ready one of highest priority, and when a task's attempt meets a
+//! page that is not in memory, starts the page's load, parks the task on it and runs others.
+//!
+//! A [`Task`] is an optimistic attempt that can be run again from the start: it either finishes,
+//! asks to be restarted (a page changed underneath), or stops at a page that is not resident
+//! ([`Step::Miss`]), having released everything it held. The worker then starts the load
+//! ([`BufferPool::begin_load`]) and submits its read to the backend, unless the page is loading
+//! already, in which case the task joins that page's wait list: two tasks missing on one page
+//! cost one read. When the read completes ([`BufferPool::complete_load`]), the page's waiters
+//! become ready in their admission order; a failed read fails those tasks only.
+//!
+//! Probing and yielding follow the [`Prober`]: after each attempt, completions are collected
+//! when the policy says some may be due; with nothing ready, the worker waits for a completion,
+//! bounded by the yield interval if the policy expects none sooner, or probes in a loop with
+//! yielding off.
+//!
+//! Not yet here (issue 20): making room never waits for a dirty victim's write-back on this
+//! thread (today [`BufferPool::begin_load`] may write one back synchronously); a loaded page is
+//! not pinned until its waiters ran (a waiter that finds it evicted again misses again); tree
+//! operations as tasks, and tasks submitted from other threads.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use super::sched::{IoKind, PriorityPolicy, ProbePolicy, Prober, ReadyQueue};
+use super::{Backend, Completion, FileId, Request};
+use crate::buffer::{BufferPool, Load};
+use crate::error::{Error, Result};
+
+/// What one attempt of a task came to.
+#[derive(Debug)]
+pub enum Step<T> {
+    /// Finished with this output.
+    Done(T),
+    /// Stopped at this page, not resident; run again once it is loaded.
+    Miss(u64),
+    /// A page changed underneath (or another thread held it): run again.
+    Restart,
+}
+
+/// What a worker's source has for it.
+#[derive(Debug)]
+pub enum Admit<T> {
+    /// A task to run.
+    Task(T),
+    /// Nothing now; more may come (the feeder wakes the worker).
+    Empty,
+    /// Nothing more will come.
+    Closed,
+}
+
+/// A restartable operation the worker runs (see the module docs).
+pub trait Task {
+    /// What it produces.
+    type Output;
+    /// Runs one attempt from the start; it holds nothing when it returns.
+    fn attempt(&mut self, pool: &BufferPool) -> Result<Step<Self::Output>>;
+}
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Tasks in flight at most.
+    pub inflight: usize,
+    /// When to probe for completions.
+    pub probe: ProbePolicy,
+    /// The ready queue's order.
+    pub priority: PriorityPolicy,
+    /// With nothing ready, wait up to this long at a time instead of probing in a loop (`None`:
+    /// never wait, spin).
+    pub yield_for: Option<Duration>,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            inflight: 64,
+            probe: ProbePolicy::Avg,
+            priority: PriorityPolicy::Holders,
+            yield_for: Some(Duration::from_micros(100)),
+        }
+    }
+}
+
+/// What a worker did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerCounters {
+    /// Tasks finished (done or failed).
+    pub finished: u64,
+    /// Attempts run.
+    pub attempts: u64,
+    /// Attempts that asked to be restarted.
+    pub restarts: u64,
+    /// Attempts that stopped at a page not in memory.
+    pub misses: u64,
+    /// Page reads submitted (a page several tasks missed on is read once).
+    pub reads: u64,
+    /// Probes that collected completions without waiting.
+    pub probes: u64,
+    /// Waits with nothing ready (bounded by the yield interval or not).
+    pub waits: u64,
+    /// Sum over loop turns of the reads in flight, for their mean.
+    pub outstanding_sum: u64,
+    /// Loop turns.
+    pub turns: u64,
+}
+
+/// A page being loaded: the load and the tasks waiting for it.
+struct Loading {
+    load: Load,
+    waiters: Vec<u32>,
+    submitted: u64,
+}
+
+struct Slot<T> {
+    task: T,
+    seq: u64,
+}
+
+/// One worker over a buffer pool and a backend.
+pub struct Worker<'a, T: Task> {
+    pool: &'a BufferPool,
+    backend: &'a mut dyn Backend,
+    file: FileId,
+    options: WorkerOptions,
+    slots: Vec<Option<Slot<T>>>,
+    free: Vec<u32>,
+    ready: ReadyQueue,
+    next_seq: u64,
+    loading: HashMap<u64, Loading>,
+    prober: Prober,
+    start: Instant,
+    completions: Vec<Completion>,
+    counters: WorkerCounters,
+}
+
+impl<'a, T: Task> Worker<'a, T> {
+    /// A worker over `pool`, reading through `backend` (the pool's file is registered with it).
+    pub fn new(
+        pool: &'a BufferPool,
+        backend: &'a mut dyn Backend,
+        options: WorkerOptions,
+    ) -> Result<Self> {
+        if options.inflight == 0 || options.inflight > 4096 {
+            return Err(Error::InvalidArgument {
+                what: format!("inflight {}", options.inflight),
+                limit: 4096,
+            });
+        }
+        let file = backend.register(pool.file().io().clone())?;
+        Ok(Worker {
+            pool,
+            backend,
+            file,
+            slots: (0..options.inflight).map(|_| None).collect(),
+            free: (0..options.inflight as u32).rev().collect(),
+            prober: Prober::new(options.probe.clone()),
+            options,
+            ready: ReadyQueue::default(),
+            next_seq: 0,
+            loading: HashMap::new(),
+            start: Instant::now(),
+            completions: Vec::new(),
+            counters: WorkerCounters::default(),
+        })
+    }
+
+    /// What it did so far.
+    pub fn counters(&self) -> &WorkerCounters {
+        &self.counters
+    }
+
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Runs tasks from `source` until it says [`Admit::Closed`] and every task finished,
+    /// handing each task and its result to `sink` as it finishes (in any order). When the
+    /// source has nothing now ([`Admit::Empty`]) and no task is in flight, the worker waits in
+    /// the backend until woken ([`super::Waker`]: whoever feeds the source wakes it).
+    pub fn run(
+        &mut self,
+        mut source: impl FnMut() -> Admit<T>,
+        mut sink: impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        let mut closed = false;
+        loop {
+            // Admit new tasks while there is room.
+            let mut empty = false;
+            while !closed && !empty && !self.free.is_empty() {
+                match source() {
+                    Admit::Task(task) => self.admit(task),
+                    Admit::Empty => empty = true,
+                    Admit::Closed => closed = true,
+                }
+            }
+            let idle = self.free.len() == self.slots.len();
+            if closed && idle {
+                return Ok(());
+            }
+            if idle {
+                // Nothing in flight and nothing to admit: sleep until woken.
+                self.counters.waits += 1;
+                self.collect(1, None, &mut sink)?;
+                continue;
+            }
+            self.counters.turns += 1;
+            self.counters.outstanding_sum += self.loading.len() as u64;
+            if let Some(slot) = self.ready.pop() {
+                self.run_slot(slot, &mut sink)?;
+                if self.prober.should_probe(self.now()) {
+                    self.counters.probes += 1;
+                    self.collect(0, None, &mut sink)?;
+                }
+                continue;
+            }
+            // Nothing ready: every task waits on a load.
+            let now = self.now();
+            match self.options.yield_for {
+                Some(t) if self.prober.idle_for(now, t) => {
+                    self.counters.waits += 1;
+                    self.collect(1, Some(t), &mut sink)?;
+                }
+                Some(_) if self.prober.should_probe(now) => {
+                    self.counters.probes += 1;
+                    self.collect(0, None, &mut sink)?;
+                }
+                // Not due yet by the policy, but nothing else to do: wait for the first.
+                Some(t) => {
+                    self.counters.waits += 1;
+                    self.collect(1, Some(t), &mut sink)?;
+                }
+                None => {
+                    self.counters.probes += 1;
+                    self.collect(0, None, &mut sink)?;
+                }
+            }
+        }
+    }
+
+    /// Runs the tasks of `tasks`, then returns (a [`Worker::run`] whose source is a list).
+    pub fn run_all(
+        &mut self,
+        tasks: impl IntoIterator<Item = T>,
+        sink: impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        let mut tasks = tasks.into_iter();
+        self.run(|| tasks.next().map_or(Admit::Closed, Admit::Task), sink)
+    }
+
+    fn admit(&mut self, task: T) {
+        let Some(slot) = self.free.pop() else { return };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.slots[slot as usize] = Some(Slot { task, seq });
+        self.ready.push(self.options.priority.key(false, seq), slot);
+    }
+
+    fn make_ready(&mut self, slot: u32) {
+        if let Some(s) = &self.slots[slot as usize] {
+            self.ready.push(self.options.priority.key(false, s.seq), slot);
+        }
+    }
+
+    fn finish(&mut self, slot: u32, result: Result<T::Output>, sink: &mut impl FnMut(T, Result<T::Output>)) {
+        if let Some(s) = self.slots[slot as usize].take() {
+            self.free.push(slot);
+            self.counters.finished += 1;
+            sink(s.task, result);
+        }
+    }
+
+    fn run_slot(
+        &mut self,
+        slot: u32,
+        sink: &mut impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        let Some(s) = self.slots[slot as usize].as_mut() else {
+            return Ok(());
+        };
+        self.counters.attempts += 1;
+        match s.task.attempt(self.pool) {
+            Ok(Step::Done(out)) => self.finish(slot, Ok(out), sink),
+            Ok(Step::Restart) => {
+                self.counters.restarts += 1;
+                self.make_ready(slot);
+            }
+            Ok(Step::Miss(page)) => {
+                self.counters.misses += 1;
+                self.miss(slot, page, sink)?;
+            }
+            Err(e) => self.finish(slot, Err(e), sink),
+        }
+        Ok(())
+    }
+
+    /// Parks `slot` on `page`, starting its load if no one has.
+    fn miss(
+        &mut self,
+        slot: u32,
+        page: u64,
+        sink: &mut impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        if let Some(l) = self.loading.get_mut(&page) {
+            l.waiters.push(slot);
+            return Ok(());
+        }
+        let load = match self.pool.begin_load(page) {
+            Ok(Some(load)) => load,
+            // Resident by now, or another thread is loading it: run again later.
+            Ok(None) => {
+                self.make_ready(slot);
+                return Ok(());
+            }
+            Err(e) => {
+                self.finish(slot, Err(e), sink);
+                return Ok(());
+            }
+        };
+        let (buf, len) = load.frame();
+        let request = Request::Read {
+            file: self.file,
+            buf,
+            len: len as u32,
+            offset: load.offset(),
+        };
+        // SAFETY: the frame is the load's alone (the page is in loading state) until the read's
+        // completion is collected and the load completed, in `collect`; the load lives in
+        // `self.loading` until then.
+        if let Err(e) = unsafe { self.backend.submit(page, request) } {
+            // Nothing was submitted: give the page back, fail the task.
+            let _ = self.pool.complete_load(load, Err(e.duplicate()));
+            self.finish(slot, Err(e), sink);
+            return Ok(());
+        }
+        let now = self.now();
+        self.prober.submitted(now, IoKind::Read);
+        self.counters.reads += 1;
+        self.loading.insert(
+            page,
+            Loading {
+                load,
+                waiters: vec![slot],
+                submitted: now,
+            },
+        );
+        Ok(())
+    }
+
+    /// Collects completions (waiting for `min` up to `timeout`) and completes their loads.
+    fn collect(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        sink: &mut impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        let mut done = std::mem::take(&mut self.completions);
+        self.backend.complete(min, timeout, &mut done)?;
+        let now = self.now();
+        self.prober.probed(now);
+        for c in done.drain(..) {
+            let Some(l) = self.loading.remove(&c.tag) else {
+                continue;
+            };
+            self.prober.completed(l.submitted, now, IoKind::Read);
+            let result = c.result.map(|n| n as usize);
+            match self.pool.complete_load(l.load, result) {
+                Ok(()) => {
+                    for slot in l.waiters {
+                        self.make_ready(slot);
+                    }
+                }
+                Err(e) => {
+                    for slot in l.waiters {
+                        self.finish(slot, Err(e.duplicate()), sink);
+                    }
+                }
+            }
+        }
+        self.completions = done;
+        Ok(())
+    }
+}

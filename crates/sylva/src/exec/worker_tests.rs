@@ -1,0 +1,279 @@
+//! The worker loop over the buffer pool: tasks that read pages, run by one thread with many
+//! in flight.
+
+use std::time::Duration;
+
+use super::sched::{PriorityPolicy, ProbePolicy};
+use super::worker::{Step, Task, Worker, WorkerOptions};
+use super::{Backend, Inline, Uring};
+use crate::buffer::{BufferPool, PoolOptions, Resident};
+use crate::error::Result;
+use crate::io::page_header::PageKind;
+use crate::io::PageFile;
+
+/// A pool of `budget` pages over `pages` pages whose first word is `i * 7`: most evicted.
+fn pool(dir: &std::path::Path, pages: u64, budget: u64) -> (BufferPool, Vec<u64>) {
+    let file = PageFile::create(&dir.join("pages"), 4096, true).expect("create");
+    let options = PoolOptions {
+        budget_bytes: budget * 4096,
+        reserve_bytes: 1 << 32,
+    };
+    let p = BufferPool::new(file, None, options).expect("pool");
+    let ids = (0..pages)
+        .map(|i| {
+            let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+            // SAFETY: (test) we hold the new page's exclusive lock.
+            unsafe { std::ptr::write_unaligned(p.data(id).as_ptr().cast::<u64>(), i * 7) };
+            p.unlock(id, true);
+            id
+        })
+        .collect();
+    p.flush_all().expect("flush");
+    (p, ids)
+}
+
+/// Sums the first words of its pages, reading each optimistically; a page not in memory stops
+/// the attempt (the sum so far is kept: each page is read once, and a restart rereads only the
+/// page it stopped at).
+struct SumPages {
+    pages: Vec<u64>,
+    next: usize,
+    sum: u64,
+}
+
+impl Task for SumPages {
+    type Output = u64;
+
+    fn attempt(&mut self, pool: &BufferPool) -> Result<Step<u64>> {
+        while let Some(&id) = self.pages.get(self.next) {
+            let version = match pool.read_lock_resident(id)? {
+                Resident::Version(v) => v,
+                Resident::Evicted => return Ok(Step::Miss(id)),
+                Resident::Busy | Resident::Freed => return Ok(Step::Restart),
+            };
+            // SAFETY: (test) an optimistic read of the pool's mapping, validated below.
+            let word = unsafe { std::ptr::read_unaligned(pool.data(id).as_ptr().cast::<u64>()) };
+            if !pool.validate(id, version) {
+                return Ok(Step::Restart);
+            }
+            self.sum += word;
+            self.next += 1;
+        }
+        Ok(Step::Done(self.sum))
+    }
+}
+
+/// Runs 300 tasks and checks their sums; `overlap`: more than one read was in flight on
+/// average (not with `Inline` probed every turn, whose reads complete when submitted).
+fn run_tasks(backend: &mut dyn Backend, options: WorkerOptions, overlap: bool) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, ids) = pool(dir.path(), 200, 16);
+    // 300 tasks of 5 pages each, scattered; each page's word is its index times 7.
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let tasks: Vec<Vec<usize>> = (0..300)
+        .map(|_| {
+            (0..5)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    (x % 200) as usize
+                })
+                .collect()
+        })
+        .collect();
+    let source = tasks.iter().map(|idx| SumPages {
+        pages: idx.iter().map(|&i| ids[i]).collect(),
+        next: 0,
+        sum: 0,
+    });
+    let mut want = Vec::new();
+    let mut got = Vec::new();
+    let mut worker = Worker::new(&p, backend, options).expect("worker");
+    worker
+        .run_all(source, |task, result| {
+            got.push((task.pages.clone(), result.expect("task")))
+        })
+        .expect("run");
+    let c = worker.counters().clone();
+    for (pages, sum) in &got {
+        let expected: u64 = pages
+            .iter()
+            .map(|id| ids.iter().position(|x| x == id).expect("page") as u64 * 7)
+            .sum();
+        want.push(expected);
+        assert_eq!(*sum, expected, "task over {pages:?}");
+    }
+    assert_eq!(got.len(), 300);
+    assert_eq!(c.finished, 300);
+    assert!(c.misses > 0 && c.reads > 0, "{c:?}");
+    assert!(c.reads <= c.misses, "{c:?}");
+    assert!(
+        !overlap || c.outstanding_sum > c.turns,
+        "more than one read in flight on average: {c:?}"
+    );
+}
+
+fn options() -> WorkerOptions {
+    WorkerOptions {
+        inflight: 32,
+        probe: ProbePolicy::Every,
+        priority: PriorityPolicy::Holders,
+        yield_for: Some(Duration::from_micros(100)),
+    }
+}
+
+#[test]
+fn tasks_run_over_inline() {
+    run_tasks(&mut Inline::new(), options(), false);
+    // Probed rarely, the reads of many tasks are outstanding together even inline.
+    let rarely = WorkerOptions {
+        probe: ProbePolicy::Fixed(Duration::from_secs(1)),
+        ..options()
+    };
+    run_tasks(&mut Inline::new(), rarely, true);
+}
+
+#[test]
+fn tasks_run_over_io_uring_with_each_probe_policy() {
+    for probe in [
+        ProbePolicy::Every,
+        ProbePolicy::Fixed(Duration::from_micros(20)),
+        ProbePolicy::Avg,
+    ] {
+        match Uring::new(64) {
+            Ok(mut ring) => run_tasks(&mut ring, WorkerOptions { probe, ..options() }, true),
+            Err(e) => return eprintln!("skipped: io_uring unavailable here: {e}"),
+        }
+    }
+    if let Ok(mut ring) = Uring::new(64) {
+        let spin = WorkerOptions {
+            yield_for: None,
+            ..options()
+        };
+        run_tasks(&mut ring, spin, true);
+    }
+}
+
+#[test]
+fn two_misses_on_one_page_cost_one_read() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, ids) = pool(dir.path(), 64, 8);
+    // The last page is evicted (the pool holds 8): every task wants it.
+    let page = ids[0];
+    assert_eq!(
+        p.read_lock_resident(page).expect("state"),
+        Resident::Evicted,
+        "page 0 was evicted by the later ones"
+    );
+    let mut inline = Inline::new();
+    // Probed rarely: the four tasks all run (and miss) before the read is collected.
+    let rarely = WorkerOptions {
+        probe: ProbePolicy::Fixed(Duration::from_secs(1)),
+        ..options()
+    };
+    let mut worker = Worker::new(&p, &mut inline, rarely).expect("worker");
+    let mut sums = Vec::new();
+    let tasks = (0..4).map(|_| SumPages {
+        pages: vec![page],
+        next: 0,
+        sum: 0,
+    });
+    worker
+        .run_all(tasks, |_, r| sums.push(r.expect("task")))
+        .expect("run");
+    assert_eq!(sums, [0, 0, 0, 0]);
+    let c = worker.counters();
+    assert_eq!((c.misses, c.reads), (4, 1), "{c:?}");
+}
+
+#[test]
+fn inflight_out_of_range_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, _) = pool(dir.path(), 4, 8);
+    let mut inline = Inline::new();
+    for inflight in [0, 4097] {
+        let options = WorkerOptions {
+            inflight,
+            ..options()
+        };
+        assert!(Worker::<SumPages>::new(&p, &mut inline, options).is_err());
+    }
+}
+
+/// Blocks on a future (the tests' stand-in for an async runtime).
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        match f.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(out) => return out,
+            std::task::Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+fn executor_serves_threads(backend: super::BackendKind) {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, ids) = pool(dir.path(), 200, 16);
+    let (p, ids) = (Arc::new(p), Arc::new(ids));
+    let ex = Arc::new(super::Executor::start(p, backend, options()).expect("start"));
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let (ex, ids) = (ex.clone(), ids.clone());
+            std::thread::spawn(move || {
+                for i in 0..50u64 {
+                    let pick = |k: u64| ((t * 50 + i) * 13 + k * 71) % 200;
+                    let task = SumPages {
+                        pages: (0..3).map(|k| ids[pick(k) as usize]).collect(),
+                        next: 0,
+                        sum: 0,
+                    };
+                    let want: u64 = (0..3).map(|k| pick(k) * 7).sum();
+                    // Half blocking, half as a future; now and then one dropped unawaited.
+                    let op = ex.submit(task);
+                    let got = if i % 2 == 0 {
+                        op.wait().expect("task")
+                    } else {
+                        block_on(op).expect("task")
+                    };
+                    assert_eq!(got, want, "thread {t}, task {i}");
+                    if i % 10 == 0 {
+                        drop(ex.submit(SumPages {
+                            pages: vec![ids[0]],
+                            next: 0,
+                            sum: 0,
+                        }));
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("submitter");
+    }
+    let ex = Arc::try_unwrap(ex).ok().expect("the only handle left");
+    let c = ex.shutdown().expect("shutdown");
+    assert_eq!(c.finished, 4 * 50 + 4 * 5, "{c:?}");
+}
+
+#[test]
+fn an_executor_serves_many_threads_over_inline() {
+    executor_serves_threads(super::BackendKind::Inline);
+}
+
+#[test]
+fn an_executor_serves_many_threads_over_io_uring() {
+    if Uring::new(8).is_err() {
+        return eprintln!("skipped: io_uring unavailable here");
+    }
+    executor_serves_threads(super::BackendKind::Uring);
+}
