@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sylva::{
     BTree, BTreeOptions, BaselineOptions, BpTreeOptions, BpTreeStore, Db, DbOptions, KvStore,
-    MemMap, NbTree, NbTreeOptions, Stats, SyncMode,
+    MemMap, NbTree, NbTreeOptions, Stats, SyncMode, TreeLine, TreeLineOptions,
 };
 use ycsb::runner::{Session, Shared, Target};
 
@@ -32,6 +32,7 @@ pub const BENCH_BATCH_MS: u64 = 10;
 pub const ENGINE_NAMES: &[&str] = &[
     "db",
     "nbtree",
+    "treeline",
     "memmap",
     "btreemap",
     "btree",
@@ -50,7 +51,7 @@ pub const PEER_ENGINES: &[&str] = &["rocksdb", "lmdb", "redb", "fjall", "sled"];
 /// Whether the engine named `name` keeps its data in files (`db` and every peer): the engines a
 /// larger-than-memory set runs and `--recovery` kills and reopens.
 pub fn is_durable(name: &str) -> bool {
-    name == "db" || name == "nbtree" || PEER_ENGINES.contains(&name)
+    name == "db" || name == "nbtree" || name == "treeline" || PEER_ENGINES.contains(&name)
 }
 
 /// A parsed `NAME[:KEY=VALUE,...]`.
@@ -114,6 +115,7 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
         }
         "db" => db_opener(spec),
         "nbtree" => nbtree_opener(spec),
+        "treeline" => treeline_opener(spec),
         "btree" => {
             // `btree:layout=baseline|prefix|heads|hints|fingerprint|semidense|dense|adaptive,
             // page_size=N,redistribute=BOOL`.
@@ -220,6 +222,34 @@ pub fn nbtree_opener(spec: &EngineSpec) -> Result<Opener, String> {
     let options = nbtree_options(spec)?;
     Ok(Box::new(move |dir| {
         shared(NbTree::open(dir, options).map_err(|e| e.to_string())?)
+    }))
+}
+
+/// The options of a `treeline` spec (the keys of [`sylva::TREELINE_OPTION_KEYS`], parsed by
+/// [`TreeLineOptions::set`]: `db`'s fair settings, then `goal`, `epsilon`, `grouping`,
+/// `record_cache`, `forecast`, `bins`, `forecast_epochs`, `radius`, `prefetch`, ...).
+pub fn treeline_options(spec: &EngineSpec) -> Result<TreeLineOptions, String> {
+    let mut options = TreeLineOptions {
+        sync: SyncMode::Batch {
+            ops: BENCH_BATCH_OPS,
+            interval: Duration::from_millis(BENCH_BATCH_MS),
+        },
+        cache_bytes: BENCH_CACHE_BYTES,
+        ..TreeLineOptions::default()
+    };
+    for (k, v) in &spec.options {
+        options
+            .set(k, v)
+            .map_err(|e| format!("engine `{}`: {e}", spec.name))?;
+    }
+    Ok(options)
+}
+
+/// The opener of a `treeline` spec.
+pub fn treeline_opener(spec: &EngineSpec) -> Result<Opener, String> {
+    let options = treeline_options(spec)?;
+    Ok(Box::new(move |dir| {
+        shared(TreeLine::open(dir, options).map_err(|e| e.to_string())?)
     }))
 }
 

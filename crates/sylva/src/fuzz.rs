@@ -316,3 +316,38 @@ pub fn dump_stream(data: &[u8]) {
     with_header.extend_from_slice(data);
     let _ = crate::db::verify_dump(&with_header[..]);
 }
+
+/// A TreeLine page (kinds 16 and 17; `crate::treeline::page`), sealed as page 7: the header
+/// and slotted body decoded, every record read, every own key and the probes looked up and
+/// placed by the page's model, as recovery, a lookup, a scan and a flush read it.
+pub fn treeline_page(data: &[u8]) {
+    use crate::treeline::page::SegmentPage;
+    let mut page = vec![0u8; MIN_PAGE_SIZE];
+    let n = data.len().min(MIN_PAGE_SIZE);
+    page[..n].copy_from_slice(&data[..n]);
+    seal(&mut page, PageKind::SegmentPage, ID, 1);
+    let Ok(p) = SegmentPage::new(ID, &page) else {
+        return;
+    };
+    let _ = (p.count(), p.range());
+    let mut records = Vec::new();
+    if p.records_into(&mut records).is_err() {
+        return;
+    }
+    let pages = p.header.pages as usize;
+    for key in records
+        .iter()
+        .take(OWN_PROBES)
+        .map(|r| r.0.as_slice())
+        .chain(PROBES)
+    {
+        let _ = p.get(key);
+        assert!(p.header.model.page_of(key, pages) < pages.max(1));
+    }
+}
+
+/// Arbitrary bytes as a TreeLine log record's payload: decoding returns an error or a record,
+/// never panics.
+pub fn treeline_log_payload(payload: &[u8]) {
+    let _ = crate::treeline::log::decode(1, payload);
+}

@@ -16,6 +16,9 @@
 //! - [`BpTreeStore`]: the BP-tree, an in-memory concurrent B+tree with
 //!   buffered-partitioned-array leaves, and its sorted-leaf baseline ([`BpTreeOptions`],
 //!   [`BaselineOptions`]).
+//! - [`TreeLine`]: the update-in-place store of the TreeLine thesis — a record cache, segments of
+//!   contiguous pages placed by linear models, insert forecasting — on the same durability layer
+//!   ([`TreeLineOptions`]).
 //! - [`MemMap`]: std `BTreeMap` under a `RwLock`; the model for tests and the floor for
 //!   benchmarks.
 //!
@@ -88,6 +91,8 @@ layer!(
 );
 layer!(page);
 mod sync;
+layer!(treeline);
+layer!(util);
 layer!(wal);
 
 pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
@@ -102,6 +107,10 @@ pub use kv::{KvStore, Limits, Stats, Visitor};
 pub use mem::bptree::{BaselineOptions, BpTreeOptions, BpTreeStore, TreeStats as BpTreeStats};
 pub use memmap::{MemMap, MEMMAP_MAX_KEY, MEMMAP_MAX_VALUE};
 pub use nbtree::{NbCheckReport, NbTree, NbTreeOptions, OPTION_KEYS as NBTREE_OPTION_KEYS};
+pub use treeline::{
+    TreeLine, TreeLineCheck, TreeLineOptions, MAX_KEY as TREELINE_MAX_KEY,
+    OPTION_KEYS as TREELINE_OPTION_KEYS,
+};
 pub use wal::SyncMode;
 
 /// The file system under a database: [`Db::open_in`] runs one on any [`Vfs`](vfs::Vfs), the

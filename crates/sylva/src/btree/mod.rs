@@ -17,6 +17,7 @@
 //!   write gate and logging hooks the tree calls with the changed pages still latched) and its
 //!   in-memory implementation; the durable one is `crate::db`'s, over the buffer pool;
 //! - `check`: the structural check;
+//! - `floor`: [`BTree::floor`], the last key at or below a key;
 //! - `kv`: the [`crate::KvStore`] implementation.
 //!
 //! Node formats live in [`crate::page`].
@@ -76,6 +77,7 @@
 
 mod adapt;
 mod check;
+mod floor;
 mod kv;
 mod leaf;
 mod merge;

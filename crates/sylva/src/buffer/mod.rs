@@ -213,6 +213,9 @@ pub struct BufferPool {
     log: Option<Arc<dyn LogFlush>>,
     frames: Region,
     states: Region,
+    /// The header kinds a page read from the file may have (empty: any; see
+    /// [`BufferPool::accept_only`]).
+    kinds: &'static [PageKind],
     capacity: u64,
     page_size: usize,
     budget_pages: u64,
@@ -255,6 +258,7 @@ impl BufferPool {
             log,
             frames,
             states,
+            kinds: &[],
             capacity,
             page_size,
             budget_pages,
@@ -532,6 +536,14 @@ impl BufferPool {
         self.complete_load(load, read)
     }
 
+    /// Accepts only pages of `kinds` from the file: a page read with another kind in its
+    /// (checksummed) header is refused as `Corruption` naming the kind, never handed to the
+    /// engine as one of its own (the engine's pages and other engines' share one registry,
+    /// `io::page_header`). Set it before the pool is shared.
+    pub fn accept_only(&mut self, kinds: &'static [PageKind]) {
+        self.kinds = kinds;
+    }
+
     /// Starts loading page `id` for a caller that reads it itself (an asynchronous read):
     /// takes the page in loading state (`LOCKED | EVICTED`: other threads wanting it wait),
     /// makes room for it and returns where to read it from. The caller reads
@@ -582,7 +594,22 @@ impl BufferPool {
         let st = self.state(id)?;
         // SAFETY: the page is in loading state, held by `load`.
         let frame = unsafe { self.frame_slice(id) };
-        match read.and_then(|n| self.file.verify_frame(id, frame, n)) {
+        let verified = read
+            .and_then(|n| self.file.verify_frame(id, frame, n))
+            .and_then(|header| {
+                if self.kinds.is_empty() || self.kinds.contains(&header.kind) {
+                    Ok(header)
+                } else {
+                    Err(Error::Corruption {
+                        page: id,
+                        detail: format!(
+                            "page kind {} ({:?}) where one of {:?} was expected",
+                            header.kind as u8, header.kind, self.kinds
+                        ),
+                    })
+                }
+            });
+        match verified {
             Ok(_) => {
                 self.resident.fetch_add(1, Ordering::Relaxed);
                 self.clock.lock().pages.push(id);

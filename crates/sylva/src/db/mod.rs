@@ -256,7 +256,7 @@ impl Db {
             files,
             durable_options,
             |file, wal, state, checkpoint_lsn| {
-                let pool = BufferPool::new(
+                let mut pool = BufferPool::new(
                     file,
                     Some(wal.clone()),
                     PoolOptions {
@@ -264,6 +264,8 @@ impl Db {
                         ..PoolOptions::default()
                     },
                 )?;
+                // The pool holds the tree's nodes only (out-of-line values are read past it).
+                pool.accept_only(&[PageKind::BTreeLeaf, PageKind::BTreeInner]);
                 // A database this build creates tags its values (out-of-line values); one
                 // created before keeps its untagged values.
                 let tagged = state.is_none_or(|s: state::State| s.tagged);

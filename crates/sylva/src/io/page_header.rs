@@ -52,10 +52,10 @@ pub enum PageKind {
     /// `crate::db` overflow module; the run's later pages carry no header: the value's bytes
     /// continue there, checked by the value's CRC32C in the run header and in the leaf).
     OverflowValue = 5,
-    /// Reserved: a page of a TreeLine segment (issue 21; a segment is 1, 2, 4, 8 or 16
-    /// contiguous pages).
+    /// A base page of a TreeLine segment (a segment is 1, 2, 4, 8 or 16 contiguous pages;
+    /// `docs/format.md`, "TreeLine pages").
     SegmentPage = 16,
-    /// Reserved: a TreeLine page's overflow page (issue 21).
+    /// A TreeLine base page's overflow page (`docs/format.md`, "TreeLine pages").
     SegmentOverflow = 17,
     /// An NB-tree d-tree leaf (`crate::nbtree`).
     DTreeLeaf = 32,
@@ -102,6 +102,8 @@ impl PageKind {
                 | PageKind::DTreeInner
                 | PageKind::Bloom
                 | PageKind::Manifest
+                | PageKind::SegmentPage
+                | PageKind::SegmentOverflow
         )
     }
 

@@ -1,0 +1,727 @@
+//! The store under the lock: the record cache, the index, page reads and the flush of a page's
+//! dirty entries (§4.1.2, §4.2.2, §4.5.1), with the logging rules of the module docs of
+//! [`super`] (the WAL rule per page, a page's image before its first write after a checkpoint,
+//! an overflow page written before its base page).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use super::cache::{Entry, RecordCache, PRIORITY_ADMIT, PRIORITY_MAX, PRIORITY_PREFETCH};
+use super::index::{Segment, SegmentIndex};
+use super::log;
+use super::model::input;
+use super::options::TreeLineOptions;
+use super::page::{self, Header, Record, SegmentPage};
+use crate::error::{Error, Result};
+use crate::io::page_header::PageKind;
+use crate::io::{AlignedBuf, PageFile};
+use crate::page::common_prefix;
+use crate::page::slotted::SLOT_LEN_HEADS;
+use crate::util::histogram::InsertTracker;
+use crate::wal::Wal;
+
+/// Memory the store keeps outside the cache, the index and the histograms: a reorganization's
+/// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
+/// and page buffers, the set of pages imaged since the checkpoint, scratch. Calibrated with
+/// [`super::cache::ENTRY_OVERHEAD`] (`tests/treeline_memory.rs`).
+const FIXED_BYTES: usize = 6 << 20;
+
+/// Counters `stats()` reports.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) page_reads: AtomicU64,
+    pub(crate) page_writes: AtomicU64,
+    pub(crate) page_images: AtomicU64,
+    pub(crate) reorganizations: AtomicU64,
+    pub(crate) overflow_pages: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
+    pub(crate) cache_misses: AtomicU64,
+    pub(crate) check1_relinked: AtomicU64,
+    pub(crate) check2_done: AtomicU64,
+    pub(crate) check2_voided: AtomicU64,
+    pub(crate) check2_reinvalidated: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn add(c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// TreeLine's engine over the durability layer: the page file, the log, and the state under
+/// the lock.
+pub(crate) struct Store {
+    pub(crate) file: PageFile,
+    pub(crate) wal: Arc<Wal>,
+    /// Writers hold it shared while they log and cache a write; a checkpoint holds it
+    /// exclusively ([`crate::durable::Engine::hold_writers`]).
+    pub(crate) gate: RwLock<()>,
+    pub(crate) inner: Mutex<Inner>,
+    pub(crate) log_bytes: AtomicU64,
+    pub(crate) options: TreeLineOptions,
+    pub(crate) counters: Counters,
+}
+
+/// What the lock protects.
+pub(crate) struct Inner {
+    pub(crate) cache: RecordCache,
+    pub(crate) index: SegmentIndex,
+    /// Pages whose image was logged since the last checkpoint began.
+    pub(crate) imaged: HashSet<u64>,
+    /// Base pages whose overflow link recovery corrected in memory (Check I), until the base
+    /// page is next written: base → overflow (0: none, the link on disk dangles).
+    pub(crate) relinked: HashMap<u64, u64>,
+    pub(crate) next_production: u64,
+    /// Records on the pages (base and overflow pages, distinct keys).
+    pub(crate) disk_records: u64,
+    pub(crate) tracker: InsertTracker,
+    /// During redo: the cache grows past its budget (nothing may be logged yet).
+    pub(crate) redoing: bool,
+    pub(crate) log_buf: Vec<u8>,
+    /// A flush that failed while writers were being held back, for the checkpoint's next call.
+    pub(crate) held_flush_error: Option<Error>,
+    /// Segments by page count (1, 2, 4, 8, 16).
+    pub(crate) segment_sizes: [u64; 5],
+}
+
+/// A segment's records read from its pages.
+pub(crate) struct SegmentRecords {
+    /// Sorted, distinct keys (a base page's record wins over its overflow page's).
+    pub(crate) records: Vec<Record>,
+    /// Overflow pages linked from its base pages.
+    pub(crate) overflows: Vec<u64>,
+}
+
+/// The size class (0..5) of a segment of `pages` pages.
+pub(crate) fn size_class(pages: u16) -> usize {
+    (pages.max(1).trailing_zeros() as usize).min(4)
+}
+
+/// Merges two sorted record lists, the first's record winning on equal keys.
+pub(crate) fn merge_records(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
+    if b.is_empty() {
+        return a;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) => match x.0.cmp(&y.0) {
+                std::cmp::Ordering::Less => out.extend(a.next()),
+                std::cmp::Ordering::Greater => out.extend(b.next()),
+                std::cmp::Ordering::Equal => {
+                    out.extend(a.next());
+                    b.next();
+                }
+            },
+            (Some(_), None) => out.extend(a.next()),
+            (None, Some(_)) => out.extend(b.next()),
+            (None, None) => return out,
+        }
+    }
+}
+
+/// Keys in `a` or `b` (both sorted).
+fn distinct(a: &[Record], b: &[Record]) -> u64 {
+    let (mut i, mut j, mut n) = (0, 0, 0u64);
+    while i < a.len() || j < b.len() {
+        n += 1;
+        match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => match x.0.cmp(&y.0) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    i += 1;
+                    j += 1;
+                }
+            },
+            (Some(_), None) => i += 1,
+            _ => j += 1,
+        }
+    }
+    n
+}
+
+/// A base page (and its overflow page) read.
+pub(crate) struct PagePair {
+    pub(crate) base_id: u64,
+    pub(crate) base: AlignedBuf,
+    pub(crate) header: Header,
+    pub(crate) overflow: Option<(u64, AlignedBuf)>,
+}
+
+impl Store {
+    pub(crate) fn page_size(&self) -> usize {
+        self.file.page_size()
+    }
+
+    /// The overflow page of base page `base_id` whose header says `link`.
+    fn overflow_of(inner: &Inner, base_id: u64, link: u64) -> u64 {
+        inner.relinked.get(&base_id).copied().unwrap_or(link)
+    }
+
+    /// Reads base page `k` of `seg` and its overflow page.
+    pub(crate) fn read_pair(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<PagePair> {
+        let base_id = seg.first + k as u64;
+        let mut base = self.file.buffer(1);
+        self.file.read_page(base_id, &mut base, PageKind::SegmentPage)?;
+        Counters::add(&self.counters.page_reads, 1);
+        let header = Header::decode(base_id, &base)?;
+        if header.production != seg.production || header.offset as usize != k {
+            return Err(Error::Corruption {
+                page: base_id,
+                detail: format!(
+                    "page {} of segment {} (production {}) holds page {} of production {}",
+                    k, seg.first, seg.production, header.offset, header.production
+                ),
+            });
+        }
+        let link = Self::overflow_of(inner, base_id, header.link);
+        let overflow = if link == 0 {
+            None
+        } else {
+            Some((link, self.read_overflow(link, base_id, seg.production)?))
+        };
+        Ok(PagePair {
+            base_id,
+            base,
+            header,
+            overflow,
+        })
+    }
+
+    /// Reads overflow page `id` of base page `base_id` in a segment of `production`.
+    pub(crate) fn read_overflow(&self, id: u64, base_id: u64, production: u64) -> Result<AlignedBuf> {
+        let mut buf = self.file.buffer(1);
+        self.file.read_page(id, &mut buf, PageKind::SegmentOverflow)?;
+        Counters::add(&self.counters.page_reads, 1);
+        let h = Header::decode(id, &buf)?;
+        if h.link != base_id || h.production != production {
+            return Err(Error::Corruption {
+                page: id,
+                detail: format!(
+                    "overflow page of base {} (production {}) claims base {} (production {})",
+                    base_id, production, h.link, h.production
+                ),
+            });
+        }
+        Ok(buf)
+    }
+
+    /// The value of `key` on its pages (no cache).
+    pub(crate) fn lookup_disk(&self, inner: &Inner, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let seg = inner.index.segment_of(key)?;
+        let pair = self.read_pair(inner, &seg, seg.page_of(key))?;
+        Self::find_in_pair(&pair, key)
+    }
+
+    fn find_in_pair(pair: &PagePair, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = SegmentPage::new(pair.base_id, &pair.base)?.get(key)? {
+            return Ok(Some(v.to_vec()));
+        }
+        if let Some((id, buf)) = &pair.overflow {
+            if let Some(v) = SegmentPage::new(*id, buf)?.get(key)? {
+                return Ok(Some(v.to_vec()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Distinct keys on a page pair.
+    pub(crate) fn pair_distinct(&self, pair: &PagePair) -> Result<u64> {
+        let (b, o) = Self::pair_records(pair)?;
+        Ok(distinct(&b, &o))
+    }
+
+    /// Every record of a page pair: the base page's and the overflow page's, each sorted.
+    fn pair_records(pair: &PagePair) -> Result<(Vec<Record>, Vec<Record>)> {
+        let mut base = Vec::new();
+        SegmentPage::new(pair.base_id, &pair.base)?.records_into(&mut base)?;
+        let mut over = Vec::new();
+        if let Some((id, buf)) = &pair.overflow {
+            SegmentPage::new(*id, buf)?.records_into(&mut over)?;
+        }
+        Ok((base, over))
+    }
+
+    /// Every record of `seg`, its base pages read with one I/O.
+    pub(crate) fn read_segment(&self, inner: &Inner, seg: &Segment) -> Result<SegmentRecords> {
+        let n = seg.pages as usize;
+        let ps = self.page_size();
+        let mut buf = self.file.buffer(n);
+        self.file
+            .read_run(seg.first, &mut buf, &vec![PageKind::SegmentPage; n])?;
+        Counters::add(&self.counters.page_reads, n as u64);
+        let mut records = Vec::new();
+        let mut overflows = Vec::new();
+        for k in 0..n {
+            let id = seg.first + k as u64;
+            let bytes = &buf[k * ps..(k + 1) * ps];
+            let p = SegmentPage::new(id, bytes)?;
+            if p.header.production != seg.production || p.header.offset as usize != k {
+                return Err(Error::Corruption {
+                    page: id,
+                    detail: format!("not page {k} of the segment of production {}", seg.production),
+                });
+            }
+            let mut base = Vec::new();
+            p.records_into(&mut base)?;
+            let link = Self::overflow_of(inner, id, p.header.link);
+            if link != 0 {
+                let o = self.read_overflow(link, id, seg.production)?;
+                let mut over = Vec::new();
+                SegmentPage::new(link, &o)?.records_into(&mut over)?;
+                base = merge_records(base, over);
+                overflows.push(link);
+            }
+            records.push(base);
+        }
+        // Pages of a grouped segment hold interleaved key ranges only for keys outside the
+        // records' shared prefix (model docs); sort to be safe, it is nearly sorted.
+        let mut all: Vec<Record> = records.into_iter().flatten().collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all.dedup_by(|b, a| a.0 == b.0);
+        Ok(SegmentRecords {
+            records: all,
+            overflows,
+        })
+    }
+
+    /// Writes `page` (built, not sealed) as page `id` of `kind`, covering log records up to
+    /// `lsn`: its image logged first if it is the page's first write since the checkpoint
+    /// began, and the log durable to the page's LSN first (the WAL rule).
+    pub(crate) fn write_page(
+        &self,
+        inner: &mut Inner,
+        id: u64,
+        kind: PageKind,
+        page: &mut AlignedBuf,
+        lsn: u64,
+    ) -> Result<()> {
+        let ps = self.page_size();
+        let mut page_lsn = lsn;
+        if inner.imaged.insert(id) {
+            log::page_image(&mut inner.log_buf, id, kind, &page[..ps]);
+            let l = self.wal.append(&inner.log_buf)?;
+            self.log_bytes
+                .fetch_add(inner.log_buf.len() as u64, Ordering::Relaxed);
+            Counters::add(&self.counters.page_images, 1);
+            page_lsn = page_lsn.max(l);
+        }
+        if page_lsn > 0 {
+            self.wal.sync_to(page_lsn)?;
+        }
+        self.file.write_frame(id, &mut page[..ps], kind, page_lsn)?;
+        Counters::add(&self.counters.page_writes, 1);
+        Ok(())
+    }
+
+    /// Writes the dirty cache entries of the page `key` belongs to into it (and its overflow
+    /// page), reorganizing while they do not fit, until `key`'s entry is clean.
+    pub(crate) fn flush_key(&self, inner: &mut Inner, key: &[u8]) -> Result<()> {
+        // Each round writes at least one record: after a reorganization the page's overflow
+        // page is empty and takes one.
+        for _ in 0..10_000 {
+            let dirty = match inner.cache.get(key)? {
+                Some(e) => e.dirty,
+                None => false,
+            };
+            if !dirty {
+                return Ok(());
+            }
+            let (seg, upper) = inner.index.find(key)?;
+            let k = seg.page_of(key);
+            if !self.flush_page(inner, &seg, upper.as_deref(), k)? {
+                super::reorg::reorganize(self, inner, &seg)?;
+            }
+        }
+        Err(Error::Corruption {
+            page: 0,
+            detail: "a record could not be placed on its page after many reorganizations".into(),
+        })
+    }
+
+    /// Applies the dirty entries of page `k` of `seg` to it and writes it (and its overflow
+    /// page) once. Returns `false` if some did not fit (they stay dirty): the segment needs a
+    /// reorganization.
+    pub(crate) fn flush_page(
+        &self,
+        inner: &mut Inner,
+        seg: &Segment,
+        upper: Option<&[u8]>,
+        k: usize,
+    ) -> Result<bool> {
+        let slots: Vec<u32> = inner
+            .cache
+            .range(&seg.lower, upper)?
+            .into_iter()
+            .filter(|s| {
+                inner
+                    .cache
+                    .entry(*s)
+                    .is_some_and(|e| e.dirty && seg.page_of(&e.key) == k)
+            })
+            .collect();
+        if slots.is_empty() {
+            return Ok(true);
+        }
+        let ps = self.page_size();
+        let mut pair = self.read_pair(inner, seg, k)?;
+        let (mut base, mut over) = Self::pair_records(&pair)?;
+        let before = distinct(&base, &over);
+        let prefix = upper.map_or(0, |u| common_prefix(&seg.lower, u));
+        let cost = |k: &[u8], v: &[u8]| SLOT_LEN_HEADS + k.len().saturating_sub(prefix) + v.len();
+        let body = |recs: &[Record]| {
+            page::body_bytes(&seg.lower, upper, recs.iter().map(|(k, v)| (&k[..], &v[..])))
+        };
+        let room = ps - page::BODY_AT;
+        // Deletes and the old versions of updated records leave first; clean records never
+        // move between the two pages (a crash between their writes must not lose one).
+        let mut written = Vec::new();
+        let mut inserts = Vec::new();
+        let mut max_lsn = 0;
+        for &s in &slots {
+            let Some(e) = inner.cache.entry(s) else {
+                continue;
+            };
+            let mut was = false;
+            for list in [&mut base, &mut over] {
+                if let Ok(i) = list.binary_search_by(|r| r.0.as_slice().cmp(&e.key)) {
+                    list.remove(i);
+                    was = true;
+                }
+            }
+            match &e.value {
+                None => {
+                    written.push((s, was));
+                    max_lsn = max_lsn.max(e.lsn);
+                }
+                Some(v) => inserts.push((s, e.key.clone(), v.clone(), was, e.lsn)),
+            }
+        }
+        let (mut base_bytes, mut over_bytes) = (body(&base), body(&over));
+        let mut new_overflow = false;
+        let mut left_over = false;
+        let mut moved_out = Vec::new();
+        for (s, key, value, was, lsn) in inserts {
+            let c = cost(&key, &value);
+            let to_base = base_bytes + c <= room;
+            if to_base || over_bytes + c <= room {
+                let list = if to_base { &mut base } else { &mut over };
+                let at = list.partition_point(|r| r.0 < key);
+                list.insert(at, (key, value));
+                if to_base {
+                    base_bytes += c;
+                } else {
+                    over_bytes += c;
+                    new_overflow |= pair.overflow.is_none();
+                }
+                written.push((s, was));
+                max_lsn = max_lsn.max(lsn);
+            } else {
+                left_over = true;
+                if was {
+                    // Its old version leaves the page now; the entry stays dirty.
+                    moved_out.push(s);
+                }
+            }
+        }
+        if written.is_empty() {
+            return Ok(!left_over);
+        }
+        let after = distinct(&base, &over);
+        // The overflow page first, then the base page that links it (Check I recovers a crash
+        // between the two).
+        if pair.overflow.is_some() || !over.is_empty() {
+            let over_id = match &pair.overflow {
+                Some((id, _)) => *id,
+                None => {
+                    let id = self.file.allocate();
+                    inner.imaged.remove(&id);
+                    Counters::add(&self.counters.overflow_pages, 1);
+                    id
+                }
+            };
+            let header = Header {
+                link: pair.base_id,
+                ..pair.header
+            };
+            let mut buf = self.file.buffer(1);
+            page::build(&mut buf, over_id, &header, &seg.lower, upper, over.iter().map(|(k, v)| (&k[..], &v[..])))?;
+            self.write_page(inner, over_id, PageKind::SegmentOverflow, &mut buf, max_lsn)?;
+            pair.overflow = Some((over_id, buf));
+        }
+        let link = pair.overflow.as_ref().map_or(0, |(id, _)| *id);
+        let header = Header {
+            link,
+            ..pair.header
+        };
+        let base_id = pair.base_id;
+        page::build(&mut pair.base, base_id, &header, &seg.lower, upper, base.iter().map(|(k, v)| (&k[..], &v[..])))?;
+        self.write_page(inner, base_id, PageKind::SegmentPage, &mut pair.base, max_lsn)?;
+        inner.relinked.remove(&base_id);
+        if new_overflow {
+            let mut s = seg.clone();
+            s.overflows += 1;
+            inner.index.update(&s)?;
+        }
+        inner.disk_records = inner.disk_records + after - before;
+        for s in moved_out {
+            inner.cache.update(s, |e| e.on_disk = Some(false));
+        }
+        for (s, was) in written {
+            let Some(e) = inner.cache.entry(s) else {
+                continue;
+            };
+            let (is_put, key_x) = (e.value.is_some(), input(&e.key, 0));
+            if is_put && !was && self.options.forecast {
+                inner.tracker.record(key_x);
+            }
+            if is_put {
+                inner.cache.update(s, |e| {
+                    e.dirty = false;
+                    e.lsn = 0;
+                    e.on_disk = Some(true);
+                });
+            } else {
+                inner.cache.remove(s)?;
+            }
+        }
+        Ok(!left_over)
+    }
+
+    /// Memory the store holds against `cache_bytes`.
+    pub(crate) fn memory(&self, inner: &Inner) -> usize {
+        inner.cache.bytes()
+            + inner.index.memory_bytes()
+            + if self.options.forecast {
+                inner.tracker.memory_bytes()
+            } else {
+                0
+            }
+            + FIXED_BYTES
+    }
+
+    /// Evicts entries (writing dirty victims' pages) until the store is within its budget.
+    pub(crate) fn evict_to_budget(&self, inner: &mut Inner) -> Result<()> {
+        if inner.redoing {
+            return Ok(());
+        }
+        let budget = self.options.cache_bytes as usize;
+        while self.memory(inner) > budget {
+            let Some(v) = inner.cache.victim() else {
+                return Ok(());
+            };
+            let Some(e) = inner.cache.entry(v) else {
+                continue;
+            };
+            if e.dirty {
+                let key = e.key.clone();
+                self.flush_key(inner, &key)?;
+                // The flush removed a delete marker's entry and kept a put's, clean.
+                if let Some(s) = inner.cache.slot_of(&key)? {
+                    inner.cache.remove(s)?;
+                }
+            } else {
+                inner.cache.remove(v)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Caches a write logged at `lsn` (`value: None` deletes); `on_disk`: what the caller
+    /// knows of the key's presence on its page.
+    pub(crate) fn cache_write(
+        &self,
+        inner: &mut Inner,
+        key: &[u8],
+        value: Option<&[u8]>,
+        lsn: u64,
+        on_disk: Option<bool>,
+    ) -> Result<()> {
+        match inner.cache.slot_of(key)? {
+            Some(s) => {
+                inner.cache.update(s, |e| {
+                    e.value = value.map(<[u8]>::to_vec);
+                    e.dirty = true;
+                    e.lsn = lsn;
+                    e.priority = (e.priority + 1).clamp(PRIORITY_ADMIT, PRIORITY_MAX);
+                    if e.on_disk.is_none() {
+                        e.on_disk = on_disk;
+                    }
+                });
+            }
+            None => {
+                inner.cache.insert(Entry {
+                    key: key.to_vec(),
+                    value: value.map(<[u8]>::to_vec),
+                    dirty: true,
+                    lsn,
+                    priority: PRIORITY_ADMIT,
+                    on_disk,
+                })?;
+            }
+        }
+        if !self.options.record_cache && !inner.redoing {
+            // Write-through (Table 5.3's "Base"): to the page at once, and not kept.
+            self.flush_key(inner, key)?;
+            if let Some(s) = inner.cache.slot_of(key)? {
+                inner.cache.remove(s)?;
+            }
+            return Ok(());
+        }
+        self.evict_to_budget(inner)
+    }
+
+    /// Looks `key` up: the cache, else its page (admitting it, and with prefetch its
+    /// page-mates).
+    pub(crate) fn get_into(&self, inner: &mut Inner, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        if let Some(s) = inner.cache.slot_of(key)? {
+            Counters::add(&self.counters.cache_hits, 1);
+            let found = inner.cache.update(s, |e| {
+                e.priority = (e.priority + 1).min(PRIORITY_MAX);
+                match &e.value {
+                    Some(v) => {
+                        out.clear();
+                        out.extend_from_slice(v);
+                        true
+                    }
+                    None => false,
+                }
+            });
+            return Ok(found.unwrap_or(false));
+        }
+        Counters::add(&self.counters.cache_misses, 1);
+        let seg = inner.index.segment_of(key)?;
+        let pair = self.read_pair(inner, &seg, seg.page_of(key))?;
+        let value = Self::find_in_pair(&pair, key)?;
+        let Some(value) = value else {
+            return Ok(false);
+        };
+        out.clear();
+        out.extend_from_slice(&value);
+        if !self.options.record_cache {
+            return Ok(true);
+        }
+        inner.cache.insert(Entry {
+            key: key.to_vec(),
+            value: Some(value),
+            dirty: false,
+            lsn: 0,
+            priority: PRIORITY_ADMIT,
+            on_disk: Some(true),
+        })?;
+        if self.options.prefetch {
+            let (base, over) = Self::pair_records(&pair)?;
+            let budget = self.options.cache_bytes as usize;
+            for (k, v) in base.into_iter().chain(over) {
+                let cost = super::cache::ENTRY_OVERHEAD + 2 * k.len() + v.len();
+                if self.memory(inner) + cost > budget {
+                    break;
+                }
+                if inner.cache.slot_of(&k)?.is_none() {
+                    inner.cache.insert(Entry {
+                        key: k,
+                        value: Some(v),
+                        dirty: false,
+                        lsn: 0,
+                        priority: PRIORITY_PREFETCH,
+                        on_disk: Some(true),
+                    })?;
+                }
+            }
+        }
+        self.evict_to_budget(inner)?;
+        Ok(true)
+    }
+
+    /// The records of the segment holding `from` with keys `>= from` (and `< end`), the cache
+    /// merged over the pages (its entries win, delete markers hide), up to `limit`; and the
+    /// segment's upper bound (where the next batch starts).
+    pub(crate) fn scan_segment(
+        &self,
+        inner: &Inner,
+        from: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<(Vec<Record>, Option<Vec<u8>>)> {
+        let (seg, upper) = inner.index.find(from)?;
+        let disk = self.read_segment(inner, &seg)?.records;
+        let stop = match (upper.as_deref(), end) {
+            (Some(u), Some(e)) => Some(u.min(e)),
+            (u, e) => u.or(e),
+        };
+        let slots = inner.cache.range(from, stop)?;
+        let mut out = Vec::new();
+        let mut d = disk
+            .into_iter()
+            .skip_while(|r| r.0.as_slice() < from)
+            .take_while(|r| stop.is_none_or(|s| r.0.as_slice() < s))
+            .peekable();
+        let mut c = slots.into_iter().filter_map(|s| inner.cache.entry(s)).peekable();
+        while out.len() < limit {
+            let take_cache = match (d.peek(), c.peek()) {
+                (None, None) => break,
+                (Some(_), None) => false,
+                (None, Some(_)) => true,
+                (Some(r), Some(e)) => {
+                    if e.key <= r.0 {
+                        if e.key == r.0 {
+                            d.next();
+                        }
+                        true
+                    } else {
+                        false
+                    }
+                }
+            };
+            if take_cache {
+                if let Some(e) = c.next() {
+                    if let Some(v) = &e.value {
+                        out.push((e.key.clone(), v.clone()));
+                    }
+                }
+            } else if let Some(r) = d.next() {
+                out.push(r);
+            }
+        }
+        Ok((out, upper))
+    }
+
+    /// Live records: those on the pages, corrected by every dirty entry (an entry that does
+    /// not know whether its key is on its page looks).
+    pub(crate) fn records(&self, inner: &mut Inner) -> Result<u64> {
+        let mut n = inner.disk_records as i64;
+        for s in inner.cache.dirty_slots() {
+            let Some(e) = inner.cache.entry(s) else {
+                continue;
+            };
+            let on_disk = match e.on_disk {
+                Some(b) => b,
+                None => {
+                    let key = e.key.clone();
+                    let b = self.lookup_disk(inner, &key)?.is_some();
+                    inner.cache.update(s, |e| e.on_disk = Some(b));
+                    b
+                }
+            };
+            let live = inner.cache.entry(s).is_some_and(|e| e.value.is_some());
+            n += i64::from(live) - i64::from(on_disk);
+        }
+        Ok(n.max(0) as u64)
+    }
+
+    /// Writes every dirty entry to its page.
+    pub(crate) fn flush_all(&self, inner: &mut Inner) -> Result<()> {
+        for s in inner.cache.dirty_slots() {
+            let Some(key) = inner.cache.entry(s).filter(|e| e.dirty).map(|e| e.key.clone()) else {
+                continue;
+            };
+            self.flush_key(inner, &key)?;
+        }
+        Ok(())
+    }
+}

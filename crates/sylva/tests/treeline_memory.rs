@@ -1,0 +1,66 @@
+//! `cache_bytes` bounds TreeLine's memory: after loading 1M records of 64 bytes with a 32 MiB
+//! budget, the process's resident set grew by at most the budget plus 8 MiB (the issue's
+//! bound), with the histograms at their default size counted inside the budget.
+
+#![allow(clippy::unwrap_used)]
+
+use sylva::{KvStore, SyncMode, TreeLine, TreeLineOptions};
+
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[test]
+fn a_million_records_stay_within_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let budget: u64 = std::env::var("SYLVA_TL_MEM_BUDGET_MIB")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(32)
+        << 20;
+    let o = TreeLineOptions {
+        sync: SyncMode::Never,
+        cache_bytes: budget,
+        // Where the file system allows (the OS's page cache is not the process's memory either
+        // way).
+        direct_io: true,
+        checkpoint_bytes: 16 << 20,
+        ..TreeLineOptions::default()
+    };
+    let before = rss_bytes();
+    let db = TreeLine::open(dir.path(), o).unwrap();
+    let mut peak = 0;
+    let n: u64 = std::env::var("SYLVA_TL_MEM_RECORDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1_000_000);
+    for i in 0..n {
+        let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+        db.put(&k, &[i as u8; 56]).unwrap();
+        if i % 100_000 == 0 {
+            peak = peak.max(rss_bytes());
+        }
+    }
+    db.sync().unwrap();
+    peak = peak.max(rss_bytes());
+    let stats = KvStore::stats(&db);
+    assert_eq!(stats.records, n);
+    eprintln!("{:?}", stats.counters);
+    let growth = peak.saturating_sub(before);
+    eprintln!(
+        "RSS grew by {} MiB (budget {} MiB)",
+        growth >> 20,
+        budget >> 20
+    );
+    assert!(
+        growth <= budget + (8 << 20),
+        "RSS grew by {growth} bytes with a budget of {budget}"
+    );
+}
