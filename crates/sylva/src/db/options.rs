@@ -1,5 +1,6 @@
 //! Options of a [`crate::Db`] and their string form (`sylva bench --engine db:sync=batch,...`).
 
+use crate::wal::parse_number as number;
 use std::time::Duration;
 
 use crate::btree::options::parse_bool;
@@ -79,44 +80,16 @@ pub const OPTION_KEYS: [&str; 11] = [
     "background",
 ];
 
-fn number(key: &str, value: &str) -> Result<u64, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{key} '{value}' is not a whole number"))
-}
-
 impl DbOptions {
     /// Sets one option from its string form: `sync=always|batch|never`, `batch_ops=N`,
     /// `batch_ms=N`, `cache_bytes=N`, `page_size=N`, `layout=NAME`, `checkpoint_bytes=N`,
     /// `checkpoint=fuzzy|quiet`, `direct_io=true|false`, `redistribute=true|false`,
     /// `background=true|false`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let batch = |s: SyncMode| match s {
-            SyncMode::Batch { ops, interval } => (ops, interval),
-            _ => (1000, Duration::from_millis(10)),
-        };
+        if let Some(done) = self.sync.set_option(key, value) {
+            return done;
+        }
         match key {
-            "sync" => {
-                self.sync = match value {
-                    "always" => SyncMode::Always,
-                    "never" => SyncMode::Never,
-                    "batch" => {
-                        let (ops, interval) = batch(self.sync);
-                        SyncMode::Batch { ops, interval }
-                    }
-                    _ => return Err(format!("sync '{value}' is not always, batch or never")),
-                }
-            }
-            "batch_ops" => {
-                let (_, interval) = batch(self.sync);
-                let ops = number(key, value)?.max(1);
-                self.sync = SyncMode::Batch { ops, interval };
-            }
-            "batch_ms" => {
-                let (ops, _) = batch(self.sync);
-                let interval = Duration::from_millis(number(key, value)?);
-                self.sync = SyncMode::Batch { ops, interval };
-            }
             "cache_bytes" => self.cache_bytes = number(key, value)?,
             "page_size" => {
                 let n = number(key, value)? as usize;

@@ -1,6 +1,7 @@
 //! Options of an [`super::NbTree`] and their string form (`sylva bench --engine
 //! nbtree:sigma=BYTES,fanout=N,...`).
 
+use crate::wal::parse_number as number;
 use std::time::Duration;
 
 use crate::btree::options::parse_bool;
@@ -70,11 +71,6 @@ pub const OPTION_KEYS: [&str; 10] = [
     "step_bytes",
 ];
 
-fn number(key: &str, value: &str) -> Result<u64, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{key} '{value}' is not a whole number"))
-}
 
 impl NbTreeOptions {
     /// σ in force for a new store.
@@ -94,32 +90,10 @@ impl NbTreeOptions {
 
     /// Sets one option from its string form.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let batch = |s: SyncMode| match s {
-            SyncMode::Batch { ops, interval } => (ops, interval),
-            _ => (1000, Duration::from_millis(10)),
-        };
+        if let Some(done) = self.sync.set_option(key, value) {
+            return done;
+        }
         match key {
-            "sync" => {
-                self.sync = match value {
-                    "always" => SyncMode::Always,
-                    "never" => SyncMode::Never,
-                    "batch" => {
-                        let (ops, interval) = batch(self.sync);
-                        SyncMode::Batch { ops, interval }
-                    }
-                    _ => return Err(format!("sync '{value}' is not always, batch or never")),
-                }
-            }
-            "batch_ops" => {
-                let (_, interval) = batch(self.sync);
-                let ops = number(key, value)?.max(1);
-                self.sync = SyncMode::Batch { ops, interval };
-            }
-            "batch_ms" => {
-                let (ops, _) = batch(self.sync);
-                let interval = Duration::from_millis(number(key, value)?);
-                self.sync = SyncMode::Batch { ops, interval };
-            }
             "cache_bytes" => self.cache_bytes = number(key, value)?,
             "page_size" => {
                 let n = number(key, value)? as usize;

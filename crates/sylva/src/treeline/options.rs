@@ -1,6 +1,7 @@
 //! Options of a [`crate::TreeLine`] and their string form (`sylva bench --engine
 //! treeline:goal=45,epsilon=5,...`).
 
+use crate::wal::parse_number as number;
 use std::time::Duration;
 
 use crate::btree::options::parse_bool;
@@ -101,46 +102,15 @@ pub const OPTION_KEYS: [&str; 20] = [
     "cache_records",
 ];
 
-fn number(key: &str, value: &str) -> std::result::Result<u64, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{key} '{value}' is not a whole number"))
-}
 
 impl TreeLineOptions {
     /// Sets one option from its string form (the keys of [`OPTION_KEYS`]; `reorg_radius` is
     /// `radius`, and `cache_records=N` sets `cache_bytes` to what N records of 64 bytes take).
     pub fn set(&mut self, key: &str, value: &str) -> std::result::Result<(), String> {
-        let batch = |s: SyncMode| match s {
-            SyncMode::Batch { ops, interval } => (ops, interval),
-            _ => (1000, Duration::from_millis(10)),
-        };
+        if let Some(done) = self.sync.set_option(key, value) {
+            return done;
+        }
         match key {
-            "sync" => {
-                self.sync = match value {
-                    "always" => SyncMode::Always,
-                    "never" => SyncMode::Never,
-                    "batch" => {
-                        let (ops, interval) = batch(self.sync);
-                        SyncMode::Batch { ops, interval }
-                    }
-                    _ => return Err(format!("sync '{value}' is not always, batch or never")),
-                }
-            }
-            "batch_ops" => {
-                let (_, interval) = batch(self.sync);
-                self.sync = SyncMode::Batch {
-                    ops: number(key, value)?.max(1),
-                    interval,
-                };
-            }
-            "batch_ms" => {
-                let (ops, _) = batch(self.sync);
-                self.sync = SyncMode::Batch {
-                    ops,
-                    interval: Duration::from_millis(number(key, value)?),
-                };
-            }
             "cache_bytes" => self.cache_bytes = number(key, value)?,
             "cache_records" => self.cache_bytes = number(key, value)? * ENTRY_BYTES_64,
             "page_size" => self.page_size = number(key, value)? as usize,

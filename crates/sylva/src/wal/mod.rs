@@ -104,6 +104,43 @@ pub enum SyncMode {
     Never,
 }
 
+impl SyncMode {
+    /// Applies one of the string options every durable engine shares (`sync=always|batch|never`,
+    /// `batch_ops=N`, `batch_ms=N`; a batch option turns `Batch` on, keeping its other
+    /// parameter or the default 1,000 writes / 10 ms); `None` for any other key.
+    pub(crate) fn set_option(&mut self, key: &str, value: &str) -> Option<Result<(), String>> {
+        let (ops, interval) = match *self {
+            SyncMode::Batch { ops, interval } => (ops, interval),
+            _ => (1000, Duration::from_millis(10)),
+        };
+        let set = match key {
+            "sync" => match value {
+                "always" => Ok(SyncMode::Always),
+                "never" => Ok(SyncMode::Never),
+                "batch" => Ok(SyncMode::Batch { ops, interval }),
+                _ => Err(format!("sync '{value}' is not always, batch or never")),
+            },
+            "batch_ops" => parse_number(key, value).map(|n| SyncMode::Batch {
+                ops: n.max(1),
+                interval,
+            }),
+            "batch_ms" => parse_number(key, value).map(|ms| SyncMode::Batch {
+                ops,
+                interval: Duration::from_millis(ms),
+            }),
+            _ => return None,
+        };
+        Some(set.map(|mode| *self = mode))
+    }
+}
+
+/// A whole number option's value, or an error naming the option.
+pub(crate) fn parse_number(key: &str, value: &str) -> Result<u64, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{key} '{value}' is not a whole number"))
+}
+
 /// Bytes buffered before `Never` and `Batch` hand the buffer to the OS without an fsync.
 const WRITE_BEHIND: usize = 1 << 20;
 
