@@ -96,6 +96,9 @@ layer!(util);
 layer!(wal);
 
 pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
+/// The PA-Tree mode (issue 20): a `Db` whose point operations one worker thread runs, many at
+/// a time, and the options of its worker.
+pub use db::{parse_probe, PaDb, PaOp, PaOptions, PA_OPTION_KEYS};
 /// Dump and load streams of a `Db`'s records (`docs/format.md`, "Dump stream").
 pub use db::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use db::{Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS};
@@ -103,6 +106,9 @@ pub use durable::{
     Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2,
 };
 pub use error::{Error, Result};
+pub use exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};
+pub use exec::worker::{WorkerCounters, WorkerOptions};
+pub use exec::BackendKind;
 pub use kv::{KvStore, Limits, Stats, Visitor};
 pub use mem::bptree::{BaselineOptions, BpTreeOptions, BpTreeStore, TreeStats as BpTreeStats};
 pub use memmap::{MemMap, MEMMAP_MAX_KEY, MEMMAP_MAX_VALUE};

@@ -9,7 +9,13 @@
 //! buffer pool's page-state words follow the same protocol with more bits (`crate::buffer`'s
 //! `state`); a thread waiting for a page's holder there sleeps instead of backing off, since the
 //! holder may be waiting for an I/O.
+//!
+//! A thread that must never block on a page read (the PA-Tree mode's worker, [`crate::exec`])
+//! marks itself [`nonblocking`]: a paged store's read latch then stops at a page that is not in
+//! memory with [`Abort::Miss`] instead of loading it, and the caller loads the page
+//! asynchronously and runs the operation again.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Error;
@@ -27,6 +33,9 @@ const STEP: u64 = 4;
 pub enum Abort {
     /// A page changed underneath; start the operation again.
     Restart,
+    /// Page `.0` is not in memory and this thread must not wait for it ([`nonblocking`]):
+    /// everything the attempt held is released; load the page, then start again.
+    Miss(u64),
     /// A real error.
     Fail(Error),
 }
@@ -116,4 +125,21 @@ pub(crate) fn backoff(spins: &mut u32) {
     } else {
         std::thread::yield_now();
     }
+}
+
+thread_local! {
+    /// Whether this thread stops at pages not in memory instead of loading them.
+    static NONBLOCKING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is marked non-blocking: a paged store's read latch answers a page that
+/// is not in memory with [`Abort::Miss`] rather than reading it.
+#[inline]
+pub fn nonblocking() -> bool {
+    NONBLOCKING.with(Cell::get)
+}
+
+/// Marks this thread non-blocking (or not); returns the previous mark.
+pub fn set_nonblocking(on: bool) -> bool {
+    NONBLOCKING.with(|c| c.replace(on))
 }

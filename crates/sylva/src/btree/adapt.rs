@@ -130,7 +130,16 @@ impl<S: NodeStore> BTree<S> {
         let Ok(l) = self.latch(seen.id) else {
             return Ok(());
         };
-        let _gate = self.store.write_gate();
+        // A thread that must not block (the PA-Tree worker) skips the update while a
+        // checkpoint holds the gate: the counter is a hint.
+        let _gate = if crate::sync::nonblocking() {
+            match self.store.try_write_gate() {
+                Some(g) => g,
+                None => return Ok(()),
+            }
+        } else {
+            self.store.write_gate()
+        };
         if l.upgrade(seen.version).is_err() {
             return Ok(()); // contended or changed: skip this update
         }

@@ -42,7 +42,8 @@ impl<S: NodeStore> BTree<S> {
     pub(crate) fn try_merge(&self, target: PageId, key: &[u8], lsn: &mut u64) -> Result<()> {
         let parent_underfull = match self.merge_once(target, key, lsn) {
             Ok(p) => p,
-            Err(Abort::Restart) => None,
+            // Best effort: a miss on a non-blocking thread gives up like contention does.
+            Err(Abort::Restart | Abort::Miss(_)) => None,
             Err(Abort::Fail(e)) => return Err(e),
         };
         if let Some(pid) = parent_underfull {

@@ -94,3 +94,4 @@ pub use check::CheckReport;
 pub use options::{Layout, Options};
 pub use store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit};
 pub use tree::{max_key_len, max_value_len, BTree};
+pub(crate) use tree::Deleted;

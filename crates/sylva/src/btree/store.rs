@@ -102,6 +102,11 @@ pub trait NodeStore: Send + Sync {
     /// held until all its latches are released. A durable store closes the gate while it
     /// checkpoints; an in-memory store's gate is free.
     fn write_gate(&self) -> Self::Gate<'_>;
+    /// [`NodeStore::write_gate`] without waiting: `None` while it is closed (a thread that
+    /// must not block tries again later).
+    fn try_write_gate(&self) -> Option<Self::Gate<'_>> {
+        Some(self.write_gate())
+    }
     /// `key` was put into leaf `leaf` with `value` (by the leaf's own insert or overwrite);
     /// `inserted` if it was not there before.
     #[inline]

@@ -85,6 +85,11 @@ pub fn max_value_len(page_size: usize) -> usize {
 }
 
 /// Calls `f` until it does not ask for a restart.
+///
+/// Only a non-blocking thread ([`crate::sync::nonblocking`]) sees a miss, and it must not call
+/// this: it runs one attempt at a time itself (`BTree::get_attempt` and friends) and loads the
+/// page it missed asynchronously. Waiting for the page here could wait for a load only that
+/// thread completes, so a miss is an error naming the page.
 #[inline]
 pub(crate) fn retry<T>(mut f: impl FnMut() -> Olc<T>) -> Result<T> {
     let mut spins = 0;
@@ -93,7 +98,19 @@ pub(crate) fn retry<T>(mut f: impl FnMut() -> Olc<T>) -> Result<T> {
             Ok(t) => return Ok(t),
             Err(Abort::Fail(e)) => return Err(e),
             Err(Abort::Restart) => backoff(&mut spins),
+            Err(Abort::Miss(page)) => return Err(miss_in_retry(page)),
         }
+    }
+}
+
+#[cold]
+fn miss_in_retry(page: PageId) -> Error {
+    Error::InvalidArgument {
+        what: format!(
+            "page {page} missed on a non-blocking thread inside an operation that cannot stop \
+             at a miss (a PA-Tree worker bug)"
+        ),
+        limit: 0,
     }
 }
 
@@ -157,6 +174,17 @@ impl OldValue {
 enum Put {
     Done { inserted: bool },
     NeedsSplit,
+}
+
+/// What one attempt of a delete did ([`BTree::delete_attempt`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deleted {
+    /// Whether the key was there (and is gone now).
+    pub(crate) found: bool,
+    /// The leaf, if the delete left it underfull.
+    pub(crate) underfull: Option<PageId>,
+    /// The LSN of the last record logged.
+    pub(crate) lsn: u64,
 }
 
 impl BTree<MemNodeStore> {
@@ -421,48 +449,53 @@ impl<S: NodeStore> BTree<S> {
     /// Looks `key` up; on a hit copies the value into `out`.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         self.limits.check_key(key)?;
-        let (found, seen) = retry(|| {
-            let (id, v) = self.find_leaf(key)?;
-            let (l, page) = self.node(id)?;
-            let seen = Seen::of(id, v, page);
-            if page[0] == KIND_SEMI_DENSE_LEAF {
-                let s = checked(l, v, SemiDense::new(id, page))?;
-                let value = match s.slot_of(key) {
-                    Some(i) => checked(l, v, s.value(i))?,
-                    None => None,
-                };
-                if let Some(value) = value {
-                    out.clear();
-                    out.extend_from_slice(value);
-                }
-                l.validate(v)?;
-                return Ok((value.is_some(), seen));
-            }
-            if page[0] == KIND_DENSE_LEAF {
-                let d = checked(l, v, Dense::new(id, page))?;
-                let found = match d.slot_of(key) {
-                    Some(i) if d.present(i) => {
-                        out.clear();
-                        out.extend_from_slice(d.value(i));
-                        true
-                    }
-                    _ => false,
-                };
-                l.validate(v)?;
-                return Ok((found, seen));
-            }
-            let node = checked(l, v, Slotted::new(id, page))?;
-            let (idx, found) = checked(l, v, leaf_find(&node, key))?;
-            if found {
-                let val = checked(l, v, node.value(idx))?;
-                out.clear();
-                out.extend_from_slice(val);
-            }
-            l.validate(v)?;
-            Ok((found, seen))
-        })?;
+        let (found, seen) = retry(|| self.get_attempt(key, out))?;
         self.adapt_after_point_read(seen)?;
         Ok(found)
+    }
+
+    /// One optimistic attempt of [`BTree::get_into`] (its key checked by the caller): whether
+    /// `key` is there (its value then in `out`) and what to tell
+    /// [`BTree::adapt_after_point_read`]. It holds nothing when it returns.
+    pub(crate) fn get_attempt(&self, key: &[u8], out: &mut Vec<u8>) -> Olc<(bool, Seen)> {
+        let (id, v) = self.find_leaf(key)?;
+        let (l, page) = self.node(id)?;
+        let seen = Seen::of(id, v, page);
+        if page[0] == KIND_SEMI_DENSE_LEAF {
+            let s = checked(l, v, SemiDense::new(id, page))?;
+            let value = match s.slot_of(key) {
+                Some(i) => checked(l, v, s.value(i))?,
+                None => None,
+            };
+            if let Some(value) = value {
+                out.clear();
+                out.extend_from_slice(value);
+            }
+            l.validate(v)?;
+            return Ok((value.is_some(), seen));
+        }
+        if page[0] == KIND_DENSE_LEAF {
+            let d = checked(l, v, Dense::new(id, page))?;
+            let found = match d.slot_of(key) {
+                Some(i) if d.present(i) => {
+                    out.clear();
+                    out.extend_from_slice(d.value(i));
+                    true
+                }
+                _ => false,
+            };
+            l.validate(v)?;
+            return Ok((found, seen));
+        }
+        let node = checked(l, v, Slotted::new(id, page))?;
+        let (idx, found) = checked(l, v, leaf_find(&node, key))?;
+        if found {
+            let val = checked(l, v, node.value(idx))?;
+            out.clear();
+            out.extend_from_slice(val);
+        }
+        l.validate(v)?;
+        Ok((found, seen))
     }
 
     /// Inserts or overwrites `key`.
@@ -484,39 +517,44 @@ impl<S: NodeStore> BTree<S> {
     pub(crate) fn put_logged_in_gate(&self, key: &[u8], value: &[u8]) -> Result<u64> {
         self.limits.check_key(key)?;
         self.limits.check_value(value)?;
-        retry(|| {
-            let (id, v) = self.find_leaf(key)?;
-            let l = self.latch(id)?;
-            l.upgrade(v)?;
-            let (outcome, lsn) = {
-                let _g = WriteGuard(l);
-                let mut old = None;
-                let outcome = self.apply_put(id, key, value, &mut old)?;
-                let mut lsn = 0;
-                if let Put::Done { inserted } = outcome {
-                    if let Some(old) = old {
-                        self.store.replaced(old.value());
-                    }
-                    lsn = self.store.log_put(id, key, value, inserted)?;
-                    if self.adapt_after_point_write(id, self.page_mut(id)?)? {
-                        lsn = self.store.log_pages(&[id], &[])?;
-                    }
+        retry(|| self.put_attempt(key, value))
+    }
+
+    /// One optimistic attempt of [`BTree::put_logged_in_gate`] (key and value checked, the
+    /// write gate held by the caller): the LSN of the put's last record. A leaf that needs a
+    /// split is split and the attempt ends in `Restart`. It holds nothing when it returns.
+    pub(crate) fn put_attempt(&self, key: &[u8], value: &[u8]) -> Olc<u64> {
+        let (id, v) = self.find_leaf(key)?;
+        let l = self.latch(id)?;
+        l.upgrade(v)?;
+        let (outcome, lsn) = {
+            let _g = WriteGuard(l);
+            let mut old = None;
+            let outcome = self.apply_put(id, key, value, &mut old)?;
+            let mut lsn = 0;
+            if let Put::Done { inserted } = outcome {
+                if let Some(old) = old {
+                    self.store.replaced(old.value());
                 }
-                (outcome, lsn)
-            };
-            match outcome {
-                Put::Done { inserted } => {
-                    if inserted {
-                        self.records.fetch_add(1, Ordering::Relaxed);
-                    }
-                    Ok(lsn)
-                }
-                Put::NeedsSplit => {
-                    self.split(id, key, value.len())?;
-                    Err(Abort::Restart)
+                lsn = self.store.log_put(id, key, value, inserted)?;
+                if self.adapt_after_point_write(id, self.page_mut(id)?)? {
+                    lsn = self.store.log_pages(&[id], &[])?;
                 }
             }
-        })
+            (outcome, lsn)
+        };
+        match outcome {
+            Put::Done { inserted } => {
+                if inserted {
+                    self.records.fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(lsn)
+            }
+            Put::NeedsSplit => {
+                self.split(id, key, value.len())?;
+                Err(Abort::Restart)
+            }
+        }
     }
 
     /// Puts `key` into leaf `id` (write-latched by the caller) if it fits; returns whether it was
@@ -725,12 +763,22 @@ impl<S: NodeStore> BTree<S> {
             }
         }
         let left = self.store.allocate()?;
-        let _lg = WriteGuard(self.latch(left)?);
         let root = if pid == self.meta {
-            let root = self.store.allocate()?;
-            Some((root, WriteGuard(self.latch(root)?)))
+            match self.store.allocate() {
+                Ok(root) => Some(root),
+                Err(e) => {
+                    // Give `left` back: nothing refers to it yet.
+                    self.store.free(left)?;
+                    return Err(e.into());
+                }
+            }
         } else {
             None
+        };
+        let _lg = WriteGuard(self.latch(left)?);
+        let root = match root {
+            Some(root) => Some((root, WriteGuard(self.latch(root)?))),
+            None => None,
         };
         self.page_mut(left)?.copy_from_slice(&left_image);
         tpage.copy_from_slice(&right_image);
@@ -788,25 +836,49 @@ impl<S: NodeStore> BTree<S> {
     pub(crate) fn delete_logged(&self, key: &[u8]) -> Result<(bool, u64)> {
         self.limits.check_key(key)?;
         let _gate = self.store.write_gate();
-        let (found, underfull, mut lsn) = retry(|| {
-            let (id, v) = self.find_leaf(key)?;
-            let l = self.latch(id)?;
-            l.upgrade(v)?;
-            let _g = WriteGuard(l);
-            let mut old = None;
-            if !self.apply_delete(id, key, &mut old)? {
-                return Ok((false, None, 0));
-            }
-            if let Some(old) = old {
-                self.store.replaced(old.value());
-            }
-            let mut lsn = self.store.log_delete(id, key)?;
-            let underfull = self.underfull(id)?;
-            if self.adapt_after_point_write(id, self.page_mut(id)?)? {
-                lsn = self.store.log_pages(&[id], &[])?;
-            }
-            Ok((true, underfull.then_some(id), lsn))
-        })?;
+        let done = retry(|| self.delete_attempt(key))?;
+        self.delete_finish(key, done)
+    }
+
+    /// One optimistic attempt of [`BTree::delete_logged`] (key checked, the write gate held by
+    /// the caller). It holds nothing when it returns; hand what it returns to
+    /// [`BTree::delete_finish`] under the same hold of the gate.
+    pub(crate) fn delete_attempt(&self, key: &[u8]) -> Olc<Deleted> {
+        let (id, v) = self.find_leaf(key)?;
+        let l = self.latch(id)?;
+        l.upgrade(v)?;
+        let _g = WriteGuard(l);
+        let mut old = None;
+        if !self.apply_delete(id, key, &mut old)? {
+            return Ok(Deleted {
+                found: false,
+                underfull: None,
+                lsn: 0,
+            });
+        }
+        if let Some(old) = old {
+            self.store.replaced(old.value());
+        }
+        let mut lsn = self.store.log_delete(id, key)?;
+        let underfull = self.underfull(id)?;
+        if self.adapt_after_point_write(id, self.page_mut(id)?)? {
+            lsn = self.store.log_pages(&[id], &[])?;
+        }
+        Ok(Deleted {
+            found: true,
+            underfull: underfull.then_some(id),
+            lsn,
+        })
+    }
+
+    /// Counts a delete's record and merges the leaf it left underfull (best effort); returns
+    /// whether the key was there and the LSN of the last record logged for it.
+    pub(crate) fn delete_finish(&self, key: &[u8], done: Deleted) -> Result<(bool, u64)> {
+        let Deleted {
+            found,
+            underfull,
+            mut lsn,
+        } = done;
         if found {
             self.records.fetch_sub(1, Ordering::Relaxed);
         }

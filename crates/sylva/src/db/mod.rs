@@ -116,6 +116,7 @@ mod kv;
 pub(crate) mod log;
 mod options;
 pub mod overflow;
+mod pa;
 mod recovery;
 mod state;
 mod store;
@@ -140,6 +141,7 @@ pub use batch::WriteBatch;
 pub use cursor::Cursor;
 pub use dump::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use options::{DbOptions, OPTION_KEYS};
+pub use pa::{parse_probe, PaDb, PaOp, PaOptions, PA_OPTION_KEYS};
 
 /// What `Db::stats` reports.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -318,9 +318,33 @@ pub(crate) fn check_run(file: &PageFile, r: ValueRef, scratch: &mut Vec<u8>) -> 
 /// Puts `key` with `value` into the tree of a database, in the stored form its format wants
 /// (module docs); returns the LSN of the put's last record.
 pub(crate) fn put(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<u64> {
-    let store = &tree.store;
+    match form(tree, key, value)? {
+        Form::AsIs => tree.put_logged(key, value),
+        Form::Escaped => ESCAPED.with(|b| {
+            let mut b = b.borrow_mut();
+            escape_into(value, &mut b);
+            tree.put_logged(key, &b)
+        }),
+        Form::OutOfLine => put_out_of_line(tree, key, value),
+    }
+}
+
+/// How [`put`] stores a value in its leaf.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// As given.
+    AsIs,
+    /// Behind [`ESCAPE_TAG`] ([`escape_into`]).
+    Escaped,
+    /// In a run of its own, the leaf holding a reference.
+    OutOfLine,
+}
+
+/// How `value` is stored under `key`; an error for a value longer than a database created
+/// before out-of-line values takes.
+pub(crate) fn form(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<Form> {
     let max_inline = tree.limits().max_value;
-    if !store.escaped {
+    if !tree.store.escaped {
         if value.len() > max_inline {
             tree.limits().check_key(key)?;
             return Err(Error::InvalidArgument {
@@ -333,22 +357,26 @@ pub(crate) fn put(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<u
                 limit: max_inline,
             });
         }
-        return tree.put_logged(key, value);
+        return Ok(Form::AsIs);
     }
-    if !needs_escape(value) {
+    Ok(if !needs_escape(value) {
         if value.len() <= max_inline {
-            return tree.put_logged(key, value);
+            Form::AsIs
+        } else {
+            Form::OutOfLine
         }
     } else if value.len() < max_inline {
-        return ESCAPED.with(|b| {
-            let mut b = b.borrow_mut();
-            b.clear();
-            b.push(ESCAPE_TAG);
-            b.extend_from_slice(value);
-            tree.put_logged(key, &b)
-        });
-    }
-    put_out_of_line(tree, key, value)
+        Form::Escaped
+    } else {
+        Form::OutOfLine
+    })
+}
+
+/// `value` behind [`ESCAPE_TAG`], in `buf`.
+pub(crate) fn escape_into(value: &[u8], buf: &mut Vec<u8>) {
+    buf.clear();
+    buf.push(ESCAPE_TAG);
+    buf.extend_from_slice(value);
 }
 
 /// Writes `value` to a new run and puts its reference under `key` (module docs, "Writing").

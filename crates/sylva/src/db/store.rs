@@ -22,7 +22,7 @@ use parking_lot::{RwLock, RwLockReadGuard};
 use super::log::{self, Image, RunFreed, RunWritten};
 use super::overflow::{self, Stored};
 use crate::btree::{NodeLatch, NodeStore, ParentEdit};
-use crate::buffer::BufferPool;
+use crate::buffer::{BufferPool, Resident};
 use crate::error::Result;
 use crate::io::page_header::PageKind;
 use crate::io::FIRST_DATA_PAGE;
@@ -96,6 +96,15 @@ pub(crate) struct PoolLatch<'a> {
 impl NodeLatch for PoolLatch<'_> {
     #[inline]
     fn read_lock(self) -> Olc<u64> {
+        if crate::sync::nonblocking() {
+            return match self.pool.read_lock_resident(self.id) {
+                Ok(Resident::Version(v)) => Ok(v),
+                Ok(Resident::Evicted) => Err(Abort::Miss(self.id)),
+                // Held by another thread (which may be waiting on an I/O) or freed: try again.
+                Ok(Resident::Busy | Resident::Freed) => Err(Abort::Restart),
+                Err(e) => Err(Abort::Fail(e)),
+            };
+        }
         match self.pool.read_lock(self.id) {
             Ok(Some(v)) => Ok(v),
             Ok(None) => Err(Abort::Restart),
@@ -328,6 +337,14 @@ impl NodeStore for PoolStore {
             Gate(None)
         } else {
             Gate(Some(self.gate.read()))
+        }
+    }
+
+    fn try_write_gate(&self) -> Option<Gate<'_>> {
+        if GATE_OWNER.with(|g| g.get()) {
+            Some(Gate(None))
+        } else {
+            self.gate.try_read().map(|g| Gate(Some(g)))
         }
     }
 

@@ -17,7 +17,6 @@ use parking_lot::{Condvar, Mutex};
 
 use super::worker::{Admit, Step, Task, Worker, WorkerCounters, WorkerOptions};
 use super::{open_backend, BackendKind, Waker};
-use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 
 /// Where a task's result lands.
@@ -96,9 +95,10 @@ struct Job<T: Task> {
 
 impl<T: Task> Task for Job<T> {
     type Output = T::Output;
+    type Ctx = T::Ctx;
 
-    fn attempt(&mut self, pool: &BufferPool) -> Result<Step<T::Output>> {
-        self.task.attempt(pool)
+    fn attempt(&mut self, ctx: &T::Ctx) -> Result<Step<T::Output>> {
+        self.task.attempt(ctx)
     }
 }
 
@@ -125,10 +125,11 @@ impl<T> Executor<T>
 where
     T: Task + Send + 'static,
     T::Output: Send + 'static,
+    T::Ctx: Sized + Send + Sync + 'static,
 {
-    /// Starts the worker thread over `pool` with a backend of `backend` kind (an error if it
-    /// cannot be made there, e.g. `Uring` where the kernel refuses io_uring).
-    pub fn start(pool: Arc<BufferPool>, backend: BackendKind, options: WorkerOptions) -> Result<Self> {
+    /// Starts the worker thread running tasks against `ctx` with a backend of `backend` kind
+    /// (an error if it cannot be made there, e.g. `Uring` where the kernel refuses io_uring).
+    pub fn start(ctx: Arc<T::Ctx>, backend: BackendKind, options: WorkerOptions) -> Result<Self> {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Result<Arc<Shared<T>>>>(1);
         let entries = options.inflight.next_power_of_two() as u32;
         let thread = std::thread::Builder::new()
@@ -148,7 +149,7 @@ where
                     }),
                     waker: backend.waker(),
                 });
-                let mut worker = match Worker::new(&pool, &mut *backend, options) {
+                let mut worker = match Worker::new(&*ctx, &mut *backend, options) {
                     Ok(w) => w,
                     Err(e) => {
                         let _ = tx.send(Err(e.duplicate()));

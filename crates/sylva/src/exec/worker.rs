@@ -50,12 +50,29 @@ pub enum Admit<T> {
     Closed,
 }
 
+/// What tasks run against: the buffer pool the worker loads pages into, and whatever else the
+/// tasks need (a database's tree).
+pub trait Context {
+    /// The pool whose misses the worker serves.
+    fn pool(&self) -> &BufferPool;
+}
+
+impl Context for BufferPool {
+    fn pool(&self) -> &BufferPool {
+        self
+    }
+}
+
 /// A restartable operation the worker runs (see the module docs).
 pub trait Task {
     /// What it produces.
     type Output;
-    /// Runs one attempt from the start; it holds nothing when it returns.
-    fn attempt(&mut self, pool: &BufferPool) -> Result<Step<Self::Output>>;
+    /// What it runs against.
+    type Ctx: Context + ?Sized;
+    /// Runs one attempt from the start; it holds nothing when it returns. The worker's thread
+    /// is [`nonblocking`](crate::sync::nonblocking) meanwhile: a tree read latch stops at a page
+    /// not in memory, which the attempt reports as [`Step::Miss`].
+    fn attempt(&mut self, ctx: &Self::Ctx) -> Result<Step<Self::Output>>;
 }
 
 /// How a worker runs.
@@ -120,6 +137,7 @@ struct Slot<T> {
 
 /// One worker over a buffer pool and a backend.
 pub struct Worker<'a, T: Task> {
+    ctx: &'a T::Ctx,
     pool: &'a BufferPool,
     backend: &'a mut dyn Backend,
     file: FileId,
@@ -136,12 +154,14 @@ pub struct Worker<'a, T: Task> {
 }
 
 impl<'a, T: Task> Worker<'a, T> {
-    /// A worker over `pool`, reading through `backend` (the pool's file is registered with it).
+    /// A worker running tasks against `ctx`, reading its pool's pages through `backend` (the
+    /// pool's file is registered with it).
     pub fn new(
-        pool: &'a BufferPool,
+        ctx: &'a T::Ctx,
         backend: &'a mut dyn Backend,
         options: WorkerOptions,
     ) -> Result<Self> {
+        let pool = ctx.pool();
         if options.inflight == 0 || options.inflight > 4096 {
             return Err(Error::InvalidArgument {
                 what: format!("inflight {}", options.inflight),
@@ -150,6 +170,7 @@ impl<'a, T: Task> Worker<'a, T> {
         }
         let file = backend.register(pool.file().io().clone())?;
         Ok(Worker {
+            ctx,
             pool,
             backend,
             file,
@@ -182,6 +203,17 @@ impl<'a, T: Task> Worker<'a, T> {
     pub fn run(
         &mut self,
         mut source: impl FnMut() -> Admit<T>,
+        mut sink: impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        let was = crate::sync::set_nonblocking(true);
+        let r = self.run_nonblocking(&mut source, &mut sink);
+        crate::sync::set_nonblocking(was);
+        r
+    }
+
+    fn run_nonblocking(
+        &mut self,
+        source: &mut impl FnMut() -> Admit<T>,
         mut sink: impl FnMut(T, Result<T::Output>),
     ) -> Result<()> {
         let mut closed = false;
@@ -280,7 +312,7 @@ impl<'a, T: Task> Worker<'a, T> {
             return Ok(());
         };
         self.counters.attempts += 1;
-        match s.task.attempt(self.pool) {
+        match s.task.attempt(self.ctx) {
             Ok(Step::Done(out)) => self.finish(slot, Ok(out), sink),
             Ok(Step::Restart) => {
                 self.counters.restarts += 1;

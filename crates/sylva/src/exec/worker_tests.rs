@@ -42,6 +42,7 @@ struct SumPages {
 }
 
 impl Task for SumPages {
+    type Ctx = BufferPool;
     type Output = u64;
 
     fn attempt(&mut self, pool: &BufferPool) -> Result<Step<u64>> {

@@ -1,0 +1,497 @@
+//! [`PaDb`]: a [`Db`] whose point operations run on one worker thread that keeps many of them
+//! in flight (the PA-Tree mode of `../shared/seeds/pa-tree.txt`, issue 20; the execution layer
+//! is [`crate::exec`]).
+//!
+//! # How an operation runs
+//!
+//! `get`, `put` and `delete` are queued to an [`Executor`] as a [`PaTask`] from any thread. The
+//! worker runs each as one optimistic attempt of the tree's own code (`BTree::get_attempt`,
+//! `put_attempt`, `delete_attempt`: no tree logic is copied) with its thread marked
+//! [`nonblocking`](crate::sync::nonblocking), so a read latch on a page not in memory ends the
+//! attempt with a miss instead of a read, every latch released. The worker starts the page's
+//! read through its backend (io_uring, or [`crate::exec::Inline`]), runs other operations, and
+//! runs the missed one again once the page is in. A write takes the write gate per attempt
+//! without waiting ([`crate::btree::NodeStore::try_write_gate`]): while a checkpoint holds it,
+//! the attempt is retried later rather than stalling the worker.
+//!
+//! What must not run on the worker runs on the calling thread, as `Db` runs it:
+//!
+//! - **durability**: the worker completes a write once it is applied and logged; the caller
+//!   then applies the sync mode (`Db`'s group commit: under `sync=always` the caller's wait
+//!   includes the fsync that covers its record, shared with concurrent writers);
+//! - **out-of-line values** (larger than fit a leaf): written, and read back from their runs,
+//!   by the caller;
+//! - **scans, batches, checks, checkpoints**: through the [`Db`] ([`PaDb::db`]).
+//!
+//! Anything on the worker that could wait for a page would wait for a read only the worker
+//! completes; so the parts of an operation that cannot stop half-way do not wait there: a
+//! merge after a delete gives up at a miss (merges are best-effort), an adaptive layout update
+//! skips while the gate is closed, and `retry`, which is never called there, reports a miss
+//! as an error.
+//!
+//! # Not built yet (issue 20)
+//!
+//! Persistence through the worker (the log's write and `fdatasync` submitted to the ring
+//! instead of the caller's blocking group commit); eviction that never writes a dirty victim
+//! back on the worker; a loaded page pinned until its waiters ran; pipelined sessions and the
+//! `--inflight`/`--rate` clients; scans as tasks; the `dedicated`/`shared` baselines.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use super::overflow::{self, Form};
+use super::{Db, DbOptions};
+use crate::btree::{Deleted, NodeStore};
+use crate::buffer::BufferPool;
+use crate::error::{Error, Result};
+use crate::exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};
+use crate::exec::worker::{Context, Step, Task, WorkerCounters, WorkerOptions};
+use crate::exec::{BackendKind, Executor, Op};
+use crate::io::Vfs;
+use crate::kv::{KvStore, Limits, Stats, Visitor};
+use crate::sync::{Abort, Olc};
+use crate::wal::parse_number;
+
+impl Context for Db {
+    fn pool(&self) -> &BufferPool {
+        &self.tree().store.pool
+    }
+}
+
+/// Options of a [`PaDb`]: the database's, and how its worker runs.
+#[derive(Debug, Clone)]
+pub struct PaOptions {
+    /// The database's options (`sync` is the persistence: `always` strong, `batch` weak,
+    /// `never` none).
+    pub db: DbOptions,
+    /// The worker's backend.
+    pub backend: BackendKind,
+    /// Operations in flight, probing, priority and yielding.
+    pub worker: WorkerOptions,
+}
+
+impl Default for PaOptions {
+    fn default() -> Self {
+        PaOptions {
+            db: DbOptions::default(),
+            backend: BackendKind::Auto,
+            worker: WorkerOptions::default(),
+        }
+    }
+}
+
+/// The option keys [`PaOptions::set`] takes besides `Db`'s ([`crate::DB_OPTION_KEYS`]).
+pub const PA_OPTION_KEYS: [&str; 6] = [
+    "inflight", "probe", "yield", "priority", "persist", "backend",
+];
+
+impl PaOptions {
+    /// Sets one option from its string form: `inflight=1..4096`, `probe=every|avg|fixed:US|
+    /// model:FILE`, `yield=on|off`, `priority=holders|fifo`, `persist=strong|weak|none` (the
+    /// same as `sync=always|batch|never`), `backend=auto|uring|inline`, or any of `Db`'s.
+    pub fn set(&mut self, key: &str, value: &str) -> std::result::Result<(), String> {
+        match key {
+            "inflight" => {
+                let n = parse_number(key, value)?;
+                if n == 0 || n > 4096 {
+                    return Err(format!("inflight {n} is not in 1..=4096"));
+                }
+                self.worker.inflight = n as usize;
+            }
+            "probe" => self.worker.probe = parse_probe(value)?,
+            "yield" => {
+                self.worker.yield_for = match value {
+                    "on" => Some(std::time::Duration::from_micros(100)),
+                    "off" => None,
+                    _ => return Err(format!("yield '{value}' is not on or off")),
+                }
+            }
+            "priority" => {
+                self.worker.priority = PriorityPolicy::parse(value).map_err(|e| e.to_string())?
+            }
+            "persist" => {
+                let sync = match value {
+                    "strong" => "always",
+                    "weak" => "batch",
+                    "none" => "never",
+                    _ => return Err(format!("persist '{value}' is not strong, weak or none")),
+                };
+                self.db.set("sync", sync)?;
+            }
+            "backend" => self.backend = BackendKind::parse(value).map_err(|e| e.to_string())?,
+            _ => self.db.set(key, value).map_err(|e| {
+                format!("{e}; the PA-Tree mode's own: {}", PA_OPTION_KEYS.join(", "))
+            })?,
+        }
+        Ok(())
+    }
+}
+
+/// Parses a probe policy: `every`, `avg`, `fixed:US` or `model:FILE` (a file `sylva
+/// calibrate` wrote).
+pub fn parse_probe(value: &str) -> std::result::Result<ProbePolicy, String> {
+    let (name, arg) = value.split_once(':').unwrap_or((value, ""));
+    match (name, arg) {
+        ("every", "") => Ok(ProbePolicy::Every),
+        ("avg", "") => Ok(ProbePolicy::Avg),
+        ("fixed", us) if !us.is_empty() => {
+            let us = parse_number("probe=fixed", us)?;
+            Ok(ProbePolicy::Fixed(std::time::Duration::from_micros(us)))
+        }
+        ("model", file) if !file.is_empty() => {
+            let path = Path::new(file);
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("probe model {}: {e}", path.display()))?;
+            LatencyModel::parse(&text, path)
+                .map(ProbePolicy::Model)
+                .map_err(|e| e.to_string())
+        }
+        _ => Err(format!(
+            "probe '{value}' is not every, avg, fixed:MICROSECONDS or model:FILE"
+        )),
+    }
+}
+
+/// One point operation as the worker runs it.
+pub(crate) enum PaTask {
+    /// Look a key up; the stored form of its value lands in `out`.
+    Get { key: Vec<u8>, out: Vec<u8> },
+    /// Put `stored` (the value in its stored form, [`Form::AsIs`] or [`Form::Escaped`]).
+    Put { key: Vec<u8>, stored: Vec<u8> },
+    /// Delete a key.
+    Delete { key: Vec<u8> },
+}
+
+/// What a [`PaTask`] came to.
+pub(crate) enum PaOutput {
+    /// The stored form of the value, if the key was there.
+    Got(Option<Vec<u8>>),
+    /// The LSN of the put's last record.
+    Put(u64),
+    /// Whether the key was there, and the LSN of the delete's last record.
+    Deleted(bool, u64),
+}
+
+/// One attempt's outcome as the worker's step.
+fn step<T, O>(r: Olc<T>, done: impl FnOnce(T) -> Result<O>) -> Result<Step<O>> {
+    match r {
+        Ok(t) => done(t).map(Step::Done),
+        Err(Abort::Restart) => Ok(Step::Restart),
+        Err(Abort::Miss(page)) => Ok(Step::Miss(page)),
+        Err(Abort::Fail(e)) => Err(e),
+    }
+}
+
+impl Task for PaTask {
+    type Output = PaOutput;
+    type Ctx = Db;
+
+    fn attempt(&mut self, db: &Db) -> Result<Step<PaOutput>> {
+        let tree = db.tree();
+        match self {
+            PaTask::Get { key, out } => step(tree.get_attempt(key, out), |(found, seen)| {
+                tree.adapt_after_point_read(seen)?;
+                Ok(PaOutput::Got(found.then(|| std::mem::take(out))))
+            }),
+            PaTask::Put { key, stored } => {
+                let Some(_gate) = tree.store.try_write_gate() else {
+                    return Ok(Step::Restart);
+                };
+                step(tree.put_attempt(key, stored), |lsn| Ok(PaOutput::Put(lsn)))
+            }
+            PaTask::Delete { key } => {
+                let Some(_gate) = tree.store.try_write_gate() else {
+                    return Ok(Step::Restart);
+                };
+                step(tree.delete_attempt(key), |done: Deleted| {
+                    let (found, lsn) = tree.delete_finish(key, done)?;
+                    Ok(PaOutput::Deleted(found, lsn))
+                })
+            }
+        }
+    }
+}
+
+/// A durable database whose point operations one worker thread runs, many at a time (module
+/// docs). Share it between threads by reference; every method may be called concurrently.
+pub struct PaDb {
+    // Declared first: dropped (its thread stopped) before the database.
+    exec: Executor<PaTask>,
+    db: Arc<Db>,
+    options: PaOptions,
+}
+
+/// An operation submitted to a [`PaDb`]: wait for its result with [`PaOp::wait`].
+#[must_use = "a PaOp is the only way to the operation's result"]
+pub struct PaOp<'a, T> {
+    db: &'a PaDb,
+    op: Option<Op<PaOutput>>,
+    key: Vec<u8>,
+    ready: Option<Result<T>>,
+    finish: fn(&PaDb, &[u8], Result<PaOutput>) -> Result<T>,
+}
+
+impl<T> PaOp<'_, T> {
+    /// Blocks until the operation is done (for a write: durable as the sync mode says).
+    pub fn wait(mut self) -> Result<T> {
+        if let Some(r) = self.ready.take() {
+            return r;
+        }
+        match self.op.take() {
+            Some(op) => (self.finish)(self.db, &self.key, op.wait()),
+            None => Err(Error::InvalidArgument {
+                what: "an operation's result, taken already".into(),
+                limit: 0,
+            }),
+        }
+    }
+}
+
+impl PaDb {
+    /// Opens (or creates) the database in `dir` as [`Db::open`] does, and starts its worker.
+    pub fn open(dir: impl AsRef<Path>, options: PaOptions) -> Result<PaDb> {
+        Self::over(Db::open(dir, options.db)?, options)
+    }
+
+    /// [`PaDb::open`] on the file system `vfs` (a simulated one in crash tests).
+    pub fn open_in(vfs: &dyn Vfs, dir: &Path, options: PaOptions) -> Result<PaDb> {
+        Self::over(Db::open_in(vfs, dir, options.db)?, options)
+    }
+
+    /// The PA-Tree mode over an open database.
+    pub fn over(db: Db, options: PaOptions) -> Result<PaDb> {
+        let db = Arc::new(db);
+        let exec = Executor::start(db.clone(), options.backend, options.worker.clone())?;
+        Ok(PaDb { exec, db, options })
+    }
+
+    /// The database under the worker: for scans, batches, checkpoints and checks (which run
+    /// on the calling thread).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &PaOptions {
+        &self.options
+    }
+
+    fn ready<T>(
+        &self,
+        r: Result<T>,
+        finish: fn(&PaDb, &[u8], Result<PaOutput>) -> Result<T>,
+    ) -> PaOp<'_, T> {
+        PaOp {
+            db: self,
+            op: None,
+            key: Vec::new(),
+            ready: Some(r),
+            finish,
+        }
+    }
+
+    fn queued<T>(
+        &self,
+        task: PaTask,
+        key: &[u8],
+        finish: fn(&PaDb, &[u8], Result<PaOutput>) -> Result<T>,
+    ) -> PaOp<'_, T> {
+        PaOp {
+            db: self,
+            op: Some(self.exec.submit(task)),
+            key: key.to_vec(),
+            ready: None,
+            finish,
+        }
+    }
+
+    /// Submits a lookup of `key`.
+    pub fn submit_get(&self, key: &[u8]) -> PaOp<'_, Option<Vec<u8>>> {
+        if let Err(e) = self
+            .db
+            .check_open()
+            .and_then(|()| self.db.limits().check_key(key))
+        {
+            return self.ready(Err(e), finish_get);
+        }
+        let task = PaTask::Get {
+            key: key.to_vec(),
+            out: Vec::new(),
+        };
+        self.queued(task, key, finish_get)
+    }
+
+    /// Submits a put of `key` with `value`.
+    pub fn submit_put(&self, key: &[u8], value: &[u8]) -> PaOp<'_, ()> {
+        let db = &self.db;
+        let checked = db.check_open().and_then(|()| {
+            let limits = db.limits();
+            limits.check_key(key)?;
+            limits.check_value(value)?;
+            overflow::form(db.tree(), key, value)
+        });
+        let stored = match checked {
+            Err(e) => return self.ready(Err(e), finish_put),
+            // Out of line: the run's write is the caller's ([`Db::put`]).
+            Ok(Form::OutOfLine) => return self.ready(db.put(key, value), finish_put),
+            Ok(Form::AsIs) => value.to_vec(),
+            Ok(Form::Escaped) => {
+                let mut b = Vec::with_capacity(value.len() + 1);
+                overflow::escape_into(value, &mut b);
+                b
+            }
+        };
+        let task = PaTask::Put {
+            key: key.to_vec(),
+            stored,
+        };
+        self.queued(task, &[], finish_put)
+    }
+
+    /// Submits a delete of `key`.
+    pub fn submit_delete(&self, key: &[u8]) -> PaOp<'_, bool> {
+        if let Err(e) = self
+            .db
+            .check_open()
+            .and_then(|()| self.db.limits().check_key(key))
+        {
+            return self.ready(Err(e), finish_delete);
+        }
+        let task = PaTask::Delete { key: key.to_vec() };
+        self.queued(task, &[], finish_delete)
+    }
+
+    /// The value of `key`, if present.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.submit_get(key).wait()
+    }
+
+    /// Inserts or overwrites `key`.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.submit_put(key, value).wait()
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        self.submit_delete(key).wait()
+    }
+
+    /// Makes every write so far durable.
+    pub fn sync(&self) -> Result<()> {
+        self.db.sync()
+    }
+
+    /// Stops the worker, then closes the database (a quiet checkpoint); returns what the
+    /// worker did.
+    pub fn close(self) -> Result<WorkerCounters> {
+        let PaDb { exec, db, .. } = self;
+        let counters = exec.shutdown();
+        match Arc::try_unwrap(db) {
+            Ok(db) => db.close()?,
+            Err(_) => {
+                return Err(Error::InvalidArgument {
+                    what: "closing a PaDb whose worker still holds the database".into(),
+                    limit: 0,
+                })
+            }
+        }
+        counters
+    }
+}
+
+impl PaDb {
+    /// Stops the worker and drops the database as a crash would ([`Db::simulate_crash`]).
+    pub fn simulate_crash(self) {
+        let PaDb { exec, db, .. } = self;
+        let _ = exec.shutdown();
+        if let Ok(db) = Arc::try_unwrap(db) {
+            db.simulate_crash();
+        }
+    }
+}
+
+/// A lookup's result: the stored form resolved (an out-of-line value read by the caller).
+fn finish_get(pa: &PaDb, key: &[u8], r: Result<PaOutput>) -> Result<Option<Vec<u8>>> {
+    let db = &pa.db;
+    let mut out = match db.guard_read(r)? {
+        PaOutput::Got(Some(out)) => out,
+        PaOutput::Got(None) => return Ok(None),
+        _ => return Err(wrong_output()),
+    };
+    if !db.tagged() || !overflow::is_tagged(&out) {
+        return Ok(Some(out));
+    }
+    let r = db.resolve(key, &mut out);
+    Ok(db.guard_read(r)?.then_some(out))
+}
+
+fn finish_put(pa: &PaDb, _key: &[u8], r: Result<PaOutput>) -> Result<()> {
+    match pa.db.guard(r)? {
+        PaOutput::Put(lsn) => pa.db.after_write(1, lsn),
+        _ => Err(wrong_output()),
+    }
+}
+
+fn finish_delete(pa: &PaDb, _key: &[u8], r: Result<PaOutput>) -> Result<bool> {
+    match pa.db.guard(r)? {
+        PaOutput::Deleted(found, lsn) => {
+            if found {
+                pa.db.after_write(1, lsn)?;
+            }
+            Ok(found)
+        }
+        _ => Err(wrong_output()),
+    }
+}
+
+#[cold]
+fn wrong_output() -> Error {
+    Error::InvalidArgument {
+        what: "a PA-Tree task returned another operation's result".into(),
+        limit: 0,
+    }
+}
+
+impl KvStore for PaDb {
+    fn limits(&self) -> Limits {
+        self.db.limits()
+    }
+
+    fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        match self.get(key)? {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        PaDb::put(self, key, value)
+    }
+
+    fn delete(&self, key: &[u8]) -> Result<bool> {
+        PaDb::delete(self, key)
+    }
+
+    fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
+        KvStore::scan(&*self.db, start, limit, visitor)
+    }
+
+    fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
+        KvStore::map_range(&*self.db, start, end, visitor)
+    }
+
+    fn sync(&self) -> Result<()> {
+        PaDb::sync(self)
+    }
+
+    fn finish_deferred(&self) -> Result<()> {
+        KvStore::finish_deferred(&*self.db)
+    }
+
+    fn stats(&self) -> Stats {
+        KvStore::stats(&*self.db)
+    }
+}
