@@ -10,7 +10,7 @@ use ycsb::keys::{KeyGen, KeySet};
 use ycsb::memory::{release_free_memory, rss_bytes};
 use ycsb::process::{dir_bytes, IoCounters, ProcessSnapshot};
 use ycsb::report::{summary_table, write_json, RunRecord};
-use ycsb::runner::run_phase;
+use ycsb::runner::run_phase_with;
 use ycsb::trace::{ScanEndAs, TraceReader};
 use ycsb::workload::{generate, GenerateParams, OpStream, Workload, WorkloadSpec};
 
@@ -38,6 +38,12 @@ pub struct BenchArgs {
     /// Threads in both phases.
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
+    /// Operations each thread keeps in flight (1..=4096), on engines that take several at once
+    /// from one thread (`patree`); others run one at a time whatever this says. A thread
+    /// submits gets, puts and deletes without waiting, up to this many, completing the oldest
+    /// before the next; latency runs from submission to completion.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    pub(crate) inflight: u64,
     /// Request distribution: uniform, zipfian or latest (default: the workload's own, zipfian for
     /// all but d, which uses latest).
     #[arg(long)]
@@ -422,11 +428,12 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                 }
                 let pb = progress_bar(ops.len(), format!("{} {phase} #{}", spec.text, rep + 1));
                 let before = ProcessSnapshot::take();
-                let result = run_phase(
+                let result = run_phase_with(
                     &mut *target,
                     arena,
                     ops,
                     args.threads,
+                    args.inflight as usize,
                     args.value_size,
                     seq_base,
                     &|n| pb.inc(n),
@@ -446,6 +453,9 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                     &stats,
                 );
                 after.record_since(&before, &result, &mut record);
+                if target.pipelined() {
+                    record.inflight = args.inflight as usize;
+                }
                 if record.machine_busy() {
                     eprintln!(
                         "warning: {} {phase} #{}: the machine was busy (load average {:.1}, {:.1} of it from outside this process)",

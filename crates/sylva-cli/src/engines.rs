@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use sylva::{
     BTree, BTreeOptions, BaselineOptions, BpTreeOptions, BpTreeStore, Db, DbOptions, KvStore,
-    MemMap, NbTree, NbTreeOptions, Stats, SyncMode, TreeLine, TreeLineOptions,
+    MemMap, NbTree, NbTreeOptions, PaDb, PaOptions, Stats, SyncMode, TreeLine, TreeLineOptions,
 };
 use ycsb::runner::{Session, Shared, Target};
 
@@ -31,6 +31,7 @@ pub const BENCH_BATCH_MS: u64 = 10;
 /// Every engine name, for error messages and help.
 pub const ENGINE_NAMES: &[&str] = &[
     "db",
+    "patree",
     "nbtree",
     "treeline",
     "memmap",
@@ -51,7 +52,11 @@ pub const PEER_ENGINES: &[&str] = &["rocksdb", "lmdb", "redb", "fjall", "sled"];
 /// Whether the engine named `name` keeps its data in files (`db` and every peer): the engines a
 /// larger-than-memory set runs and `--recovery` kills and reopens.
 pub fn is_durable(name: &str) -> bool {
-    name == "db" || name == "nbtree" || name == "treeline" || PEER_ENGINES.contains(&name)
+    name == "db"
+        || name == "patree"
+        || name == "nbtree"
+        || name == "treeline"
+        || PEER_ENGINES.contains(&name)
 }
 
 /// A parsed `NAME[:KEY=VALUE,...]`.
@@ -114,6 +119,7 @@ pub fn opener(spec: &EngineSpec) -> Result<Opener, String> {
             Ok(Box::new(|_| Ok(Box::new(BareBTreeMap::default()))))
         }
         "db" => db_opener(spec),
+        "patree" => patree_opener(spec),
         "nbtree" => nbtree_opener(spec),
         "treeline" => treeline_opener(spec),
         "btree" => {
@@ -190,6 +196,31 @@ pub fn db_opener(spec: &EngineSpec) -> Result<Opener, String> {
     let options = db_options(spec)?;
     Ok(Box::new(move |dir| {
         shared(Db::open(dir, options).map_err(|e| e.to_string())?)
+    }))
+}
+
+/// The options of a `patree` spec (the PA-Tree mode, issue 20): `db`'s fair settings and
+/// options, and the worker's `inflight`, `probe`, `yield`, `priority`, `persist`, `backend`
+/// ([`sylva::PA_OPTION_KEYS`], parsed by [`PaOptions::set`]).
+pub fn patree_options(spec: &EngineSpec) -> Result<PaOptions, String> {
+    let mut options = PaOptions {
+        db: db_options(&EngineSpec::parse("db").expect("a bare name parses"))?,
+        ..PaOptions::default()
+    };
+    for (k, v) in &spec.options {
+        options
+            .set(k, v)
+            .map_err(|e| format!("engine `{}`: {e}", spec.name))?;
+    }
+    Ok(options)
+}
+
+/// The opener of a `patree` spec.
+pub fn patree_opener(spec: &EngineSpec) -> Result<Opener, String> {
+    let options = patree_options(spec)?;
+    Ok(Box::new(move |dir| {
+        let db = PaDb::open(dir, options.clone()).map_err(|e| e.to_string())?;
+        Ok(Box::new(crate::patree::PaTarget(db)) as Box<dyn Target>)
     }))
 }
 
@@ -509,6 +540,43 @@ mod tests {
             .expect_err("fanout 2");
         assert!(err.contains("fanout"), "{err}");
         assert!(is_durable("nbtree"));
+    }
+
+    #[test]
+    fn patree_specs_take_db_and_worker_options_and_refuse_bad_ones() {
+        let o = patree_options(&EngineSpec::parse("patree").expect("parse")).expect("defaults");
+        let db = db_options(&EngineSpec::parse("db").expect("parse")).expect("defaults");
+        assert_eq!(o.db, db, "patree starts from db's fair settings");
+        assert_eq!(o.worker.inflight, 64);
+        let spec = "patree:inflight=32,persist=strong,backend=inline,yield=off,priority=fifo,probe=fixed:50,cache_bytes=1048576";
+        let o = patree_options(&EngineSpec::parse(spec).expect("parse")).expect("options");
+        assert_eq!(o.worker.inflight, 32);
+        assert_eq!(o.db.sync, SyncMode::Always);
+        assert_eq!(o.db.cache_bytes, 1 << 20);
+        assert_eq!(o.backend, sylva::BackendKind::Inline);
+        assert_eq!(o.worker.yield_for, None);
+        assert_eq!(
+            o.worker.probe,
+            sylva::ProbePolicy::Fixed(Duration::from_micros(50))
+        );
+        let err = patree_options(&EngineSpec::parse("patree:colour=red").expect("parse"))
+            .expect_err("unknown option");
+        for key in sylva::PA_OPTION_KEYS.iter().chain(&sylva::DB_OPTION_KEYS) {
+            assert!(err.contains(key), "{key} missing from {err}");
+        }
+        for bad in [
+            "inflight=0",
+            "inflight=5000",
+            "backend=spdk",
+            "persist=maybe",
+        ] {
+            let spec = format!("patree:{bad}");
+            assert!(
+                patree_options(&EngineSpec::parse(&spec).expect("parse")).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(is_durable("patree"));
     }
 
     #[cfg(feature = "peers-no-rocksdb")]

@@ -98,7 +98,7 @@ layer!(wal);
 pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
 /// The PA-Tree mode (issue 20): a `Db` whose point operations one worker thread runs, many at
 /// a time, and the options of its worker.
-pub use db::{parse_probe, PaDb, PaOp, PaOptions, PA_OPTION_KEYS};
+pub use db::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};
 /// Dump and load streams of a `Db`'s records (`docs/format.md`, "Dump stream").
 pub use db::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use db::{Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS};

@@ -199,3 +199,82 @@ fn bad_input_is_refused() {
     assert_eq!(o.db.sync, SyncMode::Always);
     assert_eq!(o.db.cache_bytes, 1 << 20);
 }
+
+/// A session keeps 64 operations in flight on its own thread's worker loop: results come back
+/// under their tags, in whatever order they finish, matching the model; its worker missed and
+/// read pages itself. A session is made on one thread and used on another (its ring is
+/// enabled by its first use).
+fn session_in_flight(backend: BackendKind) {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 12_000u64;
+    let db = PaDb::open(dir.path().join("db"), options(backend, 32 * 4096)).unwrap();
+    let session = db.session().unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || {
+            let mut session = session;
+            let mut expect = std::collections::HashMap::new();
+            let check = |expect: &mut std::collections::HashMap<u64, sylva::PaResult>,
+                         tag: u64,
+                         r: sylva::Result<sylva::PaResult>| {
+                let want = expect.remove(&tag).unwrap();
+                assert_eq!(r.unwrap(), want, "tag {tag}");
+            };
+            for i in 0..n {
+                if session.outstanding() >= 64 {
+                    let (tag, r) = session.wait_any().unwrap();
+                    check(&mut expect, tag, r);
+                }
+                session.submit_put(i, &key(i), &value(i, 0));
+                expect.insert(i, sylva::PaResult::Put);
+            }
+            while let Some((tag, r)) = session.wait_any() {
+                check(&mut expect, tag, r);
+            }
+            for i in 0..n + 100 {
+                if session.outstanding() >= 64 {
+                    let (tag, r) = session.wait_any().unwrap();
+                    check(&mut expect, tag, r);
+                }
+                let tag = 1_000_000 + i;
+                if i % 3 == 0 {
+                    session.submit_delete(tag, &key(i));
+                    expect.insert(tag, sylva::PaResult::Deleted(i < n));
+                } else {
+                    session.submit_get(tag, &key(i));
+                    expect.insert(tag, sylva::PaResult::Got((i < n).then(|| value(i, 0))));
+                }
+            }
+            while let Some((tag, r)) = session.wait_any() {
+                check(&mut expect, tag, r);
+            }
+            // Bad input fails its own operation only.
+            session.submit_get(7, b"");
+            let (tag, r) = session.wait_any().unwrap();
+            assert_eq!(tag, 7);
+            assert!(matches!(r, Err(Error::InvalidArgument { .. })));
+            let c = session.counters();
+            assert!(c.misses > 500 && c.reads > 500, "{c:?}");
+            assert!(expect.is_empty());
+        });
+    });
+    for i in 0..n {
+        let want = (i % 3 != 0).then(|| value(i, 0));
+        assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");
+    }
+    db.db().check().unwrap();
+    db.close().unwrap();
+}
+
+#[test]
+fn session_in_flight_inline() {
+    session_in_flight(BackendKind::Inline);
+}
+
+#[test]
+fn session_in_flight_uring() {
+    if let Err(e) = sylva::exec::open_backend(BackendKind::Uring, 8) {
+        eprintln!("skipped: the kernel refuses io_uring: {e}");
+        return;
+    }
+    session_in_flight(BackendKind::Uring);
+}

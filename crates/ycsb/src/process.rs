@@ -204,6 +204,7 @@ pub fn dir_bytes(dir: &Path) -> Option<u64> {
 pub struct ProcessSnapshot {
     at: Instant,
     io: Option<IoCounters>,
+    switches: Option<u64>,
     cpu: Option<CpuTime>,
     threads: Vec<(u32, String, CpuTime)>,
 }
@@ -214,6 +215,7 @@ impl ProcessSnapshot {
         ProcessSnapshot {
             at: Instant::now(),
             io: IoCounters::now(),
+            switches: context_switches(),
             cpu: CpuTime::process(),
             threads: threads(),
         }
@@ -231,6 +233,9 @@ impl ProcessSnapshot {
             let io = b.since(&a);
             record.io_read_bytes = Some(io.read_bytes);
             record.io_write_bytes = Some(io.write_bytes);
+        }
+        if let (Some(a), Some(b)) = (before.switches, self.switches) {
+            record.context_switches = Some(b.saturating_sub(a));
         }
         let wall = self.at.duration_since(before.at).as_secs_f64().max(1e-9);
         if let (Some(a), Some(b)) = (before.cpu, self.cpu) {
@@ -252,6 +257,18 @@ impl ProcessSnapshot {
         record.cpu_threads =
             thread_cpu_between(&before.threads, &self.threads, Duration::from_millis(1));
     }
+}
+
+/// Context switches of the whole process so far, voluntary and involuntary, every thread's
+/// (live or ended) included: `getrusage(RUSAGE_SELF)`.
+fn context_switches() -> Option<u64> {
+    // SAFETY: `getrusage` fills the zeroed struct it is given and reads nothing else.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; `usage` is a valid, writable `rusage`.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return None;
+    }
+    Some(usage.ru_nvcsw as u64 + usage.ru_nivcsw as u64)
 }
 
 #[cfg(test)]

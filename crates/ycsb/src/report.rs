@@ -136,6 +136,13 @@ pub struct RunRecord {
     /// a millisecond.
     #[serde(default)]
     pub cpu_threads: std::collections::BTreeMap<String, f64>,
+    /// Context switches of the whole process during the phase (voluntary and involuntary,
+    /// every thread's: `getrusage`).
+    #[serde(default)]
+    pub context_switches: Option<u64>,
+    /// Operations each thread kept in flight (`--inflight`; 1 for engines without a pipeline).
+    #[serde(default = "one")]
+    pub inflight: usize,
     /// The machine's 1-, 5- and 15-minute load averages at the end of the phase.
     #[serde(default)]
     pub load_average: Option<[f64; 3]>,
@@ -212,6 +219,8 @@ impl RunRecord {
             cpu_worker_seconds: None,
             cpu_other_seconds: None,
             cpu_threads: Default::default(),
+            context_switches: None,
+            inflight: 1,
             load_average: None,
             other_load: None,
         }
@@ -584,4 +593,8 @@ mod tests {
             assert!(run["latency_ns"][p].is_u64(), "missing latency_ns.{p}");
         }
     }
+}
+
+fn one() -> usize {
+    1
 }

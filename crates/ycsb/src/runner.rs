@@ -43,7 +43,28 @@ pub trait Session: Send {
         end: &[u8],
         visitor: &mut sylva::Visitor<'_>,
     ) -> sylva::Result<usize>;
+    /// The session's pipeline, for an engine that keeps many operations of one thread in
+    /// flight (the PA-Tree mode); `None` (the default) for the rest, which the runner drives
+    /// one operation at a time whatever `--inflight` says.
+    fn pipeline(&mut self) -> Option<&mut dyn Pipeline> {
+        None
+    }
 }
+
+/// A point operation handed to a [`Pipeline`].
+#[derive(Debug, Clone, Copy)]
+pub enum PipeOp<'a> {
+    /// Look a key up.
+    Get(&'a [u8]),
+    /// Put a key with a value.
+    Put(&'a [u8], &'a [u8]),
+    /// Delete a key.
+    Delete(&'a [u8]),
+}
+
+/// How a [`PipeOp`] ended: for a `Get` whether the key was found (its value in the buffer
+/// given to [`Pipeline::complete`]), for a `Delete` whether it was there; `true` for a `Put`.
+pub type PipeDone = bool;
 
 impl<T: KvStore + ?Sized> Session for &T {
     #[inline]
@@ -78,6 +99,15 @@ impl<T: KvStore + ?Sized> Session for &T {
     }
 }
 
+/// Operations submitted without waiting, under tags, completed in any order.
+pub trait Pipeline {
+    /// Submits `op` under `tag` (its bytes are copied: the caller may reuse them at once).
+    fn submit(&mut self, tag: u64, op: PipeOp<'_>);
+    /// Waits for any outstanding operation to finish: its tag, and how it ended (a found
+    /// value in `out`). A failed operation's error comes with its tag.
+    fn complete(&mut self, out: &mut Vec<u8>) -> (u64, sylva::Result<PipeDone>);
+}
+
 /// Something the runner can drive: an engine instance.
 pub trait Target {
     /// `n` sessions for `n` threads; an error if the target cannot run that many.
@@ -91,6 +121,10 @@ pub trait Target {
     }
     /// The engine's counters.
     fn stats(&self) -> Stats;
+    /// Whether its sessions have a [`Pipeline`] (so `--inflight` applies to it).
+    fn pipelined(&self) -> bool {
+        false
+    }
 }
 
 /// Any `KvStore`, shared by all threads.
@@ -278,7 +312,31 @@ pub fn run_phase(
     seq_base: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<PhaseResult, String> {
+    run_phase_with(
+        target, arena, ops, threads, 1, value_size, seq_base, progress,
+    )
+}
+
+/// [`run_phase`] with up to `inflight` operations of each thread in flight at once, on an
+/// engine whose sessions have a [`Pipeline`] (others run one at a time). A thread keeps a
+/// window of `inflight` gets, puts and deletes submitted, completing the oldest before it
+/// submits the next; any other operation (a scan, a read-modify-write) waits until the window
+/// is empty and runs on its own. An operation's latency runs from its submission to the moment
+/// the thread saw it complete (completions are seen in submission order, so a fast operation
+/// behind a slow one is charged the wait).
+#[allow(clippy::too_many_arguments)]
+pub fn run_phase_with(
+    target: &mut dyn Target,
+    arena: &KeyArena,
+    ops: &[Op],
+    threads: usize,
+    inflight: usize,
+    value_size: usize,
+    seq_base: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<PhaseResult, String> {
     let threads = threads.max(1);
+    let inflight = inflight.max(1);
     let sessions = target.sessions(threads)?;
     let barrier = Barrier::new(threads + 1);
     let chunk = ops.len().div_ceil(threads).max(1);
@@ -298,15 +356,28 @@ pub fn run_phase(
                     barrier.wait();
                     let started = Instant::now();
                     let cpu0 = CpuTime::this_thread();
-                    let mut r = run_piece(
-                        &mut *session,
-                        arena,
-                        piece,
-                        start,
-                        value_size,
-                        seq_base,
-                        progress,
-                    )?;
+                    let mut r = if inflight > 1 && session.pipeline().is_some() {
+                        run_piece_pipelined(
+                            &mut *session,
+                            arena,
+                            piece,
+                            start,
+                            inflight,
+                            value_size,
+                            seq_base,
+                            progress,
+                        )?
+                    } else {
+                        run_piece(
+                            &mut *session,
+                            arena,
+                            piece,
+                            start,
+                            value_size,
+                            seq_base,
+                            progress,
+                        )?
+                    };
                     if let (Some(a), Some(b)) = (cpu0, CpuTime::this_thread()) {
                         r.worker_cpu = b.since(&a).total();
                     }
@@ -439,6 +510,139 @@ fn run_piece(
     progress((ops.len() % PROGRESS_EVERY) as u64);
     r.ops = ops.len() as u64;
     Ok(r)
+}
+
+/// [`run_piece`] with a window of up to `inflight` operations in flight ([`run_phase_with`]).
+#[allow(clippy::too_many_arguments)]
+fn run_piece_pipelined(
+    session: &mut dyn Session,
+    arena: &KeyArena,
+    ops: &[Op],
+    first_index: usize,
+    inflight: usize,
+    value_size: usize,
+    seq_base: u64,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Result<PhaseResult, RunError> {
+    const PROGRESS_EVERY: u64 = 4096;
+    let mut r = PhaseResult::new();
+    let mut value = vec![0u8; value_size];
+    let mut out = Vec::with_capacity(value_size.max(64));
+    let clock = quanta::Clock::new();
+    // The window: per slot (the tag), the operation's index in `ops`, and its submission time.
+    let mut slots: Vec<Option<(usize, u64)>> = vec![None; inflight];
+    let mut free: Vec<usize> = (0..inflight).rev().collect();
+    let mut done = 0u64;
+    let tick = |done: &mut u64| {
+        *done += 1;
+        if done.is_multiple_of(PROGRESS_EVERY) {
+            progress(PROGRESS_EVERY);
+        }
+    };
+    // Completes one operation of the window, whichever finishes first.
+    let complete_one = |session: &mut dyn Session,
+                        slots: &mut Vec<Option<(usize, u64)>>,
+                        free: &mut Vec<usize>,
+                        r: &mut PhaseResult,
+                        out: &mut Vec<u8>|
+     -> Result<(), RunError> {
+        let pipe = session.pipeline().ok_or_else(|| no_pipeline(first_index))?;
+        let (tag, result) = pipe.complete(out);
+        let Some((i, t0)) = slots.get_mut(tag as usize).and_then(Option::take) else {
+            return Err(no_pipeline(first_index));
+        };
+        free.push(tag as usize);
+        let found = result.map_err(|error| RunError {
+            op_index: first_index + i,
+            error,
+        })?;
+        let op = &ops[i];
+        match op.kind {
+            OpKind::Read => {
+                if found {
+                    r.found += 1;
+                    r.checksum = r.checksum.wrapping_add(record_hash(arena.get(op.key), out));
+                } else {
+                    r.missing += 1;
+                }
+            }
+            OpKind::Delete => {
+                if found {
+                    r.found += 1;
+                } else {
+                    r.missing += 1;
+                }
+            }
+            _ => {}
+        }
+        r.latency
+            .saturating_record(clock.delta_as_nanos(t0, clock.raw()).max(1));
+        Ok(())
+    };
+    for (i, op) in ops.iter().enumerate() {
+        let index = first_index + i;
+        let key = arena.get(op.key);
+        let pipelined = matches!(
+            op.kind,
+            OpKind::Read | OpKind::Insert | OpKind::Update | OpKind::Delete
+        );
+        if !pipelined {
+            // Empty the window, then run this one on its own.
+            while free.len() < inflight {
+                complete_one(session, &mut slots, &mut free, &mut r, &mut out)?;
+                tick(&mut done);
+            }
+            let single = run_piece(
+                session,
+                arena,
+                std::slice::from_ref(op),
+                index,
+                value_size,
+                seq_base,
+                &|_| {},
+            )?;
+            r.merge(&single);
+            tick(&mut done);
+            continue;
+        }
+        if free.is_empty() {
+            complete_one(session, &mut slots, &mut free, &mut r, &mut out)?;
+            tick(&mut done);
+        }
+        let Some(slot) = free.pop() else {
+            return Err(no_pipeline(index));
+        };
+        let pipe = session.pipeline().ok_or_else(|| no_pipeline(index))?;
+        let t0 = clock.raw();
+        slots[slot] = Some((i, t0));
+        match op.kind {
+            OpKind::Read => pipe.submit(slot as u64, PipeOp::Get(key)),
+            OpKind::Delete => pipe.submit(slot as u64, PipeOp::Delete(key)),
+            _ => {
+                fill_value(&mut value, seq_base + index as u64);
+                pipe.submit(slot as u64, PipeOp::Put(key, &value));
+            }
+        }
+    }
+    while free.len() < inflight {
+        complete_one(session, &mut slots, &mut free, &mut r, &mut out)?;
+        tick(&mut done);
+    }
+    progress(done % PROGRESS_EVERY);
+    r.ops = ops.len() as u64;
+    Ok(r)
+}
+
+#[cold]
+fn no_pipeline(index: usize) -> RunError {
+    RunError {
+        op_index: index,
+        error: sylva::Error::InvalidArgument {
+            what: "a session that lost its pipeline, or a completion under a tag not in flight"
+                .into(),
+            limit: 0,
+        },
+    }
 }
 
 #[cfg(test)]

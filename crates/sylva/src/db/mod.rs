@@ -141,7 +141,7 @@ pub use batch::WriteBatch;
 pub use cursor::Cursor;
 pub use dump::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use options::{DbOptions, OPTION_KEYS};
-pub use pa::{parse_probe, PaDb, PaOp, PaOptions, PA_OPTION_KEYS};
+pub use pa::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};
 
 /// What `Db::stats` reports.
 #[derive(Debug, Clone, Default, PartialEq)]

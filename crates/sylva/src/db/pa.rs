@@ -36,6 +36,7 @@
 //! back on the worker; a loaded page pinned until its waiters ran; pipelined sessions and the
 //! `--inflight`/`--rate` clients; scans as tasks; the `dedicated`/`shared` baselines.
 
+use std::collections::VecDeque;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -45,8 +46,8 @@ use crate::btree::{Deleted, NodeStore};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};
-use crate::exec::worker::{Context, Step, Task, WorkerCounters, WorkerOptions};
-use crate::exec::{BackendKind, Executor, Op};
+use crate::exec::worker::{Context, Step, Task, Worker, WorkerCounters, WorkerOptions};
+use crate::exec::{open_backend, BackendKind, Executor, Op};
 use crate::io::Vfs;
 use crate::kv::{KvStore, Limits, Stats, Visitor};
 use crate::sync::{Abort, Olc};
@@ -164,8 +165,8 @@ pub(crate) enum PaTask {
 
 /// What a [`PaTask`] came to.
 pub(crate) enum PaOutput {
-    /// The stored form of the value, if the key was there.
-    Got(Option<Vec<u8>>),
+    /// The key, and the stored form of its value if it was there.
+    Got(Vec<u8>, Option<Vec<u8>>),
     /// The LSN of the put's last record.
     Put(u64),
     /// Whether the key was there, and the LSN of the delete's last record.
@@ -191,7 +192,8 @@ impl Task for PaTask {
         match self {
             PaTask::Get { key, out } => step(tree.get_attempt(key, out), |(found, seen)| {
                 tree.adapt_after_point_read(seen)?;
-                Ok(PaOutput::Got(found.then(|| std::mem::take(out))))
+                let value = found.then(|| std::mem::take(out));
+                Ok(PaOutput::Got(std::mem::take(key), value))
             }),
             PaTask::Put { key, stored } => {
                 let Some(_gate) = tree.store.try_write_gate() else {
@@ -323,29 +325,50 @@ impl PaDb {
 
     /// Submits a put of `key` with `value`.
     pub fn submit_put(&self, key: &[u8], value: &[u8]) -> PaOp<'_, ()> {
+        match self.put_task(key, value) {
+            Ok(Some(task)) => self.queued(task, &[], finish_put),
+            Ok(None) => self.ready(Ok(()), finish_put),
+            Err(e) => self.ready(Err(e), finish_put),
+        }
+    }
+
+    /// The task of a put, or `None` for a value stored out of line, which this writes on the
+    /// calling thread ([`Db::put`]: the run's write is not the worker's).
+    fn put_task(&self, key: &[u8], value: &[u8]) -> Result<Option<PaTask>> {
         let db = &self.db;
-        let checked = db.check_open().and_then(|()| {
-            let limits = db.limits();
-            limits.check_key(key)?;
-            limits.check_value(value)?;
-            overflow::form(db.tree(), key, value)
-        });
-        let stored = match checked {
-            Err(e) => return self.ready(Err(e), finish_put),
-            // Out of line: the run's write is the caller's ([`Db::put`]).
-            Ok(Form::OutOfLine) => return self.ready(db.put(key, value), finish_put),
-            Ok(Form::AsIs) => value.to_vec(),
-            Ok(Form::Escaped) => {
+        db.check_open()?;
+        let limits = db.limits();
+        limits.check_key(key)?;
+        limits.check_value(value)?;
+        let stored = match overflow::form(db.tree(), key, value)? {
+            Form::OutOfLine => return db.put(key, value).map(|()| None),
+            Form::AsIs => value.to_vec(),
+            Form::Escaped => {
                 let mut b = Vec::with_capacity(value.len() + 1);
                 overflow::escape_into(value, &mut b);
                 b
             }
         };
-        let task = PaTask::Put {
+        Ok(Some(PaTask::Put {
             key: key.to_vec(),
             stored,
-        };
-        self.queued(task, &[], finish_put)
+        }))
+    }
+
+    /// A session: many operations of the calling thread in flight, run by a worker loop of
+    /// the session's own on that thread ([`PaSession`]); an error if its backend cannot be set
+    /// up (an io_uring ring the kernel refuses, with `backend=uring`).
+    pub fn session(&self) -> Result<PaSession<'_>> {
+        let backend = open_backend(
+            self.options.backend,
+            self.options.worker.inflight.next_power_of_two() as u32,
+        )?;
+        Ok(PaSession {
+            pa: self,
+            worker: Worker::new(&*self.db, backend, self.options.worker.clone())?,
+            results: VecDeque::new(),
+            outstanding: 0,
+        })
     }
 
     /// Submits a delete of `key`.
@@ -410,37 +433,202 @@ impl PaDb {
     }
 }
 
-/// A lookup's result: the stored form resolved (an out-of-line value read by the caller).
-fn finish_get(pa: &PaDb, key: &[u8], r: Result<PaOutput>) -> Result<Option<Vec<u8>>> {
-    let db = &pa.db;
-    let mut out = match db.guard_read(r)? {
-        PaOutput::Got(Some(out)) => out,
-        PaOutput::Got(None) => return Ok(None),
-        _ => return Err(wrong_output()),
-    };
-    if !db.tagged() || !overflow::is_tagged(&out) {
-        return Ok(Some(out));
+/// What a finished operation gives its caller ([`PaSession::wait_any`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaResult {
+    /// A lookup: the value, if the key was there.
+    Got(Option<Vec<u8>>),
+    /// A put, done (and durable as the sync mode says).
+    Put,
+    /// A delete: whether the key was there.
+    Deleted(bool),
+}
+
+/// Finishes an operation on the calling thread: poisons on a failed write, applies the sync
+/// mode to a write, reads an out-of-line value.
+fn finish(db: &Db, r: Result<PaOutput>) -> Result<PaResult> {
+    match r {
+        Ok(PaOutput::Got(key, value)) => {
+            let Some(mut out) = value else {
+                return Ok(PaResult::Got(None));
+            };
+            if !db.tagged() || !overflow::is_tagged(&out) {
+                return Ok(PaResult::Got(Some(out)));
+            }
+            let r = db.resolve(&key, &mut out);
+            Ok(PaResult::Got(db.guard_read(r)?.then_some(out)))
+        }
+        Ok(PaOutput::Put(lsn)) => {
+            db.after_write(1, lsn)?;
+            Ok(PaResult::Put)
+        }
+        Ok(PaOutput::Deleted(found, lsn)) => {
+            if found {
+                db.after_write(1, lsn)?;
+            }
+            Ok(PaResult::Deleted(found))
+        }
+        // A failed read fails its operation only; a failed write poisons the database.
+        Err(e @ (Error::ChecksumMismatch { .. } | Error::Corruption { .. })) => {
+            db.guard_read(Err(e))
+        }
+        Err(e) => db.guard(Err(e)),
     }
-    let r = db.resolve(key, &mut out);
-    Ok(db.guard_read(r)?.then_some(out))
+}
+
+fn finish_get(pa: &PaDb, _key: &[u8], r: Result<PaOutput>) -> Result<Option<Vec<u8>>> {
+    match finish(&pa.db, r)? {
+        PaResult::Got(v) => Ok(v),
+        _ => Err(wrong_output()),
+    }
 }
 
 fn finish_put(pa: &PaDb, _key: &[u8], r: Result<PaOutput>) -> Result<()> {
-    match pa.db.guard(r)? {
-        PaOutput::Put(lsn) => pa.db.after_write(1, lsn),
+    match finish(&pa.db, r)? {
+        PaResult::Put => Ok(()),
         _ => Err(wrong_output()),
     }
 }
 
 fn finish_delete(pa: &PaDb, _key: &[u8], r: Result<PaOutput>) -> Result<bool> {
-    match pa.db.guard(r)? {
-        PaOutput::Deleted(found, lsn) => {
-            if found {
-                pa.db.after_write(1, lsn)?;
-            }
-            Ok(found)
-        }
+    match finish(&pa.db, r)? {
+        PaResult::Deleted(found) => Ok(found),
         _ => Err(wrong_output()),
+    }
+}
+
+/// A task of a [`PaSession`]: a point operation under its caller's tag.
+struct Tagged {
+    tag: u64,
+    task: PaTask,
+}
+
+impl Task for Tagged {
+    type Output = PaOutput;
+    type Ctx = Db;
+
+    fn attempt(&mut self, db: &Db) -> Result<Step<PaOutput>> {
+        self.task.attempt(db)
+    }
+}
+
+/// Many operations of one thread in flight on a [`PaDb`] ([`PaDb::session`]), run by a worker
+/// loop of its own on that thread: submit under tags of your choosing, then take results in
+/// the order they finish with [`PaSession::wait_any`], which runs the loop (the paper's
+/// polled mode: operations, page reads and completions all on the calling thread, no other
+/// thread woken per operation). It has its own backend (an io_uring ring, enabled by the
+/// thread that first submits through it: a session may be made on one thread and handed to
+/// another before it is used, not after). Dropping it finishes what is in flight.
+pub struct PaSession<'a> {
+    pa: &'a PaDb,
+    worker: Worker<'a, Tagged>,
+    /// Finished operations not taken yet.
+    results: VecDeque<(u64, Result<PaResult>)>,
+    outstanding: usize,
+}
+
+impl PaSession<'_> {
+    /// Submits a lookup of `key` under `tag`.
+    pub fn submit_get(&mut self, tag: u64, key: &[u8]) {
+        let db = &self.pa.db;
+        if let Err(e) = db.check_open().and_then(|()| db.limits().check_key(key)) {
+            return self.finished(tag, Err(e));
+        }
+        self.queue(
+            tag,
+            PaTask::Get {
+                key: key.to_vec(),
+                out: Vec::new(),
+            },
+        );
+    }
+
+    /// Submits a put of `key` with `value` under `tag`.
+    pub fn submit_put(&mut self, tag: u64, key: &[u8], value: &[u8]) {
+        match self.pa.put_task(key, value) {
+            Ok(Some(task)) => self.queue(tag, task),
+            Ok(None) => self.finished(tag, Ok(PaResult::Put)),
+            Err(e) => self.finished(tag, Err(e)),
+        }
+    }
+
+    /// Submits a delete of `key` under `tag`.
+    pub fn submit_delete(&mut self, tag: u64, key: &[u8]) {
+        let db = &self.pa.db;
+        if let Err(e) = db.check_open().and_then(|()| db.limits().check_key(key)) {
+            return self.finished(tag, Err(e));
+        }
+        self.queue(tag, PaTask::Delete { key: key.to_vec() });
+    }
+
+    /// Operations submitted whose result has not been taken.
+    pub fn outstanding(&self) -> usize {
+        self.outstanding
+    }
+
+    /// What this session's worker did so far.
+    pub fn counters(&self) -> WorkerCounters {
+        self.worker.counters()
+    }
+
+    /// The next operation to finish: its tag and result, running the session's worker until
+    /// one does; `None` with nothing outstanding.
+    pub fn wait_any(&mut self) -> Option<(u64, Result<PaResult>)> {
+        if self.outstanding == 0 {
+            return None;
+        }
+        while self.results.is_empty() && self.worker.in_flight() > 0 {
+            self.drive();
+        }
+        let r = self.results.pop_front()?;
+        self.outstanding -= 1;
+        Some(r)
+    }
+
+    /// Runs the worker until at least one operation finished, finishing each on this thread.
+    /// A failing backend poisons the database and fails every operation in flight.
+    fn drive(&mut self) {
+        let PaSession {
+            pa,
+            worker,
+            results,
+            ..
+        } = self;
+        let db = &pa.db;
+        let mut done = |t: Tagged, r| results.push_back((t.tag, finish(db, r)));
+        if let Err(e) = worker.run_until_finished(&mut done) {
+            db.durable.poison().set();
+            worker.abandon(e, &mut done);
+        }
+    }
+
+    fn queue(&mut self, tag: u64, task: PaTask) {
+        self.outstanding += 1;
+        let mut job = Tagged { tag, task };
+        loop {
+            match self.worker.try_admit(job) {
+                Ok(()) => return,
+                Err(back) => {
+                    job = back;
+                    self.drive();
+                }
+            }
+        }
+    }
+
+    fn finished(&mut self, tag: u64, r: Result<PaResult>) {
+        self.outstanding += 1;
+        self.results.push_back((tag, r));
+    }
+}
+
+impl Drop for PaSession<'_> {
+    /// Finishes what is in flight (its pages are held in loading state until their reads are
+    /// collected); the results are dropped.
+    fn drop(&mut self) {
+        while self.worker.in_flight() > 0 {
+            self.drive();
+        }
     }
 }
 
@@ -492,6 +680,24 @@ impl KvStore for PaDb {
     }
 
     fn stats(&self) -> Stats {
-        KvStore::stats(&*self.db)
+        let mut s = KvStore::stats(&*self.db);
+        let c = self.exec.counters();
+        s.counters.extend([
+            ("worker_finished", c.finished),
+            ("worker_attempts", c.attempts),
+            ("worker_restarts", c.restarts),
+            ("worker_misses", c.misses),
+            ("worker_reads", c.reads),
+            ("worker_probes", c.probes),
+            ("worker_waits", c.waits),
+            ("worker_enters", c.enters),
+            ("worker_turns", c.turns),
+            // Reads in flight, averaged over the worker's loop turns, times 100.
+            (
+                "worker_outstanding_x100",
+                (c.outstanding_sum * 100).checked_div(c.turns).unwrap_or(0),
+            ),
+        ]);
+        s
     }
 }

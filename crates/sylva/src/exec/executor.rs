@@ -9,6 +9,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -90,7 +91,16 @@ impl<O> Future for Op<O> {
 /// A task with the place its result goes.
 struct Job<T: Task> {
     task: T,
-    op: Arc<OpState<T::Output>>,
+    to: Deliver<T::Output>,
+}
+
+/// Where a finished task's result goes: its [`Op`].
+struct Deliver<O>(Arc<OpState<O>>);
+
+impl<O> Deliver<O> {
+    fn fulfil(self, result: Result<O>) {
+        self.0.fulfil(result)
+    }
 }
 
 impl<T: Task> Task for Job<T> {
@@ -106,6 +116,11 @@ impl<T: Task> Task for Job<T> {
 struct Shared<T: Task> {
     queue: Mutex<Queue<T>>,
     waker: Waker,
+    /// Raised by the worker while it waits with room for a task: a submission wakes it only
+    /// then ([`Worker::set_asleep_flag`]).
+    asleep: Arc<AtomicBool>,
+    /// The worker's counters as of its last wait.
+    counters: Arc<Mutex<WorkerCounters>>,
 }
 
 /// Queued tasks, and whether the executor is shutting down (both under one lock, so no task is
@@ -135,7 +150,7 @@ where
         let thread = std::thread::Builder::new()
             .name("sylva-exec".into())
             .spawn(move || -> Result<WorkerCounters> {
-                let mut backend = match open_backend(backend, entries) {
+                let backend = match open_backend(backend, entries) {
                     Ok(b) => b,
                     Err(e) => {
                         let _ = tx.send(Err(e.duplicate()));
@@ -148,14 +163,18 @@ where
                         closed: false,
                     }),
                     waker: backend.waker(),
+                    asleep: Arc::new(AtomicBool::new(false)),
+                    counters: Arc::default(),
                 });
-                let mut worker = match Worker::new(&*ctx, &mut *backend, options) {
+                let mut worker = match Worker::new(&*ctx, backend, options) {
                     Ok(w) => w,
                     Err(e) => {
                         let _ = tx.send(Err(e.duplicate()));
                         return Err(e);
                     }
                 };
+                worker.set_asleep_flag(shared.asleep.clone());
+                worker.publish_counters(shared.counters.clone());
                 if tx.send(Ok(shared.clone())).is_err() {
                     return Ok(WorkerCounters::default());
                 }
@@ -167,8 +186,8 @@ where
                         None => Admit::Empty,
                     }
                 };
-                worker.run(source, |job: Job<T>, result| job.op.fulfil(result))?;
-                Ok(worker.counters().clone())
+                worker.run(source, |job: Job<T>, result| job.to.fulfil(result))?;
+                Ok(worker.counters())
             })
             .map_err(|e| Error::Io {
                 path: None,
@@ -199,22 +218,33 @@ where
             result: Mutex::new(Slot::Pending(None)),
             done: Condvar::new(),
         });
+        self.queue(Job {
+            task,
+            to: Deliver(op.clone()),
+        });
+        Op { state: op }
+    }
+
+    fn queue(&self, job: Job<T>) {
         let mut queue = self.shared.queue.lock();
         if queue.closed {
             drop(queue);
-            op.fulfil(Err(Error::InvalidArgument {
+            job.to.fulfil(Err(Error::InvalidArgument {
                 what: "a task submitted to an executor that was shut down".into(),
                 limit: 0,
             }));
         } else {
-            queue.jobs.push_back(Job {
-                task,
-                op: op.clone(),
-            });
+            queue.jobs.push_back(job);
             drop(queue);
-            self.shared.waker.wake();
+            if self.shared.asleep.swap(false, Ordering::SeqCst) {
+                self.shared.waker.wake();
+            }
         }
-        Op { state: op }
+    }
+
+    /// What the worker did, as of its last wait (it refreshes them before each).
+    pub fn counters(&self) -> WorkerCounters {
+        self.shared.counters.lock().clone()
     }
 
     /// Finishes every queued task, stops the thread and returns what the worker did.
@@ -230,7 +260,7 @@ impl<T: Task> Executor<T> {
         let result = self.thread.take().map(JoinHandle::join);
         // A worker that failed left tasks queued: they fail too, rather than wait forever.
         for job in self.shared.queue.lock().jobs.drain(..) {
-            job.op.fulfil(Err(Error::InvalidArgument {
+            job.to.fulfil(Err(Error::InvalidArgument {
                 what: "a task its executor stopped before running".into(),
                 limit: 0,
             }));

@@ -137,8 +137,10 @@ pub struct Completion {
 /// The largest tag a caller may use: the backends keep the tags above it for themselves.
 pub const MAX_TAG: u64 = (1 << 62) - 1;
 
-/// Where asynchronous I/O goes: submit tagged requests, collect their completions later.
-pub trait Backend {
+/// Where asynchronous I/O goes: submit tagged requests, collect their completions later. A
+/// backend is used by one thread at a time; it may move between threads (an io_uring ring only
+/// before its first use, [`Uring`]).
+pub trait Backend: Send {
     /// Registers `io` and returns the id requests name it by. A backend may refuse a file it
     /// cannot serve ([`Uring`] one without an OS descriptor).
     fn register(&mut self, io: Arc<dyn Io>) -> Result<FileId>;
@@ -171,6 +173,38 @@ pub trait Backend {
 
     /// Enters into the kernel so far (submissions and waits), for the worker's counters.
     fn enters(&self) -> u64;
+}
+
+impl<B: Backend + ?Sized> Backend for &mut B {
+    fn register(&mut self, io: Arc<dyn Io>) -> Result<FileId> {
+        (**self).register(io)
+    }
+
+    unsafe fn submit(&mut self, tag: u64, request: Request) -> Result<()> {
+        // SAFETY: the caller keeps the contract of `Backend::submit`, passed on as it is.
+        unsafe { (**self).submit(tag, request) }
+    }
+
+    fn complete(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<Completion>,
+    ) -> Result<usize> {
+        (**self).complete(min, timeout, out)
+    }
+
+    fn outstanding(&self) -> usize {
+        (**self).outstanding()
+    }
+
+    fn waker(&self) -> Waker {
+        (**self).waker()
+    }
+
+    fn enters(&self) -> u64 {
+        (**self).enters()
+    }
 }
 
 /// Wakes a backend waiting in [`Backend::complete`] (from any thread; a wake with nobody

@@ -11,7 +11,6 @@
 //! wrote everything, and the two complete as one request.
 
 use std::collections::HashMap;
-use std::marker::PhantomData;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,7 +40,9 @@ struct InFlight {
     linked: bool,
 }
 
-/// io_uring, used from the thread that made it.
+/// io_uring, used from one thread: the first to enter it (submit or collect). It may be made
+/// on another and moved before that; used from a second thread afterwards, every enter fails
+/// (the kernel refuses a second issuer with `EEXIST`).
 pub struct Uring {
     ring: IoUring,
     files: Vec<Arc<dyn Io>>,
@@ -53,8 +54,9 @@ pub struct Uring {
     wake_buf: Box<[u8; 8]>,
     wake_armed: bool,
     enters: u64,
-    /// A ring with `SINGLE_ISSUER` accepts submissions only from the thread that made it.
-    _not_send: PhantomData<*const ()>,
+    /// Whether the ring was enabled: it is made disabled (`R_DISABLED`) and enabled by its
+    /// first enter, which makes the thread entering it its only issuer (`SINGLE_ISSUER`).
+    enabled: bool,
 }
 
 fn os_error(what: &str, e: std::io::Error) -> Error {
@@ -73,6 +75,9 @@ impl Uring {
             .setup_defer_taskrun()
             .setup_taskrun_flag()
             .setup_cqsize(entries * 2)
+            // Disabled until first used: a ring made on one thread may be handed to another
+            // before it submits anything (a session made by one thread, run by another).
+            .setup_r_disabled()
             .build(entries)
             .map_err(|e| os_error("io_uring setup (SINGLE_ISSUER|DEFER_TASKRUN)", e))?;
         ring.submitter()
@@ -94,7 +99,7 @@ impl Uring {
             wake_buf: Box::new([0; 8]),
             wake_armed: false,
             enters: 0,
-            _not_send: PhantomData,
+            enabled: false,
         };
         ring.arm_wake()?;
         Ok(ring)
@@ -141,6 +146,13 @@ impl Uring {
     /// Enters the kernel: submits what is queued and, with `min` > 0, waits for that many
     /// completions or the timeout.
     fn enter(&mut self, min: usize, timeout: Option<Duration>) -> Result<()> {
+        if !self.enabled {
+            self.ring
+                .submitter()
+                .register_enable_rings()
+                .map_err(|e| os_error("io_uring enable (the ring's first use)", e))?;
+            self.enabled = true;
+        }
         self.enters += 1;
         let submitter = self.ring.submitter();
         let result = match timeout {

@@ -21,6 +21,8 @@
 //! operations as tasks, and tasks submitted from other threads.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::sched::{IoKind, PriorityPolicy, ProbePolicy, Prober, ReadyQueue};
@@ -121,6 +123,8 @@ pub struct WorkerCounters {
     pub outstanding_sum: u64,
     /// Loop turns.
     pub turns: u64,
+    /// Enters into the kernel by the backend (submissions, probes and waits).
+    pub enters: u64,
 }
 
 /// A page being loaded: the load and the tasks waiting for it.
@@ -139,7 +143,7 @@ struct Slot<T> {
 pub struct Worker<'a, T: Task> {
     ctx: &'a T::Ctx,
     pool: &'a BufferPool,
-    backend: &'a mut dyn Backend,
+    backend: Box<dyn Backend + 'a>,
     file: FileId,
     options: WorkerOptions,
     slots: Vec<Option<Slot<T>>>,
@@ -151,6 +155,8 @@ pub struct Worker<'a, T: Task> {
     start: Instant,
     completions: Vec<Completion>,
     counters: WorkerCounters,
+    asleep: Option<Arc<AtomicBool>>,
+    published: Option<Arc<parking_lot::Mutex<WorkerCounters>>>,
 }
 
 impl<'a, T: Task> Worker<'a, T> {
@@ -158,7 +164,7 @@ impl<'a, T: Task> Worker<'a, T> {
     /// pool's file is registered with it).
     pub fn new(
         ctx: &'a T::Ctx,
-        backend: &'a mut dyn Backend,
+        mut backend: Box<dyn Backend + 'a>,
         options: WorkerOptions,
     ) -> Result<Self> {
         let pool = ctx.pool();
@@ -184,12 +190,29 @@ impl<'a, T: Task> Worker<'a, T> {
             start: Instant::now(),
             completions: Vec::new(),
             counters: WorkerCounters::default(),
+            asleep: None,
+            published: None,
         })
     }
 
     /// What it did so far.
-    pub fn counters(&self) -> &WorkerCounters {
-        &self.counters
+    pub fn counters(&self) -> WorkerCounters {
+        WorkerCounters {
+            enters: self.backend.enters(),
+            ..self.counters.clone()
+        }
+    }
+
+    /// Shares a copy of the counters that the worker refreshes before each wait in the backend
+    /// and when it returns (so other threads can report them while it runs).
+    pub fn publish_counters(&mut self, to: Arc<parking_lot::Mutex<WorkerCounters>>) {
+        self.published = Some(to);
+    }
+
+    fn publish(&self) {
+        if let Some(p) = &self.published {
+            *p.lock() = self.counters();
+        }
     }
 
     fn now(&self) -> u64 {
@@ -208,6 +231,7 @@ impl<'a, T: Task> Worker<'a, T> {
         let was = crate::sync::set_nonblocking(true);
         let r = self.run_nonblocking(&mut source, &mut sink);
         crate::sync::set_nonblocking(was);
+        self.publish();
         r
     }
 
@@ -217,58 +241,159 @@ impl<'a, T: Task> Worker<'a, T> {
         mut sink: impl FnMut(T, Result<T::Output>),
     ) -> Result<()> {
         let mut closed = false;
-        loop {
-            // Admit new tasks while there is room.
-            let mut empty = false;
-            while !closed && !empty && !self.free.is_empty() {
-                match source() {
-                    Admit::Task(task) => self.admit(task),
-                    Admit::Empty => empty = true,
-                    Admit::Closed => closed = true,
-                }
-            }
-            let idle = self.free.len() == self.slots.len();
-            if closed && idle {
-                return Ok(());
-            }
-            if idle {
-                // Nothing in flight and nothing to admit: sleep until woken.
-                self.counters.waits += 1;
-                self.collect(1, None, &mut sink)?;
-                continue;
-            }
-            self.counters.turns += 1;
-            self.counters.outstanding_sum += self.loading.len() as u64;
-            if let Some(slot) = self.ready.pop() {
-                self.run_slot(slot, &mut sink)?;
-                if self.prober.should_probe(self.now()) {
-                    self.counters.probes += 1;
-                    self.collect(0, None, &mut sink)?;
-                }
-                continue;
-            }
-            // Nothing ready: every task waits on a load.
-            let now = self.now();
-            match self.options.yield_for {
-                Some(t) if self.prober.idle_for(now, t) => {
-                    self.counters.waits += 1;
-                    self.collect(1, Some(t), &mut sink)?;
-                }
-                Some(_) if self.prober.should_probe(now) => {
-                    self.counters.probes += 1;
-                    self.collect(0, None, &mut sink)?;
-                }
-                // Not due yet by the policy, but nothing else to do: wait for the first.
-                Some(t) => {
-                    self.counters.waits += 1;
-                    self.collect(1, Some(t), &mut sink)?;
-                }
-                None => {
-                    self.counters.probes += 1;
-                    self.collect(0, None, &mut sink)?;
-                }
+        while !self.turn(source, &mut sink, &mut closed)? {}
+        Ok(())
+    }
+
+    /// Gives up on every task in flight after `error` (a backend that failed): each is handed
+    /// to `sink` with the error. Their pages' loads are left unfinished, the pages held in
+    /// loading state for good (the kernel may still write into their frames, which therefore
+    /// are never reused); the caller poisons the database.
+    pub fn abandon(&mut self, error: Error, sink: &mut impl FnMut(T, Result<T::Output>)) {
+        for (_, l) in self.loading.drain() {
+            std::mem::forget(l.load);
+        }
+        self.ready = ReadyQueue::default();
+        for slot in 0..self.slots.len() as u32 {
+            self.finish(slot, Err(error.duplicate()), sink);
+        }
+    }
+
+    /// Tasks admitted and not finished.
+    pub fn in_flight(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// Admits `task` if there is room for it; gives it back if not.
+    pub fn try_admit(&mut self, task: T) -> std::result::Result<(), T> {
+        if self.free.is_empty() {
+            return Err(task);
+        }
+        self.admit(task);
+        Ok(())
+    }
+
+    /// Runs the loop on the calling thread (marked non-blocking meanwhile) until at least one
+    /// task finished, handing the finished ones to `sink`, or none is in flight: the worker
+    /// of a caller that submits and collects its own tasks (a `PaSession`), without a thread
+    /// of its own.
+    pub fn run_until_finished(
+        &mut self,
+        mut sink: impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        let was = crate::sync::set_nonblocking(true);
+        let before = self.counters.finished;
+        let mut closed = true;
+        let mut none = || Admit::Closed;
+        let mut r = Ok(());
+        while self.counters.finished == before && self.in_flight() > 0 {
+            r = self.turn(&mut none, &mut sink, &mut closed).map(drop);
+            if r.is_err() {
+                break;
             }
         }
+        crate::sync::set_nonblocking(was);
+        r
+    }
+
+    /// One turn of the loop: admit what the source has while there is room, then run the
+    /// ready task of highest priority and probe if due, or, with none ready, probe or wait.
+    /// Returns whether the worker is done (the source closed, nothing in flight).
+    fn turn(
+        &mut self,
+        source: &mut impl FnMut() -> Admit<T>,
+        sink: &mut impl FnMut(T, Result<T::Output>),
+        closed: &mut bool,
+    ) -> Result<bool> {
+        // Admit new tasks while there is room.
+        let mut empty = false;
+        while !*closed && !empty && !self.free.is_empty() {
+            match source() {
+                Admit::Task(task) => self.admit(task),
+                Admit::Empty => empty = true,
+                Admit::Closed => *closed = true,
+            }
+        }
+        let idle = self.free.len() == self.slots.len();
+        if *closed && idle {
+            return Ok(true);
+        }
+        if idle {
+            // Nothing in flight and nothing to admit: sleep until woken.
+            self.sleep(None, source, closed, sink)?;
+            return Ok(false);
+        }
+        self.counters.turns += 1;
+        self.counters.outstanding_sum += self.loading.len() as u64;
+        if let Some(slot) = self.ready.pop() {
+            self.run_slot(slot, sink)?;
+            if self.prober.should_probe(self.now()) {
+                self.counters.probes += 1;
+                self.collect(0, None, sink)?;
+            }
+            return Ok(false);
+        }
+        // Nothing ready: every task waits on a load.
+        let now = self.now();
+        match self.options.yield_for {
+            Some(t) if self.prober.idle_for(now, t) => self.sleep(Some(t), source, closed, sink)?,
+            Some(_) if self.prober.should_probe(now) => {
+                self.counters.probes += 1;
+                self.collect(0, None, sink)?;
+            }
+            // Not due yet by the policy, but nothing else to do: wait for the first.
+            Some(t) => self.sleep(Some(t), source, closed, sink)?,
+            None => {
+                self.counters.probes += 1;
+                self.collect(0, None, sink)?;
+            }
+        }
+        Ok(false)
+    }
+
+    /// Waits in the backend for a completion, up to `timeout` (`None`: until woken). With an
+    /// [`asleep`](Worker::set_asleep_flag) flag and room for a task, it first raises the flag
+    /// and looks at the source once more: a task that came meanwhile is admitted instead of
+    /// waiting, and a feeder that queues one after that look sees the flag and wakes it.
+    fn sleep(
+        &mut self,
+        timeout: Option<Duration>,
+        source: &mut impl FnMut() -> Admit<T>,
+        closed: &mut bool,
+        sink: &mut impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        if let Some(flag) = self.asleep.clone() {
+            if !*closed && !self.free.is_empty() {
+                flag.store(true, Ordering::SeqCst);
+                match source() {
+                    Admit::Task(task) => {
+                        flag.store(false, Ordering::Relaxed);
+                        self.admit(task);
+                        return Ok(());
+                    }
+                    Admit::Closed => {
+                        flag.store(false, Ordering::Relaxed);
+                        *closed = true;
+                        return Ok(());
+                    }
+                    Admit::Empty => {}
+                }
+            }
+            self.counters.waits += 1;
+            self.publish();
+            let r = self.collect(1, timeout, sink);
+            flag.store(false, Ordering::Relaxed);
+            return r;
+        }
+        self.counters.waits += 1;
+        self.collect(1, timeout, sink)
+    }
+
+    /// Shares a flag the worker raises while it waits in the backend with room for a task:
+    /// a feeder that queued a task wakes the worker only when it finds the flag up (taking it
+    /// down), instead of on every task.
+    pub fn set_asleep_flag(&mut self, flag: Arc<AtomicBool>) {
+        self.asleep = Some(flag);
     }
 
     /// Runs the tasks of `tasks`, then returns (a [`Worker::run`] whose source is a list).

@@ -90,13 +90,13 @@ fn run_tasks(backend: &mut dyn Backend, options: WorkerOptions, overlap: bool) {
     });
     let mut want = Vec::new();
     let mut got = Vec::new();
-    let mut worker = Worker::new(&p, backend, options).expect("worker");
+    let mut worker = Worker::new(&p, Box::new(backend), options).expect("worker");
     worker
         .run_all(source, |task, result| {
             got.push((task.pages.clone(), result.expect("task")))
         })
         .expect("run");
-    let c = worker.counters().clone();
+    let c = worker.counters();
     for (pages, sum) in &got {
         let expected: u64 = pages
             .iter()
@@ -173,7 +173,7 @@ fn two_misses_on_one_page_cost_one_read() {
         probe: ProbePolicy::Fixed(Duration::from_secs(1)),
         ..options()
     };
-    let mut worker = Worker::new(&p, &mut inline, rarely).expect("worker");
+    let mut worker = Worker::new(&p, Box::new(&mut inline), rarely).expect("worker");
     let mut sums = Vec::new();
     let tasks = (0..4).map(|_| SumPages {
         pages: vec![page],
@@ -198,7 +198,7 @@ fn inflight_out_of_range_is_refused() {
             inflight,
             ..options()
         };
-        assert!(Worker::<SumPages>::new(&p, &mut inline, options).is_err());
+        assert!(Worker::<SumPages>::new(&p, Box::new(&mut inline), options).is_err());
     }
 }
 
