@@ -33,7 +33,7 @@ const STEP: u64 = 4;
 pub enum Abort {
     /// A page changed underneath; start the operation again.
     Restart,
-    /// Page `.0` is not in memory and this thread must not wait for it ([`nonblocking`]):
+    /// Page `.0` is not in memory and this thread must not wait for it (`nonblocking`):
     /// everything the attempt held is released; load the page, then start again.
     Miss(u64),
     /// A real error.

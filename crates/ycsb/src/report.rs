@@ -504,6 +504,11 @@ pub fn summary_table(runs: &[RunRecord]) -> String {
     out
 }
 
+/// The serde default of [`RunRecord::inflight`] (records written before the field).
+fn one() -> usize {
+    1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,8 +598,4 @@ mod tests {
             assert!(run["latency_ns"][p].is_u64(), "missing latency_ns.{p}");
         }
     }
-}
-
-fn one() -> usize {
-    1
 }

@@ -29,12 +29,20 @@
 //! skips while the gate is closed, and `retry`, which is never called there, reports a miss
 //! as an error.
 //!
+//! # Sessions
+//!
+//! [`PaDb::session`] gives a thread its own worker loop and backend ([`PaSession`]): it submits
+//! many operations under tags and takes their results as they finish, the loop running on that
+//! thread while it waits (the paper's polled mode, where one thread both issues operations and
+//! drives their I/O; no thread is woken per operation). Single calls (`get`, `put`, ...) from any
+//! thread go to the shared worker thread instead.
+//!
 //! # Not built yet (issue 20)
 //!
 //! Persistence through the worker (the log's write and `fdatasync` submitted to the ring
 //! instead of the caller's blocking group commit); eviction that never writes a dirty victim
-//! back on the worker; a loaded page pinned until its waiters ran; pipelined sessions and the
-//! `--inflight`/`--rate` clients; scans as tasks; the `dedicated`/`shared` baselines.
+//! back on the worker; a loaded page pinned until its waiters ran; `--rate` clients; scans as
+//! tasks; the `dedicated`/`shared` baselines.
 
 use std::collections::VecDeque;
 use std::path::Path;

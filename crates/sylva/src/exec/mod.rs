@@ -35,27 +35,26 @@
 //! # What is built
 //!
 //! This module holds the backends, the scheduling policies, the worker loop ([`worker`]) that
-//! runs restartable tasks over the buffer pool's split miss path, the [`Executor`] that feeds it
-//! from any thread, and the calibration ([`calibrate`], `sylva calibrate`), with their tests.
+//! runs restartable tasks over the buffer pool's split miss path (as a thread of its own, or
+//! stepped by its caller: [`worker::Worker::run_until_finished`]), the [`Executor`] that feeds
+//! a worker thread from any thread, and the calibration ([`calibrate`], `sylva calibrate`),
+//! with their tests. The tree's operations are its tasks in `PaDb` (`crate::db`'s `pa`
+//! module): a read latch on a non-blocking thread stops at a page not in memory
+//! ([`crate::sync::Abort::Miss`]), releasing everything, and the attempt runs again once the
+//! page is in.
+//!
 //! Not built yet (issue 20):
 //!
-//! - **Tree operations as tasks.** The tree's operations are optimistic attempts already
-//!   (`btree`'s `retry` runs them until one validates). They gain an abort `Miss(page)`: on the
-//!   worker thread the pool latch's read lock uses
-//!   [`BufferPool::read_lock_resident`](crate::buffer::BufferPool::read_lock_resident) and
-//!   aborts with `Miss` instead of loading; the attempt
-//!   releases its latches as on a restart, and an aborted split frees what it allocated. Each
-//!   of `get`, `put`, `delete`, a scan's leaf step and a batch becomes a [`worker::Task`]
-//!   whose `attempt` is one try; writes append their log records as `Db`'s do, and `persist=
-//!   strong` completes an operation only after its record's
-//!   [`Wal::begin_flush`](crate::wal::Wal::begin_flush) write and fsync, submitted through the backend, complete.
-//! - **`PaDb`**: `Db`'s directory, recovery and checkpoint thread, with an [`Executor`] of
-//!   tree tasks in front: `get/put/delete/scan/write/sync` return an [`Op`]; `impl KvStore`;
-//!   the engine `patree` in `sylva bench` with its options, and the benchmark suite.
+//! - **Persistence on the worker**: `persist=strong` completes a write after the caller's group
+//!   commit, not after the log's write and `fdatasync` submitted through the backend
+//!   ([`Wal::begin_flush`](crate::wal::Wal::begin_flush) is ready for it).
 //! - **Eviction without waiting**: making room discards clean victims and hands dirty ones
 //!   back for an asynchronous write-back once the log covers them (today
 //!   [`BufferPool::begin_load`](crate::buffer::BufferPool::begin_load) may write one back on
-//!   the worker thread); a loaded page pinned until its waiters ran.
+//!   the worker thread); a loaded page pinned until its waiters ran; frames discarded in
+//!   batches.
+//! - Scans and batches as tasks (they run through `Db` on the caller); the `dedicated` and
+//!   `shared` baselines; `--rate` (open-loop clients) and the benchmark suite.
 
 #[cfg(target_os = "linux")]
 pub mod calibrate;

@@ -72,7 +72,7 @@ pub trait Task {
     /// What it runs against.
     type Ctx: Context + ?Sized;
     /// Runs one attempt from the start; it holds nothing when it returns. The worker's thread
-    /// is [`nonblocking`](crate::sync::nonblocking) meanwhile: a tree read latch stops at a page
+    /// is marked non-blocking meanwhile: a tree read latch stops at a page
     /// not in memory, which the attempt reports as [`Step::Miss`].
     fn attempt(&mut self, ctx: &Self::Ctx) -> Result<Step<Self::Output>>;
 }
@@ -250,9 +250,8 @@ impl<'a, T: Task> Worker<'a, T> {
     /// loading state for good (the kernel may still write into their frames, which therefore
     /// are never reused); the caller poisons the database.
     pub fn abandon(&mut self, error: Error, sink: &mut impl FnMut(T, Result<T::Output>)) {
-        for (_, l) in self.loading.drain() {
-            std::mem::forget(l.load);
-        }
+        // Dropping a load without completing it leaves its page locked (`Load`'s docs).
+        self.loading.clear();
         self.ready = ReadyQueue::default();
         for slot in 0..self.slots.len() as u32 {
             self.finish(slot, Err(error.duplicate()), sink);
