@@ -130,6 +130,20 @@ pub(crate) fn backoff(spins: &mut u32) {
 thread_local! {
     /// Whether this thread stops at pages not in memory instead of loading them.
     static NONBLOCKING: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread has a log flush of its own in flight (a `PaSession`'s).
+    static OWN_LOG_FLUSH: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread has started a log flush that only it completes (a PA-Tree session's,
+/// submitted through its ring): it must not wait for the log, which would wait for that flush.
+#[inline]
+pub fn own_log_flush() -> bool {
+    OWN_LOG_FLUSH.with(Cell::get)
+}
+
+/// Marks (or clears) this thread's own log flush in flight ([`own_log_flush`]).
+pub fn set_own_log_flush(on: bool) {
+    OWN_LOG_FLUSH.with(|c| c.set(on));
 }
 
 /// Whether this thread is marked non-blocking: a paged store's read latch answers a page that

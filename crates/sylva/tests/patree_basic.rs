@@ -204,10 +204,12 @@ fn bad_input_is_refused() {
 /// under their tags, in whatever order they finish, matching the model; its worker missed and
 /// read pages itself. A session is made on one thread and used on another (its ring is
 /// enabled by its first use).
-fn session_in_flight(backend: BackendKind) {
+fn session_in_flight(backend: BackendKind, sync: SyncMode) {
     let dir = tempfile::tempdir().unwrap();
     let n = 12_000u64;
-    let db = PaDb::open(dir.path().join("db"), options(backend, 32 * 4096)).unwrap();
+    let mut o = options(backend, 32 * 4096);
+    o.db.sync = sync;
+    let db = PaDb::open(dir.path().join("db"), o).unwrap();
     let session = db.session().unwrap();
     std::thread::scope(|s| {
         s.spawn(move || {
@@ -254,6 +256,18 @@ fn session_in_flight(backend: BackendKind) {
             assert!(matches!(r, Err(Error::InvalidArgument { .. })));
             let c = session.counters();
             assert!(c.misses > 500 && c.reads > 500, "{c:?}");
+            // Under `sync=always` the session made its writes durable itself; through io_uring
+            // many per flush (the inline backend completes each flush at once, so there each
+            // write that finishes alone gets one).
+            if sync == SyncMode::Always {
+                let flushes = session.log_flushes();
+                assert!(flushes > 0, "no log flushes");
+                if backend == BackendKind::Uring {
+                    assert!(flushes < n / 4, "{flushes} log flushes");
+                }
+            } else {
+                assert_eq!(session.log_flushes(), 0);
+            }
             assert!(expect.is_empty());
         });
     });
@@ -267,7 +281,8 @@ fn session_in_flight(backend: BackendKind) {
 
 #[test]
 fn session_in_flight_inline() {
-    session_in_flight(BackendKind::Inline);
+    session_in_flight(BackendKind::Inline, SyncMode::Never);
+    session_in_flight(BackendKind::Inline, SyncMode::Always);
 }
 
 #[test]
@@ -276,5 +291,6 @@ fn session_in_flight_uring() {
         eprintln!("skipped: the kernel refuses io_uring: {e}");
         return;
     }
-    session_in_flight(BackendKind::Uring);
+    session_in_flight(BackendKind::Uring, SyncMode::Never);
+    session_in_flight(BackendKind::Uring, SyncMode::Always);
 }

@@ -195,6 +195,13 @@ impl BufferPool {
                 clock.hand += 1;
                 continue;
             }
+            // A thread with a log flush of its own in flight (a PA-Tree session) passes over a
+            // dirty page whose records are not durable yet: writing it back would wait for the
+            // log, that is for the flush only this thread completes.
+            if s & DIRTY != 0 && crate::sync::own_log_flush() && !self.log_covers(id) {
+                clock.hand += 1;
+                continue;
+            }
             if !st.try_lock(s) {
                 clock.hand += 1;
                 continue;
@@ -236,6 +243,13 @@ impl BufferPool {
             }
         }
         Ok(())
+    }
+
+    /// Whether page `id`'s last change is durable in the log (always, without a log).
+    fn log_covers(&self, id: u64) -> bool {
+        self.log
+            .as_ref()
+            .is_none_or(|log| self.page_lsn(id) < log.durable_below())
     }
 
     /// Discards the frames of `ids` (at most [`MAX_EVICT_BATCH`], each locked by the caller)

@@ -100,6 +100,8 @@ pub trait LogFlush: Send + Sync {
     /// Makes every record up to and including `lsn` durable (every record appended so far if
     /// `lsn` is past the last), and returns the LSN below which every record is durable.
     fn flush_to(&self, lsn: u64) -> Result<u64>;
+    /// The LSN below which every record is durable now (without waiting).
+    fn durable_below(&self) -> u64;
 }
 
 /// Buffer-pool settings.

@@ -54,12 +54,13 @@ use crate::btree::{Deleted, NodeStore};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};
-use crate::exec::worker::{Context, Step, Task, Worker, WorkerCounters, WorkerOptions};
-use crate::exec::{open_backend, BackendKind, Executor, Op};
+use crate::exec::worker::{Context, Step, Task, Worker, WorkerCounters, WorkerOptions, OTHER_TAG};
+use crate::exec::{open_backend, BackendKind, Executor, FileId, Op, Request};
 use crate::io::Vfs;
 use crate::kv::{KvStore, Limits, Stats, Visitor};
 use crate::sync::{Abort, Olc};
 use crate::wal::parse_number;
+use crate::wal::{Flush, SyncMode};
 
 impl Context for Db {
     fn pool(&self) -> &BufferPool {
@@ -371,11 +372,25 @@ impl PaDb {
             self.options.backend,
             self.options.worker.inflight.next_power_of_two() as u32,
         )?;
+        let mut worker = Worker::new(&*self.db, backend, self.options.worker.clone())?;
+        let wal = &self.db.tree().store.wal;
+        let mut log_files = [FileId(0); 2];
+        for (i, id) in log_files.iter_mut().enumerate() {
+            let segment = wal.segment(i).ok_or_else(|| Error::InvalidArgument {
+                what: format!("log segment {i}"),
+                limit: 2,
+            })?;
+            *id = worker.register(segment)?;
+        }
         Ok(PaSession {
             pa: self,
-            worker: Worker::new(&*self.db, backend, self.options.worker.clone())?,
+            worker,
             results: VecDeque::new(),
             outstanding: 0,
+            awaiting: Vec::new(),
+            flush: None,
+            log_files,
+            flushes: 0,
         })
     }
 
@@ -533,6 +548,14 @@ pub struct PaSession<'a> {
     /// Finished operations not taken yet.
     results: VecDeque<(u64, Result<PaResult>)>,
     outstanding: usize,
+    /// Under `sync=always`: writes applied and logged whose records are not durable yet, with
+    /// their LSNs; they finish when a flush covers them.
+    awaiting: Vec<(u64, PaOutput, u64)>,
+    /// The log flush this session submitted through its backend, if one is in flight.
+    flush: Option<Flush>,
+    /// The log's two segments as registered with the backend.
+    log_files: [FileId; 2],
+    flushes: u64,
 }
 
 impl PaSession<'_> {
@@ -579,34 +602,153 @@ impl PaSession<'_> {
         self.worker.counters()
     }
 
+    /// Log flushes this session submitted through its backend (`sync=always`).
+    pub fn log_flushes(&self) -> u64 {
+        self.flushes
+    }
+
     /// The next operation to finish: its tag and result, running the session's worker until
     /// one does; `None` with nothing outstanding.
     pub fn wait_any(&mut self) -> Option<(u64, Result<PaResult>)> {
-        if self.outstanding == 0 {
-            return None;
+        loop {
+            if let Some(r) = self.results.pop_front() {
+                self.outstanding -= 1;
+                return Some(r);
+            }
+            if self.outstanding == 0 {
+                return None;
+            }
+            self.progress();
         }
-        while self.results.is_empty() && self.worker.in_flight() > 0 {
-            self.drive();
-        }
-        let r = self.results.pop_front()?;
-        self.outstanding -= 1;
-        Some(r)
     }
 
-    /// Runs the worker until at least one operation finished, finishing each on this thread.
-    /// A failing backend poisons the database and fails every operation in flight.
+    /// Moves things on: starts a log flush for writes waiting on one, then runs the worker
+    /// until an operation or the flush finishes. With nothing in flight and writes still
+    /// waiting (another thread's flush was in flight, so none could start here), waits for the
+    /// log on this thread.
+    fn progress(&mut self) {
+        self.start_flush();
+        if self.worker.in_flight() > 0 || self.worker.others_in_flight() > 0 {
+            self.drive();
+        } else if !self.awaiting.is_empty() {
+            let lsn = self.awaiting.iter().map(|a| a.2).max().unwrap_or(0);
+            let wal = &self.pa.db.tree().store.wal;
+            let r = if lsn == 0 {
+                Ok(wal.durable_below())
+            } else {
+                wal.sync_to(lsn).map(|()| wal.durable_below())
+            };
+            self.release(r);
+        }
+    }
+
+    /// Runs the worker until at least one operation or the log flush finished, finishing each
+    /// operation on this thread. A failing backend poisons the database and fails every
+    /// operation in flight.
     fn drive(&mut self) {
-        let PaSession {
-            pa,
-            worker,
-            results,
-            ..
-        } = self;
-        let db = &pa.db;
-        let mut done = |t: Tagged, r| results.push_back((t.tag, finish(db, r)));
-        if let Err(e) = worker.run_until_finished(&mut done) {
-            db.durable.poison().set();
-            worker.abandon(e, &mut done);
+        let mut finished = Vec::new();
+        let mut done = |t: Tagged, r: Result<PaOutput>| finished.push((t.tag, r));
+        if let Err(e) = self.worker.run_until_finished(&mut done) {
+            self.pa.db.durable.poison().set();
+            self.worker.abandon(e, &mut done);
+        }
+        for c in self.worker.take_others() {
+            let Some(flush) = self.flush.take() else {
+                continue;
+            };
+            crate::sync::set_own_log_flush(false);
+            // A failed write or sync poisons the log (and is returned by `end_flush`).
+            let _ = self
+                .pa
+                .db
+                .tree()
+                .store
+                .wal
+                .end_flush(flush, c.result.map(drop));
+        }
+        let strong = self.pa.db.options.sync == SyncMode::Always;
+        for (tag, r) in finished {
+            match r {
+                // A write waits until the log is durable past its record (`sync=always`), and
+                // in any mode is finished (its durability duties: a checkpoint may run) only
+                // while this session has no log flush in flight, which they might wait for.
+                Ok(out @ (PaOutput::Put(_) | PaOutput::Deleted(..))) => {
+                    let lsn = match out {
+                        PaOutput::Put(lsn) | PaOutput::Deleted(true, lsn) if strong => lsn,
+                        _ => 0,
+                    };
+                    self.awaiting.push((tag, out, lsn));
+                }
+                r => self.results.push_back((tag, finish(&self.pa.db, r))),
+            }
+        }
+        if self.flush.is_none() {
+            let wal = &self.pa.db.tree().store.wal;
+            let r = wal.check_poisoned().map(|()| wal.durable_below());
+            self.release(r);
+        }
+    }
+
+    /// Submits a durable flush of the log through the backend if writes wait on one and none
+    /// of this session's is in flight (`None` from the log: another thread's is, or there is
+    /// nothing to write; the waiting writes are released as far as the log is durable).
+    fn start_flush(&mut self) {
+        if self.flush.is_some() || self.awaiting.iter().all(|a| a.2 == 0) {
+            return;
+        }
+        let wal = &self.pa.db.tree().store.wal;
+        let flush = match wal.begin_flush(true) {
+            Ok(Some(flush)) => flush,
+            Ok(None) => return self.release(Ok(wal.durable_below())),
+            Err(e) => return self.release(Err(e)),
+        };
+        let request = Request::Write {
+            file: self.log_files[flush.segment()],
+            buf: flush.bytes().as_ptr(),
+            len: flush.bytes().len() as u32,
+            offset: flush.offset(),
+            sync: true,
+        };
+        self.flushes += 1;
+        let tag = OTHER_TAG | self.flushes;
+        // SAFETY: the bytes are the flush's buffer, which `self.flush` keeps (unmoved on the
+        // heap, unread and unwritten by anyone else) until the request's completion is taken
+        // in `drive` and the flush handed back to the log.
+        match unsafe { self.worker.submit_other(tag, request) } {
+            Ok(()) => {
+                self.flush = Some(flush);
+                crate::sync::set_own_log_flush(true);
+            }
+            Err(e) => {
+                let r = wal.end_flush(flush, Err(e));
+                self.release(r);
+            }
+        }
+    }
+
+    /// Finishes the waiting writes that the log's durable point `r` covers (all of them, with
+    /// the error, if the flush failed).
+    fn release(&mut self, r: Result<u64>) {
+        let db = &self.pa.db;
+        match r {
+            Ok(durable_below) => {
+                let mut i = 0;
+                while i < self.awaiting.len() {
+                    let lsn = self.awaiting[i].2;
+                    if lsn == 0 || lsn < durable_below {
+                        let (tag, out, _) = self.awaiting.swap_remove(i);
+                        self.results.push_back((tag, finish(db, Ok(out))));
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            Err(e) => {
+                db.durable.poison().set();
+                for (tag, _, _) in self.awaiting.drain(..) {
+                    self.results.push_back((tag, Err(e.duplicate())));
+                }
+            }
         }
     }
 
@@ -618,7 +760,7 @@ impl PaSession<'_> {
                 Ok(()) => return,
                 Err(back) => {
                     job = back;
-                    self.drive();
+                    self.progress();
                 }
             }
         }
@@ -632,10 +774,13 @@ impl PaSession<'_> {
 
 impl Drop for PaSession<'_> {
     /// Finishes what is in flight (its pages are held in loading state until their reads are
-    /// collected); the results are dropped.
+    /// collected, the log's flush until its write is); the results are dropped.
     fn drop(&mut self) {
-        while self.worker.in_flight() > 0 {
-            self.drive();
+        while self.worker.in_flight() > 0
+            || self.worker.others_in_flight() > 0
+            || !self.awaiting.is_empty()
+        {
+            self.progress();
         }
     }
 }

@@ -30,6 +30,10 @@ use super::{Backend, Completion, FileId, Request};
 use crate::buffer::{BufferPool, Load};
 use crate::error::{Error, Result};
 
+/// The bit that marks a tag as the caller's own request ([`Worker::submit_other`]), not a
+/// page read (whose tag is the page's id).
+pub const OTHER_TAG: u64 = 1 << 61;
+
 /// What one attempt of a task came to.
 #[derive(Debug)]
 pub enum Step<T> {
@@ -157,6 +161,10 @@ pub struct Worker<'a, T: Task> {
     counters: WorkerCounters,
     asleep: Option<Arc<AtomicBool>>,
     published: Option<Arc<parking_lot::Mutex<WorkerCounters>>>,
+    /// The caller's own requests in flight ([`Worker::submit_other`]): when each was submitted.
+    others_in_flight: HashMap<u64, u64>,
+    /// Their completions, until the caller takes them.
+    others: Vec<Completion>,
 }
 
 impl<'a, T: Task> Worker<'a, T> {
@@ -192,6 +200,8 @@ impl<'a, T: Task> Worker<'a, T> {
             counters: WorkerCounters::default(),
             asleep: None,
             published: None,
+            others_in_flight: HashMap::new(),
+            others: Vec::new(),
         })
     }
 
@@ -258,6 +268,44 @@ impl<'a, T: Task> Worker<'a, T> {
         }
     }
 
+    /// Registers another file with the worker's backend, for [`Worker::submit_other`].
+    pub fn register(&mut self, io: Arc<dyn crate::io::Io>) -> Result<FileId> {
+        self.backend.register(io)
+    }
+
+    /// Submits a request of the caller's own (a log write) through the worker's backend under
+    /// `tag`, which must have [`OTHER_TAG`] set (page reads use the page's id); its completion
+    /// comes back through [`Worker::take_others`], and
+    /// [`run_until_finished`](Worker::run_until_finished) returns when it does.
+    ///
+    /// # Safety
+    /// As [`Backend::submit`]: the request's buffer stays valid and untouched until its
+    /// completion has been taken.
+    pub unsafe fn submit_other(&mut self, tag: u64, request: Request) -> Result<()> {
+        if tag & OTHER_TAG == 0 || self.others_in_flight.contains_key(&tag) {
+            return Err(Error::InvalidArgument {
+                what: format!("tag {tag:#x} of a caller's request (OTHER_TAG unset, or in use)"),
+                limit: 0,
+            });
+        }
+        // SAFETY: the caller keeps `Backend::submit`'s contract.
+        unsafe { self.backend.submit(tag, request)? };
+        let now = self.now();
+        self.prober.submitted(now, IoKind::Write);
+        self.others_in_flight.insert(tag, now);
+        Ok(())
+    }
+
+    /// The caller's requests in flight.
+    pub fn others_in_flight(&self) -> usize {
+        self.others_in_flight.len()
+    }
+
+    /// Completions of the caller's requests collected so far.
+    pub fn take_others(&mut self) -> Vec<Completion> {
+        std::mem::take(&mut self.others)
+    }
+
     /// Tasks admitted and not finished.
     pub fn in_flight(&self) -> usize {
         self.slots.len() - self.free.len()
@@ -273,7 +321,8 @@ impl<'a, T: Task> Worker<'a, T> {
     }
 
     /// Runs the loop on the calling thread (marked non-blocking meanwhile) until at least one
-    /// task finished, handing the finished ones to `sink`, or none is in flight: the worker
+    /// task finished (handing the finished ones to `sink`) or one of the caller's own requests
+    /// completed, or nothing is in flight: the worker
     /// of a caller that submits and collects its own tasks (a `PaSession`), without a thread
     /// of its own.
     pub fn run_until_finished(
@@ -285,8 +334,15 @@ impl<'a, T: Task> Worker<'a, T> {
         let mut closed = true;
         let mut none = || Admit::Closed;
         let mut r = Ok(());
-        while self.counters.finished == before && self.in_flight() > 0 {
-            r = self.turn(&mut none, &mut sink, &mut closed).map(drop);
+        while self.counters.finished == before && self.others.is_empty() {
+            r = if self.in_flight() > 0 {
+                self.turn(&mut none, &mut sink, &mut closed).map(drop)
+            } else if !self.others_in_flight.is_empty() {
+                self.counters.waits += 1;
+                self.collect(1, None, &mut sink)
+            } else {
+                break;
+            };
             if r.is_err() {
                 break;
             }
@@ -516,6 +572,11 @@ impl<'a, T: Task> Worker<'a, T> {
         let now = self.now();
         self.prober.probed(now);
         for c in done.drain(..) {
+            if let Some(submitted) = self.others_in_flight.remove(&c.tag) {
+                self.prober.completed(submitted, now, IoKind::Write);
+                self.others.push(c);
+                continue;
+            }
             let Some(l) = self.loading.remove(&c.tag) else {
                 continue;
             };

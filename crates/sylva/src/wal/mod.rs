@@ -548,7 +548,7 @@ impl Wal {
         Ok(true)
     }
 
-    fn check_poisoned(&self) -> Result<()> {
+    pub(crate) fn check_poisoned(&self) -> Result<()> {
         if self.poisoned.load(Ordering::Acquire) {
             Err(Error::Poisoned)
         } else {
@@ -748,6 +748,10 @@ impl Flush {
 impl LogFlush for Wal {
     fn flush_to(&self, lsn: u64) -> Result<u64> {
         self.commit(lsn, true)
+    }
+
+    fn durable_below(&self) -> u64 {
+        Wal::durable_below(self)
     }
 }
 
