@@ -375,7 +375,7 @@ impl Store {
                 inner
                     .cache
                     .entry(*s)
-                    .is_some_and(|e| e.dirty && seg.page_of(&e.key) == k)
+                    .is_some_and(|e| e.dirty && seg.page_of(e.key) == k)
             })
             .collect();
         if slots.is_empty() {
