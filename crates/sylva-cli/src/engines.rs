@@ -258,7 +258,7 @@ pub fn nbtree_opener(spec: &EngineSpec) -> Result<Opener, String> {
 
 /// The options of a `treeline` spec (the keys of [`sylva::TREELINE_OPTION_KEYS`], parsed by
 /// [`TreeLineOptions::set`]: `db`'s fair settings, then `goal`, `epsilon`, `grouping`,
-/// `record_cache`, `forecast`, `bins`, `forecast_epochs`, `radius`, `prefetch`, ...).
+/// `record_cache`, `forecast`, `bins`, `forecast_epochs`, `fill_floor`, `radius`, `prefetch`, ...).
 pub fn treeline_options(spec: &EngineSpec) -> Result<TreeLineOptions, String> {
     let mut options = TreeLineOptions {
         sync: SyncMode::Batch {

@@ -935,6 +935,11 @@ impl<S: NodeStore> BTree<S> {
         Ok(true)
     }
 
+    /// Pages the tree holds (the memory of an in-memory tree is this many `page_size` pages).
+    pub(crate) fn pages_in_use(&self) -> u64 {
+        self.store.pages_in_use()
+    }
+
     /// Counts and counters.
     pub fn stats(&self) -> Stats {
         let pages = self.store.pages_in_use();

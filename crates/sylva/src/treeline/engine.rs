@@ -99,7 +99,7 @@ impl Engine for Store {
     /// PUT and DELETE go back into the record cache, dirty (their keys' presence on the pages
     /// unknown); the rest was applied before redo, at the page scan (`super::recovery`).
     fn redo(&mut self, lsn: u64, payload: &[u8]) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         inner.redoing = true;
         match log::decode(lsn, payload)? {
             Record::Put { key, value } => self.cache_write(&mut inner, key, Some(value), lsn, None),
@@ -115,7 +115,7 @@ impl Engine for Store {
     }
 
     fn redo_end(&mut self) -> Result<bool> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         inner.redoing = false;
         self.evict_to_budget(&mut inner)?;
         Ok(false)
@@ -127,7 +127,7 @@ impl Engine for Store {
     /// failure is kept for [`Engine::flush`], which the checkpoint calls next.
     fn hold_writers(&self) -> RwLockWriteGuard<'_, ()> {
         let gate = self.gate.write();
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         if inner.held_flush_error.is_none() {
             if let Err(e) = self.flush_all(&mut inner) {
                 inner.held_flush_error = Some(e);
@@ -137,7 +137,7 @@ impl Engine for Store {
     }
 
     fn begin_checkpoint(&self, lsn: u64) -> Vec<u8> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         inner.imaged.clear();
         self.log_bytes.store(0, Ordering::Relaxed);
         State {
@@ -152,7 +152,7 @@ impl Engine for Store {
 
     /// Every dirty entry, whatever its LSN.
     fn flush(&self, _lsn: u64) -> Result<()> {
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         if let Some(e) = inner.held_flush_error.take() {
             return Err(e);
         }

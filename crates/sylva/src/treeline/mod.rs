@@ -59,10 +59,14 @@
 //!   (Fuzzy ones, which keep the log from the checkpoint's start, would also work with page
 //!   images logged from that start; not done.) Between checkpoints, the log holds every change
 //!   not yet on its page.
-//! - **One lock.** The cache, the index and page I/O are under one mutex (writers also hold a
-//!   gate shared, which a checkpoint takes exclusively). The thesis's segment and page locks
-//!   (IR/IW/O/OX, S/X, Table 4.1) are not built: under one lock no reader can meet a segment
-//!   being replaced. This serializes page reads, so it costs throughput on many threads.
+//! - **One lock, shared by readers.** The cache, the index and page I/O are under one
+//!   reader-writer lock (writers also hold a gate shared, which a checkpoint takes
+//!   exclusively). Cache hits (their clock priorities are atomic) and scans, page reads
+//!   included, take it shared and go side by side; a read miss (it admits the record and may
+//!   evict), writes, flushes and reorganizations take it exclusively. The thesis's segment
+//!   and page locks (IR/IW/O/OX, S/X, Table 4.1) are not built: under the exclusive lock no
+//!   reader can meet a segment being replaced. Misses and writes are serialized, which costs
+//!   throughput on many threads.
 //! - **Model input** (§6.2 models 8-byte integer keys): the 8 key bytes after the prefix the
 //!   reorganized records share (not the segment range's: the range is only known once the
 //!   model has chosen where the segment ends). Keys inserted later that do not share it still
@@ -71,7 +75,9 @@
 //!   never moves between the two (a crash between their writes could lose it), records being
 //!   flushed go to the base page when they fit.
 //! - **Forecast goal** from the records actually read (the thesis assumes full pages before
-//!   reading them); histograms are not persisted (a reopened store forecasts after an epoch).
+//!   reading them), and never below `fill_floor` (default half of `goal`): the thesis's
+//!   defaults (100 epochs of 100,000 inserts) forecast a load's own size into every range;
+//!   histograms are not persisted (a reopened store forecasts after an epoch).
 //! - **Recovery** scans every page of the file (one read a page); redo keeps the replayed
 //!   writes in the cache beyond its budget until the log is read (hence the smaller default
 //!   `checkpoint_bytes`, 64 MiB).
@@ -80,8 +86,9 @@
 //!   4 KiB), any key with any value (the [`Limits`] contract the conformance suite holds every
 //!   engine to), instead of refusing a key and value longer than a quarter page together: a
 //!   page holds two of the largest records besides its two largest fences.
-//! - **Memory**: `cache_bytes` is charged per cache entry at a calibrated 340 bytes beyond the
-//!   key (twice) and value, plus a fixed 6 MiB (a reorganization's records and buffers), the
+//! - **Memory**: `cache_bytes` is charged with the record cache's exact size (the arena chunks
+//!   of its entries, 24-byte slots, the key → slot map's pages: about 125 bytes for a 64-byte
+//!   record, [`cache`]), plus a fixed 6 MiB (a reorganization's records and buffers), the
 //!   index's entries and the histograms (`tests/treeline_memory.rs`).
 //!
 //! # Status against issue 21
@@ -90,7 +97,7 @@
 //! reorganization with GreedyPLR and 1/2/4/8/16-page segments, insert forecasting, the log
 //! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, quiet
 //! checkpoints, `check()`, counters, the `sylva bench` engine `treeline` with its options.
-//! Not built: the segment and page locks of §4.8 (one lock instead, above); fuzzy
+//! Not built: the segment and page locks of §4.8 (one reader-writer lock instead, above); fuzzy
 //! checkpoints; dropping an open REORG_START at a checkpoint (none can be open at one: a
 //! reorganization runs under the lock a checkpoint's flush takes).
 //!
@@ -235,10 +242,16 @@ impl TreeLine {
         self.durable.check_open()?;
         self.limits().check_key(key)?;
         let store = self.store();
+        // A hit needs only the shared lock: readers of cached records go side by side.
+        let r = store.get_cached(&store.inner.read(), key, out);
+        if let Some(found) = self.durable.poison().guard(r)? {
+            return Ok(found);
+        }
         // A miss may evict a dirty entry, which writes a page and logs: as a writer, under the
-        // gate (a checkpoint empties the log), and a failure poisons.
+        // gate (a checkpoint empties the log), and a failure poisons. (`get_into` looks in the
+        // cache again: a writer may have cached the key in between.)
         let _gate = store.gate.read();
-        let r = store.get_into(&mut store.inner.lock(), key, out);
+        let r = store.get_into(&mut store.inner.write(), key, out);
         self.durable.poison().guard(r)
     }
 
@@ -249,7 +262,7 @@ impl TreeLine {
         let store = self.store();
         let r = (|| {
             let _gate = store.gate.read();
-            let mut inner = store.inner.lock();
+            let mut inner = store.inner.write();
             log::put(&mut inner.log_buf, key, value);
             let lsn = store.wal.append(&inner.log_buf)?;
             store.add_log_bytes(inner.log_buf.len());
@@ -267,7 +280,7 @@ impl TreeLine {
         let store = self.store();
         let r = (|| {
             let _gate = store.gate.read();
-            let mut inner = store.inner.lock();
+            let mut inner = store.inner.write();
             let present = match inner.cache.get(key)? {
                 Some(e) => e.value.is_some(),
                 None => store.lookup_disk(&inner, key)?.is_some(),
@@ -306,7 +319,7 @@ impl TreeLine {
         let store = self.store();
         let r = (|| {
             let _gate = store.gate.read();
-            let mut inner = store.inner.lock();
+            let mut inner = store.inner.write();
             log::batch(&mut inner.log_buf, ops.iter().copied());
             if inner.log_buf.len() > crate::wal::record::MAX_PAYLOAD {
                 return Err(Error::InvalidArgument {
@@ -339,7 +352,7 @@ impl TreeLine {
         let mut from = start.to_vec();
         let mut n = 0;
         while n < limit {
-            let r = store.scan_segment(&store.inner.lock(), &from, end, limit - n);
+            let r = store.scan_segment(&store.inner.read(), &from, end, limit - n);
             let (batch, upper) = self.durable.poison().guard_read(r)?;
             for (k, v) in &batch {
                 n += 1;
@@ -370,7 +383,7 @@ impl TreeLine {
     pub fn check(&self) -> Result<TreeLineCheck> {
         self.checkpoint()?;
         let store = self.store();
-        let inner = store.inner.lock();
+        let inner = store.inner.read();
         let segments = inner.index.all()?;
         let mut report = TreeLineCheck::default();
         let mut seen_pages = std::collections::HashSet::new();
@@ -434,7 +447,7 @@ impl TreeLine {
     /// last cached).
     pub fn stats(&self) -> Stats {
         let store = self.store();
-        let mut inner = store.inner.lock();
+        let mut inner = store.inner.write();
         let records = store.records(&mut inner).unwrap_or(inner.disk_records);
         let c = &store.counters;
         let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);

@@ -44,6 +44,11 @@ pub struct TreeLineOptions {
     pub bins: usize,
     /// Epochs ahead a forecast covers (§4.6.3's f). Default 100.
     pub forecast_epochs: u64,
+    /// The fewest records, in percent of `goal`, a reorganization builds a page with however
+    /// many inserts are forecast (1..=100). Default 50: as a B-tree's split, no page starts
+    /// less than half full. Without a floor a forecast over many epochs (a load forecasts its
+    /// own size into every range) builds pages of one or two records.
+    pub fill_floor: u8,
     /// Inserts an epoch counts (§4.6.2). Default 100,000.
     pub epoch_inserts: u64,
     /// Segments examined on each side of a full segment (§4.5.3's r). Default 5.
@@ -71,6 +76,7 @@ impl Default for TreeLineOptions {
             forecast: true,
             bins: 20_000,
             forecast_epochs: 100,
+            fill_floor: 50,
             epoch_inserts: 100_000,
             radius: 5,
             prefetch: true,
@@ -79,7 +85,7 @@ impl Default for TreeLineOptions {
 }
 
 /// The option keys [`TreeLineOptions::set`] accepts.
-pub const OPTION_KEYS: [&str; 20] = [
+pub const OPTION_KEYS: [&str; 21] = [
     "sync",
     "batch_ops",
     "batch_ms",
@@ -95,6 +101,7 @@ pub const OPTION_KEYS: [&str; 20] = [
     "forecast",
     "bins",
     "forecast_epochs",
+    "fill_floor",
     "epoch_inserts",
     "radius",
     "prefetch",
@@ -124,6 +131,7 @@ impl TreeLineOptions {
             "forecast" => self.forecast = parse_bool(key, value)?,
             "bins" => self.bins = number(key, value)? as usize,
             "forecast_epochs" => self.forecast_epochs = number(key, value)?,
+            "fill_floor" => self.fill_floor = number(key, value)?.min(255) as u8,
             "epoch_inserts" => self.epoch_inserts = number(key, value)?,
             "radius" | "reorg_radius" => self.radius = number(key, value)? as usize,
             "prefetch" => self.prefetch = parse_bool(key, value)?,
@@ -152,6 +160,12 @@ impl TreeLineOptions {
                 65536,
             );
         }
+        if !(1..=100).contains(&self.fill_floor) {
+            return bad(
+                format!("treeline fill_floor {}: a percentage of goal in 1..=100", self.fill_floor),
+                100,
+            );
+        }
         if self.bins == 0 {
             return bad("treeline bins 0: the histogram needs a partition".into(), 1);
         }
@@ -160,7 +174,7 @@ impl TreeLineOptions {
 }
 
 /// What one cached record of an 8-byte key and a 56-byte value costs, for `cache_records`.
-pub(crate) const ENTRY_BYTES_64: u64 = 64 + super::cache::ENTRY_OVERHEAD as u64 + 8;
+pub(crate) const ENTRY_BYTES_64: u64 = super::cache::RecordCache::entry_cost(8, 56) as u64;
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]

@@ -29,7 +29,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
 use super::cache::RecordCache;
 use super::engine::State;
@@ -60,7 +60,7 @@ pub(crate) fn open_store(
         file,
         wal,
         gate: RwLock::new(()),
-        inner: Mutex::new(Inner {
+        inner: RwLock::new(Inner {
             cache: RecordCache::new()?,
             index: SegmentIndex::new()?,
             imaged: HashSet::new(),
@@ -86,7 +86,7 @@ pub(crate) fn open_store(
 
 /// A new store: one empty single-page segment covering every key.
 fn create(store: &Store) -> Result<()> {
-    let mut inner = store.inner.lock();
+    let mut inner = store.inner.write();
     let file = &store.file;
     let id = file.allocate();
     let mut buf = file.buffer(1);
@@ -134,7 +134,7 @@ fn read_any(file: &PageFile, id: u64, buf: &mut AlignedBuf) -> Result<Option<Pag
 fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
     let file = &store.file;
     let ps = file.page_size();
-    let mut inner = store.inner.lock();
+    let mut inner = store.inner.write();
     let mut buf = file.buffer(1);
     // 1. The log.
     let mut starts: Vec<ReorgStart> = Vec::new();

@@ -7,9 +7,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 
-use super::cache::{Entry, RecordCache, PRIORITY_ADMIT, PRIORITY_MAX, PRIORITY_PREFETCH};
+use super::cache::{RecordCache, PRIORITY_ADMIT, PRIORITY_PREFETCH};
 use super::index::{Segment, SegmentIndex};
 use super::log;
 use super::model::input;
@@ -26,7 +26,7 @@ use crate::wal::Wal;
 /// Memory the store keeps outside the cache, the index and the histograms: a reorganization's
 /// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
 /// and page buffers, the set of pages imaged since the checkpoint, scratch. Calibrated with
-/// [`super::cache::ENTRY_OVERHEAD`] (`tests/treeline_memory.rs`).
+/// the record cache's exact accounting (`tests/treeline_memory.rs`).
 const FIXED_BYTES: usize = 6 << 20;
 
 /// Counters `stats()` reports.
@@ -59,7 +59,9 @@ pub(crate) struct Store {
     /// Writers hold it shared while they log and cache a write; a checkpoint holds it
     /// exclusively ([`crate::durable::Engine::hold_writers`]).
     pub(crate) gate: RwLock<()>,
-    pub(crate) inner: Mutex<Inner>,
+    /// Shared by cache hits and scans (which read pages under it, side by side); exclusive
+    /// for everything that changes the cache, the index or the pages.
+    pub(crate) inner: RwLock<Inner>,
     pub(crate) log_bytes: AtomicU64,
     pub(crate) options: TreeLineOptions,
     pub(crate) counters: Counters,
@@ -165,6 +167,16 @@ impl Store {
 
     /// Reads base page `k` of `seg` and its overflow page.
     pub(crate) fn read_pair(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<PagePair> {
+        let (mut pair, link) = self.read_base(inner, seg, k)?;
+        if link != 0 {
+            pair.overflow = Some((link, self.read_overflow(link, pair.base_id, seg.production)?));
+        }
+        Ok(pair)
+    }
+
+    /// Reads base page `k` of `seg` alone; returns it (no overflow page read) and its
+    /// overflow page's id (0: none).
+    fn read_base(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<(PagePair, u64)> {
         let base_id = seg.first + k as u64;
         let mut base = self.file.buffer(1);
         self.file.read_page(base_id, &mut base, PageKind::SegmentPage)?;
@@ -180,17 +192,32 @@ impl Store {
             });
         }
         let link = Self::overflow_of(inner, base_id, header.link);
-        let overflow = if link == 0 {
-            None
-        } else {
-            Some((link, self.read_overflow(link, base_id, seg.production)?))
-        };
-        Ok(PagePair {
-            base_id,
-            base,
-            header,
-            overflow,
-        })
+        Ok((
+            PagePair {
+                base_id,
+                base,
+                header,
+                overflow: None,
+            },
+            link,
+        ))
+    }
+
+    /// Looks `key` up on its page (§4.1.1): the base page, and only if the key is not there
+    /// its overflow page (a key is on one of the two). Returns the value and the pages read.
+    pub(crate) fn find_on_pages(&self, inner: &Inner, key: &[u8]) -> Result<(Option<Vec<u8>>, PagePair)> {
+        let seg = inner.index.segment_of(key)?;
+        let (mut pair, link) = self.read_base(inner, &seg, seg.page_of(key))?;
+        if let Some(v) = SegmentPage::new(pair.base_id, &pair.base)?.get(key)? {
+            return Ok((Some(v.to_vec()), pair));
+        }
+        if link == 0 {
+            return Ok((None, pair));
+        }
+        let buf = self.read_overflow(link, pair.base_id, seg.production)?;
+        let value = SegmentPage::new(link, &buf)?.get(key)?.map(<[u8]>::to_vec);
+        pair.overflow = Some((link, buf));
+        Ok((value, pair))
     }
 
     /// Reads overflow page `id` of base page `base_id` in a segment of `production`.
@@ -213,21 +240,7 @@ impl Store {
 
     /// The value of `key` on its pages (no cache).
     pub(crate) fn lookup_disk(&self, inner: &Inner, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        let seg = inner.index.segment_of(key)?;
-        let pair = self.read_pair(inner, &seg, seg.page_of(key))?;
-        Self::find_in_pair(&pair, key)
-    }
-
-    fn find_in_pair(pair: &PagePair, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(v) = SegmentPage::new(pair.base_id, &pair.base)?.get(key)? {
-            return Ok(Some(v.to_vec()));
-        }
-        if let Some((id, buf)) = &pair.overflow {
-            if let Some(v) = SegmentPage::new(*id, buf)?.get(key)? {
-                return Ok(Some(v.to_vec()));
-            }
-        }
-        Ok(None)
+        Ok(self.find_on_pages(inner, key)?.0)
     }
 
     /// Distinct keys on a page pair.
@@ -362,7 +375,7 @@ impl Store {
                 inner
                     .cache
                     .entry(*s)
-                    .is_some_and(|e| e.dirty && seg.page_of(&e.key) == k)
+                    .is_some_and(|e| e.dirty && seg.page_of(e.key) == k)
             })
             .collect();
         if slots.is_empty() {
@@ -383,13 +396,27 @@ impl Store {
         let mut written = Vec::new();
         let mut inserts = Vec::new();
         let mut max_lsn = 0;
+        // No more puts than the two pages could take are taken in one flush (the rest stay
+        // dirty, for the next round after a reorganization): a cache holding many dirty
+        // entries of one page (the first flush of a load: every record in one segment) would
+        // otherwise copy them all each round, a transient the budget does not cover.
+        let mut collect = 2 * room;
+        let mut truncated = false;
         for &s in &slots {
             let Some(e) = inner.cache.entry(s) else {
                 continue;
             };
+            if let Some(v) = e.value {
+                let c = cost(e.key, v);
+                if c > collect {
+                    truncated = true;
+                    break;
+                }
+                collect -= c;
+            }
             let mut was = false;
             for list in [&mut base, &mut over] {
-                if let Ok(i) = list.binary_search_by(|r| r.0.as_slice().cmp(&e.key)) {
+                if let Ok(i) = list.binary_search_by(|r| r.0.as_slice().cmp(e.key)) {
                     list.remove(i);
                     was = true;
                 }
@@ -399,12 +426,12 @@ impl Store {
                     written.push((s, was));
                     max_lsn = max_lsn.max(e.lsn);
                 }
-                Some(v) => inserts.push((s, e.key.clone(), v.clone(), was, e.lsn)),
+                Some(v) => inserts.push((s, e.key.to_vec(), v.to_vec(), was, e.lsn)),
             }
         }
         let (mut base_bytes, mut over_bytes) = (body(&base), body(&over));
         let mut new_overflow = false;
-        let mut left_over = false;
+        let mut left_over = truncated;
         let mut moved_out = Vec::new();
         for (s, key, value, was, lsn) in inserts {
             let c = cost(&key, &value);
@@ -470,22 +497,18 @@ impl Store {
         }
         inner.disk_records = inner.disk_records + after - before;
         for s in moved_out {
-            inner.cache.update(s, |e| e.on_disk = Some(false));
+            inner.cache.set_on_disk(s, false);
         }
         for (s, was) in written {
             let Some(e) = inner.cache.entry(s) else {
                 continue;
             };
-            let (is_put, key_x) = (e.value.is_some(), input(&e.key, 0));
+            let (is_put, key_x) = (e.value.is_some(), input(e.key, 0));
             if is_put && !was && self.options.forecast {
                 inner.tracker.record(key_x);
             }
             if is_put {
-                inner.cache.update(s, |e| {
-                    e.dirty = false;
-                    e.lsn = 0;
-                    e.on_disk = Some(true);
-                });
+                inner.cache.set_clean(s);
             } else {
                 inner.cache.remove(s)?;
             }
@@ -519,7 +542,7 @@ impl Store {
                 continue;
             };
             if e.dirty {
-                let key = e.key.clone();
+                let key = e.key.to_vec();
                 self.flush_key(inner, &key)?;
                 // The flush removed a delete marker's entry and kept a put's, clean.
                 if let Some(s) = inner.cache.slot_of(&key)? {
@@ -543,26 +566,9 @@ impl Store {
         on_disk: Option<bool>,
     ) -> Result<()> {
         match inner.cache.slot_of(key)? {
-            Some(s) => {
-                inner.cache.update(s, |e| {
-                    e.value = value.map(<[u8]>::to_vec);
-                    e.dirty = true;
-                    e.lsn = lsn;
-                    e.priority = (e.priority + 1).clamp(PRIORITY_ADMIT, PRIORITY_MAX);
-                    if e.on_disk.is_none() {
-                        e.on_disk = on_disk;
-                    }
-                });
-            }
+            Some(s) => inner.cache.write(s, value, lsn, on_disk)?,
             None => {
-                inner.cache.insert(Entry {
-                    key: key.to_vec(),
-                    value: value.map(<[u8]>::to_vec),
-                    dirty: true,
-                    lsn,
-                    priority: PRIORITY_ADMIT,
-                    on_disk,
-                })?;
+                inner.cache.insert(key, value, true, lsn, PRIORITY_ADMIT, on_disk)?;
             }
         }
         if !self.options.record_cache && !inner.redoing {
@@ -576,28 +582,32 @@ impl Store {
         self.evict_to_budget(inner)
     }
 
+    /// Looks `key` up in the cache alone (under the shared lock): `Some(found)` on a hit
+    /// (a delete marker: not found), `None` if it is not cached.
+    pub(crate) fn get_cached(&self, inner: &Inner, key: &[u8], out: &mut Vec<u8>) -> Result<Option<bool>> {
+        let Some(s) = inner.cache.slot_of(key)? else {
+            return Ok(None);
+        };
+        Counters::add(&self.counters.cache_hits, 1);
+        inner.cache.touch(s);
+        Ok(Some(match inner.cache.entry(s).and_then(|e| e.value) {
+            Some(v) => {
+                out.clear();
+                out.extend_from_slice(v);
+                true
+            }
+            None => false,
+        }))
+    }
+
     /// Looks `key` up: the cache, else its page (admitting it, and with prefetch its
     /// page-mates).
     pub(crate) fn get_into(&self, inner: &mut Inner, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        if let Some(s) = inner.cache.slot_of(key)? {
-            Counters::add(&self.counters.cache_hits, 1);
-            let found = inner.cache.update(s, |e| {
-                e.priority = (e.priority + 1).min(PRIORITY_MAX);
-                match &e.value {
-                    Some(v) => {
-                        out.clear();
-                        out.extend_from_slice(v);
-                        true
-                    }
-                    None => false,
-                }
-            });
-            return Ok(found.unwrap_or(false));
+        if let Some(found) = self.get_cached(inner, key, out)? {
+            return Ok(found);
         }
         Counters::add(&self.counters.cache_misses, 1);
-        let seg = inner.index.segment_of(key)?;
-        let pair = self.read_pair(inner, &seg, seg.page_of(key))?;
-        let value = Self::find_in_pair(&pair, key)?;
+        let (value, pair) = self.find_on_pages(inner, key)?;
         let Some(value) = value else {
             return Ok(false);
         };
@@ -606,31 +616,17 @@ impl Store {
         if !self.options.record_cache {
             return Ok(true);
         }
-        inner.cache.insert(Entry {
-            key: key.to_vec(),
-            value: Some(value),
-            dirty: false,
-            lsn: 0,
-            priority: PRIORITY_ADMIT,
-            on_disk: Some(true),
-        })?;
+        inner.cache.insert(key, Some(&value), false, 0, PRIORITY_ADMIT, Some(true))?;
         if self.options.prefetch {
             let (base, over) = Self::pair_records(&pair)?;
             let budget = self.options.cache_bytes as usize;
             for (k, v) in base.into_iter().chain(over) {
-                let cost = super::cache::ENTRY_OVERHEAD + 2 * k.len() + v.len();
+                let cost = RecordCache::entry_cost(k.len(), v.len());
                 if self.memory(inner) + cost > budget {
                     break;
                 }
                 if inner.cache.slot_of(&k)?.is_none() {
-                    inner.cache.insert(Entry {
-                        key: k,
-                        value: Some(v),
-                        dirty: false,
-                        lsn: 0,
-                        priority: PRIORITY_PREFETCH,
-                        on_disk: Some(true),
-                    })?;
+                    inner.cache.insert(&k, Some(&v), false, 0, PRIORITY_PREFETCH, Some(true))?;
                 }
             }
         }
@@ -668,8 +664,8 @@ impl Store {
                 (Some(_), None) => false,
                 (None, Some(_)) => true,
                 (Some(r), Some(e)) => {
-                    if e.key <= r.0 {
-                        if e.key == r.0 {
+                    if e.key <= r.0.as_slice() {
+                        if e.key == r.0.as_slice() {
                             d.next();
                         }
                         true
@@ -680,8 +676,8 @@ impl Store {
             };
             if take_cache {
                 if let Some(e) = c.next() {
-                    if let Some(v) = &e.value {
-                        out.push((e.key.clone(), v.clone()));
+                    if let Some(v) = e.value {
+                        out.push((e.key.to_vec(), v.to_vec()));
                     }
                 }
             } else if let Some(r) = d.next() {
@@ -702,9 +698,9 @@ impl Store {
             let on_disk = match e.on_disk {
                 Some(b) => b,
                 None => {
-                    let key = e.key.clone();
+                    let key = e.key.to_vec();
                     let b = self.lookup_disk(inner, &key)?.is_some();
-                    inner.cache.update(s, |e| e.on_disk = Some(b));
+                    inner.cache.set_on_disk(s, b);
                     b
                 }
             };
@@ -717,7 +713,7 @@ impl Store {
     /// Writes every dirty entry to its page.
     pub(crate) fn flush_all(&self, inner: &mut Inner) -> Result<()> {
         for s in inner.cache.dirty_slots() {
-            let Some(key) = inner.cache.entry(s).filter(|e| e.dirty).map(|e| e.key.clone()) else {
+            let Some(key) = inner.cache.entry(s).filter(|e| e.dirty).map(|e| e.key.to_vec()) else {
                 continue;
             };
             self.flush_key(inner, &key)?;
