@@ -408,6 +408,7 @@ fn put_out_of_line(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<
         write_run(file, first, value, r.crc, store.wal.next_lsn())?;
         if !logged {
             file.sync()?;
+            store.note_unlogged_run(first, n);
         }
         store.note_run_written(r, logged.then_some(value));
         tree.put_logged_in_gate(key, &r.encode())

@@ -56,6 +56,7 @@
 //! types, its own page kinds, and whatever it caches.
 
 mod background;
+pub(crate) mod backup;
 mod cadence;
 mod checkpoint;
 pub(crate) mod dir;
@@ -75,6 +76,7 @@ use crate::wal::{SyncMode, Wal};
 use background::Trigger;
 use poison::Poison;
 
+pub use backup::{BackupReport, PARTIAL_DATA_FILE};
 pub use cadence::{Due, SyncCadence};
 pub use dir::{DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2};
 pub use recovery::RecoveryReport;
@@ -120,6 +122,20 @@ pub(crate) trait Engine: Send + Sync + 'static {
 
     /// Bytes logged since the last checkpoint began (what triggers the next one).
     fn logged_bytes(&self) -> u64;
+
+    /// For an online backup ([`backup`]): starts (`on`) or ends noting the page runs (first
+    /// page, pages) the engine writes to the page file without logging their bytes (made
+    /// durable before the record naming them instead), and returns those noted since it
+    /// started when it ends. Such a run may be written after the backup copied its pages and be
+    /// named by a record the backup's log holds, so the backup copies it again. An engine that
+    /// cannot tell refuses online backups (the default).
+    fn note_unlogged_runs(&self, on: bool) -> Result<Vec<(u64, u64)>> {
+        let _ = on;
+        Err(crate::Error::InvalidArgument {
+            what: "this engine has no online backup".into(),
+            limit: 0,
+        })
+    }
 }
 
 /// How a durable store runs (the durability part of [`crate::DbOptions`]).
@@ -210,7 +226,8 @@ impl<E: Engine> Durable<E> {
             if self.options.background {
                 self.checkpointer.request();
             } else {
-                let r = self.core.checkpoint_now();
+                // Without waiting: an online backup holds checkpoints off for its whole copy.
+                let r = self.core.try_checkpoint_now();
                 self.core.checkpointing.store(false, Ordering::Release);
                 self.core.poison.guard(r)?;
             }
