@@ -39,6 +39,10 @@
 //! a run of contiguous pages, the leaf keeping its key and a 17-byte reference; overwrites and
 //! deletes free the run with a deferred free, in the same log record as the leaf change.
 //!
+//! **Online backup** ([`Db::backup_to`], [`crate::durable::backup`]): the page file copied after
+//! a checkpoint while writers go on, then the log from that checkpoint; the copy's recovery
+//! replays it. The tree's part is noting the runs it writes without logging their bytes.
+//!
 //! **Node store.** The tree's logic is unchanged; only its node store differs: [`store`] maps
 //! the tree's latches onto the pool's page-state words (optimistic reads, exclusive writes; a
 //! read of an evicted page loads it) and turns the tree's change notifications into log records.

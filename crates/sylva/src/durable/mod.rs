@@ -36,6 +36,9 @@
 //!   returns (group commit: concurrent writers share the fsync); `Batch` hands each boundary's
 //!   fsync to the log sync thread; `Never` syncs at `sync()`, checkpoints and close.
 //! - *Failure* ([`poison`]): any failed write, fsync or background run poisons the store.
+//! - *Online backup* ([`backup`]): with checkpoints held off, a checkpoint, a fuzzy copy of the
+//!   page file, the log's end noted with writers held back, the runs the engine wrote without
+//!   logging them copied again ([`Engine::note_unlogged_runs`]), the log up to that end.
 //!
 //! **The engine's side** ([`Engine`]) is three duties and their plumbing: replay one log record;
 //! flush what a checkpoint needs up to an LSN; the bytes of engine state the meta page keeps.
