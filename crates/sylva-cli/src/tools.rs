@@ -296,7 +296,9 @@ fn format_stats(s: &DbStats) -> String {
 /// backups with `Db::backup_to`.
 pub fn backup(args: BackupArgs) -> Result<Outcome, String> {
     let db = open_existing(&args.db, DbOptions::default())?;
-    let done = db.backup_to(&args.to).map_err(|e| format!("backup failed: {e}"));
+    let done = db
+        .backup_to(&args.to)
+        .map_err(|e| format!("backup failed: {e}"));
     let r = close(db, done)?;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     let line = format!(

@@ -51,7 +51,14 @@ fn a_backup_opens_as_the_database() {
     let big_file = temp.path().join("big");
     std::fs::write(&big_file, &big).expect("write");
     ok(
-        sylva(&["put", "--db", path(&db), "big", "--value-file", path(&big_file)]),
+        sylva(&[
+            "put",
+            "--db",
+            path(&db),
+            "big",
+            "--value-file",
+            path(&big_file),
+        ]),
         "put big",
     );
 
@@ -68,7 +75,15 @@ fn a_backup_opens_as_the_database() {
     let check = ok(sylva(&["check", "--db", path(&copy)]), "check the copy");
     assert!(check.starts_with("ok: 51 records;"), "{check}");
     let scan = ok(
-        sylva(&["scan", "--db", path(&copy), "--from", "key", "--to", "key003"]),
+        sylva(&[
+            "scan",
+            "--db",
+            path(&copy),
+            "--from",
+            "key",
+            "--to",
+            "key003",
+        ]),
         "scan",
     );
     assert_eq!(scan, "key000\tvalue 0\nkey001\tvalue 1\nkey002\tvalue 2\n");
@@ -77,7 +92,10 @@ fn a_backup_opens_as_the_database() {
         sylva(&["get", "--db", path(&copy), "big", "--out", path(&got)]),
         "get big",
     );
-    assert!(std::fs::read(&got).expect("read") == big, "the large value differs");
+    assert!(
+        std::fs::read(&got).expect("read") == big,
+        "the large value differs"
+    );
     // The copy is a database of its own: writing to it leaves the source alone.
     ok(sylva(&["delete", "--db", path(&copy), "key000"]), "delete");
     let source = ok(sylva(&["get", "--db", path(&db), "key000"]), "get");
@@ -109,7 +127,10 @@ fn bad_targets_and_sources_are_one_error_line() {
         path(&temp.path().join("t")),
     ]);
     fails(&o, "no database at");
-    assert!(!temp.path().join("t").exists(), "a failed backup left a target");
+    assert!(
+        !temp.path().join("t").exists(),
+        "a failed backup left a target"
+    );
 
     // Another process (this one) has the database open.
     let held = sylva::Db::open(&db, sylva::DbOptions::default()).expect("open");

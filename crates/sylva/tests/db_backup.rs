@@ -157,7 +157,9 @@ fn quiet_options() -> DbOptions {
 }
 
 fn big(n: u8) -> Vec<u8> {
-    (0..(2 << 20) + 777).map(|i| (i as u8).wrapping_mul(n)).collect()
+    (0..(2 << 20) + 777)
+        .map(|i| (i as u8).wrapping_mul(n))
+        .collect()
 }
 
 fn small_key(i: u32) -> Vec<u8> {
@@ -211,7 +213,10 @@ fn writes_the_page_copy_missed_are_in_the_backup() {
     copy.check().expect("the backup checks clean");
     let state = contents(&copy).expect("read the backup");
     assert_eq!(state.len(), model.len());
-    assert!(state == model, "the backup differs from the source at the pause");
+    assert!(
+        state == model,
+        "the backup differs from the source at the pause"
+    );
     copy.close().expect("close");
     db.check().expect("the source checks clean");
 }
@@ -233,7 +238,10 @@ fn a_target_that_is_not_empty_is_refused() {
         }
         other => panic!("a non-empty target: {other:?}"),
     }
-    assert_eq!(std::fs::read(full.join("notes.txt")).expect("read"), b"mine");
+    assert_eq!(
+        std::fs::read(full.join("notes.txt")).expect("read"),
+        b"mine"
+    );
     assert_eq!(std::fs::read_dir(&full).expect("list").count(), 1);
     // The database's own directory is not empty either.
     assert!(matches!(db.backup_to(&src), Err(Error::NotEmpty { .. })));
@@ -245,9 +253,11 @@ fn a_target_that_is_not_empty_is_refused() {
     // An empty directory, and one whose parents do not exist yet, are fine.
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).expect("mkdir");
-    db.backup_to(&empty).expect("backup into an empty directory");
+    db.backup_to(&empty)
+        .expect("backup into an empty directory");
     let nested = tmp.path().join("a/b/c");
-    db.backup_to(&nested).expect("backup into a new nested directory");
+    db.backup_to(&nested)
+        .expect("backup into a new nested directory");
     for dir in [empty, nested] {
         let copy = Db::open(&dir, quiet_options()).expect("open the backup");
         assert_eq!(copy.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
