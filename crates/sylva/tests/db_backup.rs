@@ -17,11 +17,12 @@ use sylva::io::{SimFs, SimOptions, Vfs};
 use sylva::{Db, DbOptions, Error, SyncMode, DATA_FILE, PARTIAL_DATA_FILE};
 
 const THREADS: u64 = 4;
-/// Keys per writer: operation `n` of a writer changes its key `n % SLOTS`.
-const SLOTS: u64 = 64;
+/// Keys per writer: operation `n` of a writer changes its key `n % SLOTS` (the first `SLOTS`
+/// insert: leaves split and the file grows while the backups run).
+const SLOTS: u64 = 1500;
 
 fn slot_key(t: u64, slot: u64) -> Vec<u8> {
-    format!("t{t}-s{slot:03}").into_bytes()
+    format!("t{t}-s{slot:04}").into_bytes()
 }
 
 /// Operation `n` of writer `t` deletes its key, or puts this value (every 40th of writer 0's is
@@ -74,7 +75,7 @@ fn options() -> DbOptions {
     DbOptions {
         sync: SyncMode::Always,
         // A small pool: pages are evicted (written) while the backup copies the file.
-        cache_bytes: 256 * 4096,
+        cache_bytes: 64 * 4096,
         // Checkpoints would run during the backup (they wait for it).
         checkpoint_bytes: 1 << 20,
         ..DbOptions::default()
