@@ -71,6 +71,15 @@ fn prefix_length(t: u64, copy: &BTreeMap<Vec<u8>, Vec<u8>>) -> Option<u64> {
     (from..from + 2).find(|&m| prefix_state(t, m) == mine)
 }
 
+/// Sets its flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 fn options() -> DbOptions {
     DbOptions {
         sync: SyncMode::Always,
@@ -106,6 +115,9 @@ fn backup_during_writers_holds_a_prefix_of_the_acknowledged_writes() {
                 }
             });
         }
+        // Stops the writers however this ends: a failed assertion must fail the test, not
+        // leave the scope waiting for writers that never stop.
+        let _stop = StopOnDrop(&stop);
         for round in 0..3 {
             std::thread::sleep(Duration::from_millis(300));
             let acked_before: Vec<u64> = acked.iter().map(|a| a.load(Ordering::SeqCst)).collect();
@@ -143,7 +155,6 @@ fn backup_during_writers_holds_a_prefix_of_the_acknowledged_writes() {
             assert_eq!(ours, state.len(), "round {round}: keys no writer wrote");
             copy.close().expect("close the backup");
         }
-        stop.store(true, Ordering::Relaxed);
     });
     db.check().expect("the source checks clean");
 }
