@@ -114,6 +114,7 @@ impl<E: Engine> Durable<E> {
     /// Copies the store into the directory `target` (new or empty) while writers go on; the
     /// copy opens as the store holding exactly the writes logged below
     /// [`BackupReport::end_lsn`]. See the module docs.
+    ///
     /// `after_page_copy` runs between steps 4 and 5 (tests write there what the copy of the
     /// page file has missed).
     pub(crate) fn backup_to(
