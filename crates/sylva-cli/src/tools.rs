@@ -1,5 +1,5 @@
-//! The database tools: `sylva put`, `get`, `delete`, `scan`, `stats` and `check` over a database
-//! directory (issue 5, "CLI").
+//! The database tools: `sylva put`, `get`, `delete`, `scan`, `stats`, `check` and `backup` over
+//! a database directory (issue 5, "CLI"; issue 23 for `backup`).
 //!
 //! Every command opens the database, does its one thing and closes it again (`Db::close`
 //! checkpoints), so a second command in another process sees the result. Behaviour the tests and
@@ -109,6 +109,17 @@ pub struct ScanArgs {
     /// Walk the range in descending order, from its top.
     #[arg(long)]
     reverse: bool,
+}
+
+/// Arguments of `sylva backup`.
+#[derive(Debug, Args)]
+pub struct BackupArgs {
+    /// The database directory.
+    #[arg(long, value_name = "DIR")]
+    db: PathBuf,
+    /// Where the copy goes: a directory that does not exist yet, or an empty one.
+    #[arg(long, value_name = "DIR2")]
+    to: PathBuf,
 }
 
 /// Arguments of `sylva stats` and `sylva check`.
@@ -277,6 +288,29 @@ fn format_stats(s: &DbStats) -> String {
         ("overflow_bytes", s.overflow_bytes.to_string()),
     ];
     rows.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
+}
+
+/// `sylva backup`: `Db::backup_to` (the copy durable when the command returns), then one line
+/// `backed up DIR to DIR2: ...` with what was copied. The command opens the database itself, so
+/// a database another process has open is refused (`locked`): that process takes its online
+/// backups with `Db::backup_to`.
+pub fn backup(args: BackupArgs) -> Result<Outcome, String> {
+    let db = open_existing(&args.db, DbOptions::default())?;
+    let done = db
+        .backup_to(&args.to)
+        .map_err(|e| format!("backup failed: {e}"));
+    let r = close(db, done)?;
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let line = format!(
+        "backed up {} to {}: {:.1} MiB of pages, {:.1} MiB of log, in {:.2} s\n",
+        args.db.display(),
+        args.to.display(),
+        mib(r.page_bytes + r.recopied_bytes),
+        mib(r.log_bytes),
+        r.duration.as_secs_f64()
+    );
+    write_out(line.as_bytes())?;
+    Ok(Outcome::Done)
 }
 
 /// `sylva check`: every page checksum and the tree's structure; any problem is an error. A

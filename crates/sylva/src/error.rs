@@ -97,6 +97,15 @@ pub enum Error {
         supported: u32,
     },
 
+    /// A directory that must be new or empty (the target of an online backup) holds files.
+    #[error("{} exists and is not empty (it holds {first}); refusing to write into it", path.display())]
+    NotEmpty {
+        /// The directory.
+        path: PathBuf,
+        /// One of the names it holds.
+        first: String,
+    },
+
     /// A write to stable storage failed earlier; the store refuses writes until reopened.
     #[error("store is poisoned by an earlier failed write to stable storage; reopen it")]
     Poisoned,
@@ -154,6 +163,10 @@ impl Error {
                 path: path.clone(),
                 found: *found,
                 supported: *supported,
+            },
+            Error::NotEmpty { path, first } => Error::NotEmpty {
+                path: path.clone(),
+                first: first.clone(),
             },
             Error::Poisoned => Error::Poisoned,
         }

@@ -103,7 +103,8 @@ pub use db::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_
 pub use db::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use db::{Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS};
 pub use durable::{
-    Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2,
+    BackupReport, Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE,
+    PARTIAL_DATA_FILE, WAL_FILE, WAL_FILE_2,
 };
 pub use error::{Error, Result};
 pub use exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};

@@ -71,4 +71,16 @@ impl Engine for PagedTree {
     fn logged_bytes(&self) -> u64 {
         self.tree.store.log_bytes.load(Ordering::Relaxed)
     }
+
+    /// The runs of values over [`super::overflow::LOGGED_VALUE_MAX`] (noted by
+    /// [`super::overflow`] after the run's fsync, before its record).
+    fn note_unlogged_runs(&self, on: bool) -> Result<Vec<(u64, u64)>> {
+        let mut runs = self.tree.store.unlogged_runs.lock();
+        Ok(if on {
+            *runs = Some(Vec::new());
+            Vec::new()
+        } else {
+            runs.take().unwrap_or_default()
+        })
+    }
 }

@@ -39,6 +39,10 @@
 //! a run of contiguous pages, the leaf keeping its key and a 17-byte reference; overwrites and
 //! deletes free the run with a deferred free, in the same log record as the leaf change.
 //!
+//! **Online backup** ([`Db::backup_to`], [`crate::durable::backup`]): the page file copied after
+//! a checkpoint while writers go on, then the log from that checkpoint; the copy's recovery
+//! replays it. The tree's part is noting the runs it writes without logging their bytes.
+//!
 //! **Node store.** The tree's logic is unchanged; only its node store differs: [`store`] maps
 //! the tree's latches onto the pool's page-state words (optimistic reads, exclusive writes; a
 //! read of an evicted page loads it) and turns the tree's change notifications into log records.
@@ -127,7 +131,7 @@ use std::sync::atomic::Ordering;
 
 use crate::btree::{self, BTree, CheckReport};
 use crate::buffer::{BufferPool, PoolOptions};
-use crate::durable::{self, dir, Durable, RecoveryReport};
+use crate::durable::{self, dir, BackupReport, Durable, RecoveryReport};
 use crate::error::Result;
 use crate::io::page_header::PageKind;
 use crate::io::{Io, OsFs, Vfs, FIRST_DATA_PAGE};
@@ -501,6 +505,38 @@ impl Db {
     /// checkpoint, module docs); afterwards recovery redoes only the log appended since it began.
     pub fn checkpoint(&self) -> Result<()> {
         self.durable.checkpoint()
+    }
+
+    /// Copies the database into the directory `dir` (which must not exist or be empty:
+    /// [`Error::NotEmpty`] otherwise) while other threads go on reading and writing: the copy
+    /// opens as this database holding exactly the writes logged below
+    /// [`BackupReport::end_lsn`], every write acknowledged before the call among them. Writers
+    /// are held back only briefly (a checkpoint begins, and the log's end is noted);
+    /// checkpoints wait for the copy. Every file of the copy and the directory are durable on
+    /// return. The scheme and why it is consistent: [`crate::durable::backup`].
+    ///
+    /// [`Error::NotEmpty`]: crate::Error::NotEmpty
+    pub fn backup_to(&self, dir: impl AsRef<Path>) -> Result<BackupReport> {
+        self.backup_to_in(&OsFs, dir.as_ref())
+    }
+
+    /// [`Db::backup_to`] with the target on the file system `vfs` (the one the database was
+    /// opened on, in crash tests).
+    pub fn backup_to_in(&self, vfs: &dyn Vfs, dir: &Path) -> Result<BackupReport> {
+        self.durable.backup_to(vfs, dir, &mut || {})
+    }
+
+    /// [`Db::backup_to_in`], calling `after_page_copy` once the page file is copied and before
+    /// the log's end is noted: what it writes is in the copy, though the copied page file
+    /// missed it. For tests.
+    #[doc(hidden)]
+    pub fn backup_to_paused(
+        &self,
+        vfs: &dyn Vfs,
+        dir: &Path,
+        after_page_copy: &mut dyn FnMut(),
+    ) -> Result<BackupReport> {
+        self.durable.backup_to(vfs, dir, after_page_copy)
     }
 
     /// Counts and cache figures, with the fill factor (which walks every leaf).

@@ -83,6 +83,10 @@ pub(crate) struct PoolStore {
     /// pages must not reach the disk before it ([`super::overflow`], the WAL rule for reused
     /// pages).
     pub(crate) last_free_lsn: AtomicU64,
+    /// While an online backup runs, the runs written without logging their bytes (values over
+    /// [`super::overflow::LOGGED_VALUE_MAX`]), as (first page, pages): the backup copies them
+    /// again (`crate::durable::backup`).
+    pub(crate) unlogged_runs: parking_lot::Mutex<Option<Vec<(u64, u64)>>>,
     gate: RwLock<()>,
 }
 
@@ -172,6 +176,7 @@ impl PoolStore {
         PoolStore {
             escaped,
             last_free_lsn: AtomicU64::new(0),
+            unlogged_runs: parking_lot::Mutex::new(None),
             pool,
             wal,
             logging: AtomicBool::new(false),
@@ -312,6 +317,13 @@ impl PoolStore {
             }
         });
         RUNS_PENDING.with(|p| p.set(true));
+    }
+
+    /// Notes a run written without logging its bytes, if an online backup is running.
+    pub(crate) fn note_unlogged_run(&self, first: u64, pages: u64) {
+        if let Some(runs) = self.unlogged_runs.lock().as_mut() {
+            runs.push((first, pages));
+        }
     }
 
     /// Forgets what a put or delete noted if it failed before logging.

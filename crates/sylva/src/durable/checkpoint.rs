@@ -12,6 +12,21 @@ impl<E: Engine> Core<E> {
     /// is written. Falls back to a quiet one if the log cannot rotate.
     pub(super) fn checkpoint_now(&self) -> Result<()> {
         let _one = self.checkpoint_lock.lock();
+        self.checkpoint_locked()
+    }
+
+    /// [`Core::checkpoint_now`] unless another checkpoint runs or an online backup holds
+    /// checkpoints off (`super::backup`): then nothing, and `false`. For a writer that would
+    /// otherwise wait for a whole backup.
+    pub(super) fn try_checkpoint_now(&self) -> Result<bool> {
+        let Some(_one) = self.checkpoint_lock.try_lock() else {
+            return Ok(false);
+        };
+        self.checkpoint_locked().map(|()| true)
+    }
+
+    /// [`Core::checkpoint_now`] with the checkpoint lock held by the caller.
+    pub(super) fn checkpoint_locked(&self) -> Result<()> {
         if !self.fuzzy {
             return self.checkpoint_quiet_locked();
         }

@@ -36,6 +36,9 @@
 //!   returns (group commit: concurrent writers share the fsync); `Batch` hands each boundary's
 //!   fsync to the log sync thread; `Never` syncs at `sync()`, checkpoints and close.
 //! - *Failure* ([`poison`]): any failed write, fsync or background run poisons the store.
+//! - *Online backup* ([`backup`]): with checkpoints held off, a checkpoint, a fuzzy copy of the
+//!   page file, the log's end noted with writers held back, the runs the engine wrote without
+//!   logging them copied again ([`Engine::note_unlogged_runs`]), the log up to that end.
 //!
 //! **The engine's side** ([`Engine`]) is three duties and their plumbing: replay one log record;
 //! flush what a checkpoint needs up to an LSN; the bytes of engine state the meta page keeps.
@@ -56,6 +59,7 @@
 //! types, its own page kinds, and whatever it caches.
 
 mod background;
+pub(crate) mod backup;
 mod cadence;
 mod checkpoint;
 pub(crate) mod dir;
@@ -75,6 +79,7 @@ use crate::wal::{SyncMode, Wal};
 use background::Trigger;
 use poison::Poison;
 
+pub use backup::{BackupReport, PARTIAL_DATA_FILE};
 pub use cadence::{Due, SyncCadence};
 pub use dir::{DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2};
 pub use recovery::RecoveryReport;
@@ -120,6 +125,20 @@ pub(crate) trait Engine: Send + Sync + 'static {
 
     /// Bytes logged since the last checkpoint began (what triggers the next one).
     fn logged_bytes(&self) -> u64;
+
+    /// For an online backup ([`backup`]): starts (`on`) or ends noting the page runs (first
+    /// page, pages) the engine writes to the page file without logging their bytes (made
+    /// durable before the record naming them instead), and returns those noted since it
+    /// started when it ends. Such a run may be written after the backup copied its pages and be
+    /// named by a record the backup's log holds, so the backup copies it again. An engine that
+    /// cannot tell refuses online backups (the default).
+    fn note_unlogged_runs(&self, on: bool) -> Result<Vec<(u64, u64)>> {
+        let _ = on;
+        Err(crate::Error::InvalidArgument {
+            what: "this engine has no online backup".into(),
+            limit: 0,
+        })
+    }
 }
 
 /// How a durable store runs (the durability part of [`crate::DbOptions`]).
@@ -210,7 +229,8 @@ impl<E: Engine> Durable<E> {
             if self.options.background {
                 self.checkpointer.request();
             } else {
-                let r = self.core.checkpoint_now();
+                // Without waiting: an online backup holds checkpoints off for its whole copy.
+                let r = self.core.try_checkpoint_now();
                 self.core.checkpointing.store(false, Ordering::Release);
                 self.core.poison.guard(r)?;
             }

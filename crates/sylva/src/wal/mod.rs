@@ -698,11 +698,45 @@ impl Wal {
         }
     }
 
+    /// Makes every record appended so far durable and returns where the log ends: per
+    /// segment, the bytes from the file's start that hold its records (an online backup copies
+    /// exactly these, `crate::durable`'s backup), and the LSN the next record will get. The
+    /// caller keeps appends out (for the database, its writers) so the point is the log's end
+    /// when it returns; should a record slip in, it syncs again.
+    pub fn durable_end(&self) -> Result<LogEnd> {
+        loop {
+            self.sync()?;
+            let st = self.state.lock();
+            self.check_poisoned()?;
+            if !st.buf.is_empty() || st.flushing || st.durable_below < st.next_lsn {
+                continue;
+            }
+            let mut lengths = vec![0u64; self.segments.len()];
+            lengths[st.active] = st.write_offset;
+            if self.segments.len() == 2 {
+                lengths[1 - st.active] = st.other_len;
+            }
+            return Ok(LogEnd {
+                lengths,
+                next_lsn: st.next_lsn,
+            });
+        }
+    }
+
     /// Segment `i`'s file (0 or 1; a one-file log has only 0), for a caller that writes a
     /// [`Flush`] itself.
     pub fn segment(&self, i: usize) -> Option<Arc<dyn Io>> {
         self.segments.get(i).cloned()
     }
+}
+
+/// Where a durable log ends ([`Wal::durable_end`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEnd {
+    /// Per segment ([`Wal::segment`]), the bytes from the file's start holding its records.
+    pub lengths: Vec<u64>,
+    /// The LSN the next record gets: every record below it is durable and within `lengths`.
+    pub next_lsn: u64,
 }
 
 /// A flush of the log's buffered records that the caller writes itself: see

@@ -1,0 +1,215 @@
+//! Writers' latency during an online backup (`Db::backup_to`, issue 23), against the same
+//! writers without one, alternated; and the backup's speed against `cp` of the same files.
+//!
+//! ```text
+//! cargo run --release -p sylva --example backup_latency -- DIR [RECORDS] [THREADS] [always|batch] [ROUNDS]
+//! ```
+//!
+//! Loads RECORDS records (8-byte keys, 56-byte values) into `DIR/db`, then per round: a window
+//! of THREADS writers overwriting random keys without a backup, as long as the backup before
+//! took (at least 2 s), and a window with the same writers during which `backup_to` copies the
+//! database to `DIR/copy`; then, with the writers idle, `backup_to` again and `cp` of the
+//! database's files to `DIR/cp`, each made durable.
+//! Prints per window the writes per second, p50, p99, p99.9 and max latency.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sylva::{Db, DbOptions, SyncMode};
+
+fn key(i: u64) -> [u8; 8] {
+    i.to_be_bytes()
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Latencies (ns) of the writes of one window, all threads.
+struct Window {
+    latencies: Vec<u64>,
+    seconds: f64,
+}
+
+impl Window {
+    fn print(&mut self, what: &str) {
+        self.latencies.sort_unstable();
+        let n = self.latencies.len();
+        let at = |q: f64| self.latencies[((n as f64 * q) as usize).min(n - 1)] as f64 / 1e3;
+        println!(
+            "{what:<16} {:>9.0} writes/s  p50 {:>8.1} us  p99 {:>8.1} us  p99.9 {:>9.1} us  max {:>9.1} us  ({n} writes, {:.2} s)",
+            n as f64 / self.seconds,
+            at(0.5),
+            at(0.99),
+            at(0.999),
+            self.latencies[n - 1] as f64 / 1e3,
+            self.seconds
+        );
+    }
+}
+
+/// Runs `threads` writers until `during` returns (after at least `min`).
+fn window(
+    db: &Db,
+    threads: u64,
+    records: u64,
+    seed: u64,
+    min: Duration,
+    during: impl FnOnce(),
+) -> Window {
+    let stop = AtomicBool::new(false);
+    let all = Mutex::new(Vec::new());
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (stop, all) = (&stop, &all);
+            s.spawn(move || {
+                let mut mine = Vec::with_capacity(1 << 20);
+                let mut n = 0u64;
+                let value = [t as u8; 56];
+                while !stop.load(Ordering::Relaxed) {
+                    let k = splitmix(seed ^ (t << 48) ^ n) % records;
+                    let at = Instant::now();
+                    db.put(&key(k), &value).expect("put");
+                    mine.push(at.elapsed().as_nanos() as u64);
+                    n += 1;
+                }
+                all.lock().expect("lock").extend(mine);
+            });
+        }
+        during();
+        let left = min.saturating_sub(started.elapsed());
+        std::thread::sleep(left);
+        stop.store(true, Ordering::Relaxed);
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    Window {
+        latencies: all.into_inner().expect("lock"),
+        seconds,
+    }
+}
+
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").metadata().expect("metadata").len())
+        .sum()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let base = PathBuf::from(
+        args.first()
+            .expect("usage: backup_latency DIR [RECORDS] [THREADS] [always|batch] [ROUNDS]"),
+    );
+    let records: u64 = args
+        .get(1)
+        .map_or(2_000_000, |s| s.parse().expect("RECORDS"));
+    let threads: u64 = args.get(2).map_or(2, |s| s.parse().expect("THREADS"));
+    let sync = match args.get(3).map_or("batch", String::as_str) {
+        "always" => SyncMode::Always,
+        "batch" => DbOptions::default().sync,
+        other => panic!("sync {other} is not always or batch"),
+    };
+    let rounds: u64 = args.get(4).map_or(2, |s| s.parse().expect("ROUNDS"));
+    let src = base.join("db");
+    let _ = std::fs::remove_dir_all(&base);
+    let options = DbOptions {
+        sync,
+        ..DbOptions::default()
+    };
+    {
+        let db = Db::open(
+            &src,
+            DbOptions {
+                sync: SyncMode::Never,
+                ..options
+            },
+        )
+        .expect("open");
+        let t = Instant::now();
+        for i in 0..records {
+            db.put(&key(splitmix(i) % records), &[1u8; 56])
+                .expect("load");
+        }
+        db.close().expect("close");
+        println!(
+            "loaded {records} records in {:.1} s",
+            t.elapsed().as_secs_f64()
+        );
+    }
+    let db = Db::open(&src, options).expect("open");
+    let mut last = Duration::from_secs(2);
+    for round in 0..rounds {
+        let mut base_w = window(&db, threads, records, round * 2, last, || {});
+        base_w.print("without backup");
+        let copy = base.join(format!("copy{round}"));
+        let mut report = None;
+        let mut with = window(&db, threads, records, round * 2 + 1, Duration::ZERO, || {
+            report = Some(db.backup_to(&copy).expect("backup"));
+        });
+        with.print("during backup");
+        let report = report.expect("report");
+        last = report.duration.max(Duration::from_secs(2));
+        let bytes = report.page_bytes + report.recopied_bytes + report.log_bytes;
+        println!(
+            "backup: {:.1} MiB in {:.2} s = {:.1} MiB/s (writers held {:.1} ms at the log's end; {:.1} MiB of log)",
+            bytes as f64 / 1048576.0,
+            report.duration.as_secs_f64(),
+            bytes as f64 / 1048576.0 / report.duration.as_secs_f64(),
+            report.writers_held.as_secs_f64() * 1e3,
+            report.log_bytes as f64 / 1048576.0,
+        );
+        // The same backup with the writers idle, beside `cp` of the same files (the database
+        // open and idle), made durable as the backup is.
+        let idle = base.join(format!("idle{round}"));
+        let r = db.backup_to(&idle).expect("backup");
+        let bytes = r.page_bytes + r.recopied_bytes + r.log_bytes;
+        println!(
+            "backup, writers idle: {:.1} MiB in {:.2} s = {:.1} MiB/s; without its checkpoint ({:.2} s): {:.1} MiB/s",
+            bytes as f64 / 1048576.0,
+            r.duration.as_secs_f64(),
+            bytes as f64 / 1048576.0 / r.duration.as_secs_f64(),
+            r.checkpoint.as_secs_f64(),
+            bytes as f64 / 1048576.0 / (r.duration - r.checkpoint).as_secs_f64(),
+        );
+        let _ = std::fs::remove_dir_all(&idle);
+        let cp = base.join(format!("cp{round}"));
+        std::fs::create_dir_all(&cp).expect("mkdir");
+        let t = Instant::now();
+        let status = std::process::Command::new("cp")
+            .arg(src.join("data.sylva"))
+            .arg(src.join("wal.log"))
+            .arg(src.join("wal.2.log"))
+            .arg(&cp)
+            .status()
+            .expect("cp");
+        assert!(status.success());
+        let status = std::process::Command::new("sync")
+            .arg("-f")
+            .arg(cp.join("data.sylva"))
+            .status()
+            .expect("sync");
+        assert!(status.success());
+        let secs = t.elapsed().as_secs_f64();
+        let cp_bytes = dir_bytes(&cp);
+        println!(
+            "cp + sync: {:.1} MiB in {:.2} s = {:.1} MiB/s",
+            cp_bytes as f64 / 1048576.0,
+            secs,
+            cp_bytes as f64 / 1048576.0 / secs
+        );
+        let check = Db::open(&copy, DbOptions::default()).expect("open the copy");
+        assert!(check.stats().records > 0);
+        check.close().expect("close the copy");
+        let _ = std::fs::remove_dir_all(&copy);
+        let _ = std::fs::remove_dir_all(&cp);
+    }
+    db.close().expect("close");
+    let _ = std::fs::remove_dir_all(&base);
+}

@@ -1,0 +1,232 @@
+//! Online backup: a copy of a store, taken while its writers run, that opens as the store
+//! holding exactly the writes whose log records precede one LSN (the *end LSN*), every write
+//! acknowledged before the backup began among them. The scheme is InnoDB's hot backup (and
+//! `xtrabackup`'s): the page file as of a checkpoint, copied *fuzzily* while writers go on,
+//! and the log from that checkpoint on, replayed by the copy's own recovery when it is opened.
+//!
+//! **Steps** ([`Durable::backup_to`]):
+//! 1. The target must be new or an empty directory ([`crate::Error::NotEmpty`] otherwise); it
+//!    is created with its name durable in its parent.
+//! 2. The checkpoint lock is taken for the rest of the copy of the source: no checkpoint runs
+//!    meanwhile (a writer that would start one skips it; the checkpoint thread waits), so the
+//!    meta pages, the recorded free space and the log's older segment stay as they are, and
+//!    the log only grows. The engine starts noting the page runs it writes without logging
+//!    their bytes ([`Engine::note_unlogged_runs`]; for `Db`, values over 1 MiB).
+//! 3. A fuzzy checkpoint, at LSN `l`: the copy's recovery starts there, so only the log written
+//!    during the backup is replayed.
+//! 4. The page file is copied whole, 8 MiB at a time, while writers go on
+//!    ([`PARTIAL_DATA_FILE`] in the target).
+//! 5. With writers held back (the same exclusive gate a checkpoint's rotation takes) the log is
+//!    synced and its end noted: the end LSN `e` and, per segment, the bytes holding records
+//!    below it ([`crate::wal::Wal::durable_end`]); the unlogged runs noted so far are taken.
+//! 6. Those runs' pages are copied again, then each log segment up to its noted length.
+//! 7. The checkpoint lock is released; every target file is fsynced, then the directory; the
+//!    page file is renamed to [`super::DATA_FILE`] and the directory fsynced again.
+//!
+//! **Why the copy is consistent.** It is the state a power loss at the moment of step 5 could
+//! have left, which recovery already handles: the meta page of checkpoint `l` (durable, and not
+//! rewritten during the copy), the log durable to `e`, and each page of the file in some
+//! version written since `l`, or torn. A page copied at step 4 holds changes whose log records
+//! were durable before it was written (the buffer pool's WAL rule), so below `e`: the copy
+//! never holds a page newer than its log. A page changed after `l` logged its full image first,
+//! so redo rebuilds it from the log whatever version was copied (a torn read included). What
+//! the log does not carry is the bytes of the unlogged runs, which the engine makes durable
+//! before the record that names them; a run written after step 4 read its pages is copied
+//! again at step 6. Its pages cannot change between step 5 and step 6: a run is freed only with
+//! a deferred free, which becomes allocatable after a checkpoint, and none runs. Pages a writer
+//! allocates at the file's end after step 4 are not copied: checkpoint `l` lists them free, and
+//! redo writes again those that records below `e` use (tree pages from their images, logged
+//! runs from their records, unlogged runs from step 6).
+//!
+//! **Writers** are held back twice, briefly: by the checkpoint's rotation (step 3) and by step
+//! 5's log sync. The copy itself competes with them only for the device.
+//!
+//! **Failure.** The backup only reads the source's files (its checkpoint is an ordinary one):
+//! an error or a crash leaves the source as it was. A target left by a backup that did not end
+//! holds [`PARTIAL_DATA_FILE`] and no [`super::DATA_FILE`], and opening it is refused
+//! ([`crate::Error::NotSylva`]): it is not mistaken for an empty database. A source that fails
+//! its checkpoint is poisoned, as any failed checkpoint poisons it.
+
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::{Durable, Engine, DATA_FILE, WAL_FILE, WAL_FILE_2};
+use crate::error::{Error, Result};
+use crate::io::{create_dir_all_durable, AlignedBuf, Io, OpenFile, Vfs};
+
+/// The page file of a backup being written: renamed to [`super::DATA_FILE`] once the backup is
+/// whole and durable.
+pub const PARTIAL_DATA_FILE: &str = "data.sylva.partial";
+
+/// Bytes copied per read and write.
+const CHUNK: usize = 8 << 20;
+
+/// What an online backup copied ([`crate::Db::backup_to`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BackupReport {
+    /// The LSN the copy's recovery starts at (the checkpoint the backup began with).
+    pub checkpoint_lsn: u64,
+    /// The copy holds exactly the writes whose log records are below this LSN.
+    pub end_lsn: u64,
+    /// Bytes of the page file copied.
+    pub page_bytes: u64,
+    /// Bytes of pages copied again: runs written during the copy without logging their bytes.
+    pub recopied_bytes: u64,
+    /// Bytes of log copied (both segments).
+    pub log_bytes: u64,
+    /// How long the checkpoint the backup begins with took (writing the pages dirty then).
+    pub checkpoint: Duration,
+    /// How long writers were held back while the log's end was noted (step 5 of the module
+    /// docs; the checkpoint's own hold is not counted).
+    pub writers_held: Duration,
+    /// From the call to the copy durable.
+    pub duration: Duration,
+}
+
+/// Ends the engine's noting of unlogged runs when the backup ends early.
+struct Noting<'a, E: Engine> {
+    engine: &'a E,
+    on: bool,
+}
+
+impl<'a, E: Engine> Noting<'a, E> {
+    fn start(engine: &'a E) -> Result<Self> {
+        engine.note_unlogged_runs(true)?;
+        Ok(Noting { engine, on: true })
+    }
+
+    fn finish(mut self) -> Result<Vec<(u64, u64)>> {
+        self.on = false;
+        self.engine.note_unlogged_runs(false)
+    }
+}
+
+impl<E: Engine> Drop for Noting<'_, E> {
+    fn drop(&mut self) {
+        if self.on {
+            let _ = self.engine.note_unlogged_runs(false);
+        }
+    }
+}
+
+impl<E: Engine> Durable<E> {
+    /// Copies the store into the directory `target` (new or empty) while writers go on; the
+    /// copy opens as the store holding exactly the writes logged below
+    /// [`BackupReport::end_lsn`]. See the module docs.
+    ///
+    /// `after_page_copy` runs between steps 4 and 5 (tests write there what the copy of the
+    /// page file has missed).
+    pub(crate) fn backup_to(
+        &self,
+        vfs: &dyn Vfs,
+        target: &Path,
+        after_page_copy: &mut dyn FnMut(),
+    ) -> Result<BackupReport> {
+        self.check_open()?;
+        let started = Instant::now();
+        prepare_target(vfs, target)?;
+        let core = &self.core;
+        let engine = &core.engine;
+        let file = engine.page_file();
+        let ps = file.page_size() as u64;
+        let create = OpenFile {
+            create: true,
+            direct: false,
+        };
+        let partial = target.join(PARTIAL_DATA_FILE);
+        let pages_out = vfs.open(&partial, create)?.io;
+        // Its name durable before any other: a target a crash leaves with files in it always
+        // holds this one, and so is refused by open, not taken for an unfinished creation.
+        vfs.sync_dir(target)?;
+        let mut report = BackupReport::default();
+        let mut buf = file.buffer(CHUNK / ps as usize);
+        let mut logs_out = Vec::new();
+        {
+            let _one = core.checkpoint_lock.lock();
+            let noting = Noting::start(engine)?;
+            let checkpoint = Instant::now();
+            let r = core.checkpoint_locked();
+            core.poison.guard(r)?;
+            report.checkpoint = checkpoint.elapsed();
+            report.checkpoint_lsn = core.durable_checkpoint.load(Ordering::Acquire);
+            let pages_in = file.io();
+            let len = pages_in.file_len()? / ps * ps;
+            copy(&**pages_in, &*pages_out, 0, len, &mut buf)?;
+            report.page_bytes = len;
+            after_page_copy();
+
+            // Most of the log's fsync before writers are held back, so theirs is short.
+            core.poison.guard(core.wal.sync())?;
+            let held = Instant::now();
+            let (end, runs) = {
+                let _gate = engine.hold_writers();
+                let end = core.poison.guard(core.wal.durable_end())?;
+                (end, noting.finish()?)
+            };
+            report.writers_held = held.elapsed();
+            report.end_lsn = end.next_lsn;
+
+            for (first, pages) in runs {
+                copy(&**pages_in, &*pages_out, first * ps, pages * ps, &mut buf)?;
+                report.recopied_bytes += pages * ps;
+            }
+            for (i, &len) in end.lengths.iter().enumerate() {
+                let name = [WAL_FILE, WAL_FILE_2]
+                    .get(i)
+                    .ok_or_else(|| Error::InvalidArgument {
+                        what: "a log of more than two segments".into(),
+                        limit: 2,
+                    })?;
+                let segment = core.wal.segment(i).ok_or_else(|| Error::InvalidArgument {
+                    what: format!("the log has no segment {i}"),
+                    limit: end.lengths.len(),
+                })?;
+                let out = vfs.open(&target.join(name), create)?.io;
+                copy(&*segment, &*out, 0, len, &mut buf)?;
+                report.log_bytes += len;
+                logs_out.push(out);
+            }
+        }
+        // The source is no longer read: checkpoints go on while the copy is made durable.
+        pages_out.sync()?;
+        for out in &logs_out {
+            out.sync()?;
+        }
+        vfs.sync_dir(target)?;
+        vfs.rename(&partial, &target.join(DATA_FILE))?;
+        vfs.sync_dir(target)?;
+        report.duration = started.elapsed();
+        Ok(report)
+    }
+}
+
+/// Refuses a target that exists and is not an empty directory, and creates it (its name
+/// durable in its parent) if it does not exist.
+fn prepare_target(vfs: &dyn Vfs, target: &Path) -> Result<()> {
+    if vfs.exists(target)? {
+        if let Some(name) = vfs.list(target)?.into_iter().next() {
+            return Err(Error::NotEmpty {
+                path: target.to_path_buf(),
+                first: name.to_string_lossy().into_owned(),
+            });
+        }
+    }
+    create_dir_all_durable(vfs, target)
+}
+
+/// Copies `len` bytes at `offset` of `from` to the same offset of `to`, through `buf` (aligned,
+/// for a source opened for direct I/O: `offset` and `len` are then whole pages), starting the
+/// target's write-back after each piece so the copy does not pile up dirty memory.
+fn copy(from: &dyn Io, to: &dyn Io, offset: u64, len: u64, buf: &mut AlignedBuf) -> Result<()> {
+    let mut at = offset;
+    let end = offset + len;
+    while at < end {
+        let n = (end - at).min(buf.len() as u64) as usize;
+        from.read_at(&mut buf[..n], at)?;
+        to.write_at(&buf[..n], at)?;
+        to.start_writeback(at, n as u64);
+        at += n as u64;
+    }
+    Ok(())
+}

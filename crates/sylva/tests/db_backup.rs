@@ -1,0 +1,352 @@
+//! Online backup (issue 23, `durable/backup.rs`): `Db::backup_to` while writers run gives a
+//! copy that opens, checks clean and holds a prefix of every writer's operations, each
+//! acknowledged before the backup began among them and none begun after it returned; writes
+//! the copied page file missed are in the copy (from the log, or copied again for values over
+//! 1 MiB, whose bytes the log does not carry); a target that is not empty is refused; a crash
+//! during a backup leaves the source intact and a target that is either whole or refused.
+
+mod db_common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use db_common::{contents, tmp};
+use sylva::io::{SimFs, SimOptions, Vfs};
+use sylva::{Db, DbOptions, Error, SyncMode, DATA_FILE, PARTIAL_DATA_FILE};
+
+const THREADS: u64 = 4;
+/// Keys per writer: operation `n` of a writer changes its key `n % SLOTS` (the first `SLOTS`
+/// insert: leaves split and the file grows while the backups run).
+const SLOTS: u64 = 1500;
+
+fn slot_key(t: u64, slot: u64) -> Vec<u8> {
+    format!("t{t}-s{slot:04}").into_bytes()
+}
+
+/// Operation `n` of writer `t` deletes its key, or puts this value (every 40th of writer 0's is
+/// over 1 MiB: out of line and not carried by the log).
+fn op_value(t: u64, n: u64) -> Option<Vec<u8>> {
+    if n % 7 == 6 {
+        return None;
+    }
+    let len = if t == 0 && n % 40 == 39 {
+        (1 << 20) + 5000
+    } else {
+        8 + (n % 50) as usize
+    };
+    let mut v = vec![(n as u8) ^ (t as u8); len];
+    v[..8].copy_from_slice(&n.to_le_bytes());
+    Some(v)
+}
+
+/// Writer `t`'s keys after its first `m` operations.
+fn prefix_state(t: u64, m: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut state = BTreeMap::new();
+    for slot in 0..SLOTS.min(m) {
+        let last = (m - 1 - slot) / SLOTS * SLOTS + slot;
+        if let Some(v) = op_value(t, last) {
+            state.insert(slot_key(t, slot), v);
+        }
+    }
+    state
+}
+
+/// The number of writer `t`'s operations the keys in `copy` are the result of, if they are the
+/// result of a prefix of them at all.
+fn prefix_length(t: u64, copy: &BTreeMap<Vec<u8>, Vec<u8>>) -> Option<u64> {
+    let prefix = format!("t{t}-").into_bytes();
+    let mine: BTreeMap<Vec<u8>, Vec<u8>> = copy
+        .iter()
+        .filter(|(k, _)| k.starts_with(&prefix))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let last_put = mine
+        .values()
+        .map(|v| u64::from_le_bytes(v[..8].try_into().expect("8 bytes")))
+        .max();
+    // After the last put seen, only deletes: at most one (no two deletes are adjacent).
+    let from = last_put.map_or(0, |n| n + 1);
+    (from..from + 2).find(|&m| prefix_state(t, m) == mine)
+}
+
+/// Sets its flag when dropped.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+fn options() -> DbOptions {
+    DbOptions {
+        sync: SyncMode::Always,
+        // A small pool: pages are evicted (written) while the backup copies the file.
+        cache_bytes: 64 * 4096,
+        // Checkpoints would run during the backup (they wait for it).
+        checkpoint_bytes: 1 << 20,
+        ..DbOptions::default()
+    }
+}
+
+#[test]
+fn backup_during_writers_holds_a_prefix_of_the_acknowledged_writes() {
+    let tmp = tmp();
+    let db = Db::open(tmp.path().join("db"), options()).expect("open");
+    let begun: Vec<AtomicU64> = (0..THREADS).map(|_| AtomicU64::new(0)).collect();
+    let acked: Vec<AtomicU64> = (0..THREADS).map(|_| AtomicU64::new(0)).collect();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (db, begun, acked, stop) = (&db, &begun[t as usize], &acked[t as usize], &stop);
+            s.spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    begun.store(n + 1, Ordering::SeqCst);
+                    let key = slot_key(t, n % SLOTS);
+                    match op_value(t, n) {
+                        Some(v) => db.put(&key, &v).expect("put"),
+                        None => drop(db.delete(&key).expect("delete")),
+                    }
+                    acked.store(n + 1, Ordering::SeqCst);
+                    n += 1;
+                }
+            });
+        }
+        // Stops the writers however this ends: a failed assertion must fail the test, not
+        // leave the scope waiting for writers that never stop.
+        let _stop = StopOnDrop(&stop);
+        for round in 0..3 {
+            std::thread::sleep(Duration::from_millis(300));
+            let acked_before: Vec<u64> = acked.iter().map(|a| a.load(Ordering::SeqCst)).collect();
+            let target = tmp.path().join(format!("backup{round}"));
+            let report = db.backup_to(&target).expect("backup");
+            let begun_after: Vec<u64> = begun.iter().map(|b| b.load(Ordering::SeqCst)).collect();
+            assert!(report.end_lsn > report.checkpoint_lsn, "{report:?}");
+
+            let copy = Db::open(&target, options()).expect("open the backup");
+            let check = copy.check().expect("the backup checks clean");
+            let state = contents(&copy).expect("read the backup");
+            assert_eq!(check.records, state.len() as u64);
+            for t in 0..THREADS {
+                let m = prefix_length(t, &state).unwrap_or_else(|| {
+                    panic!("round {round}: writer {t}'s keys are no prefix of its operations")
+                });
+                assert!(
+                    m >= acked_before[t as usize],
+                    "round {round}: writer {t}: {m} operations in the copy, {} acknowledged \
+                     before the backup began",
+                    acked_before[t as usize]
+                );
+                assert!(
+                    m <= begun_after[t as usize],
+                    "round {round}: writer {t}: {m} operations in the copy, {} begun when it ended",
+                    begun_after[t as usize]
+                );
+            }
+            let ours: usize = (0..THREADS)
+                .map(|t| {
+                    let prefix = format!("t{t}-").into_bytes();
+                    state.keys().filter(|k| k.starts_with(&prefix)).count()
+                })
+                .sum();
+            assert_eq!(ours, state.len(), "round {round}: keys no writer wrote");
+            copy.close().expect("close the backup");
+        }
+    });
+    db.check().expect("the source checks clean");
+}
+
+fn quiet_options() -> DbOptions {
+    DbOptions {
+        sync: SyncMode::Always,
+        cache_bytes: 128 * 4096,
+        background: false,
+        ..DbOptions::default()
+    }
+}
+
+fn big(n: u8) -> Vec<u8> {
+    (0..(2 << 20) + 777)
+        .map(|i| (i as u8).wrapping_mul(n))
+        .collect()
+}
+
+fn small_key(i: u32) -> Vec<u8> {
+    format!("key{i:06}").into_bytes()
+}
+
+#[test]
+fn writes_the_page_copy_missed_are_in_the_backup() {
+    let tmp = tmp();
+    let db = Db::open(tmp.path().join("db"), quiet_options()).expect("open");
+    let mut model = BTreeMap::new();
+    for i in 0..3000 {
+        let v = format!("value {i}").into_bytes();
+        db.put(&small_key(i), &v).expect("put");
+        model.insert(small_key(i), v);
+    }
+    for n in 1..=2u8 {
+        db.put(&[b'b', n], &big(n)).expect("put big");
+        model.insert(vec![b'b', n], big(n));
+    }
+    let target = tmp.path().join("backup");
+    let during = |model: &mut BTreeMap<Vec<u8>, Vec<u8>>| {
+        // After the page copy: new values over 1 MiB (at the file's end, and, for the
+        // overwrite, in a new run while the old one is freed), leaf splits, merges.
+        for n in 1..=4u8 {
+            db.put(&[b'b', n], &big(n + 10)).expect("put big");
+            model.insert(vec![b'b', n], big(n + 10));
+        }
+        for i in 3000..4000 {
+            let v = vec![i as u8; 300];
+            db.put(&small_key(i), &v).expect("put");
+            model.insert(small_key(i), v);
+        }
+        for i in 0..1500 {
+            assert!(db.delete(&small_key(i)).expect("delete"));
+            model.remove(&small_key(i));
+        }
+    };
+    let report = db
+        .backup_to_paused(&sylva::io::OsFs, &target, &mut || during(&mut model))
+        .expect("backup");
+    assert!(
+        report.recopied_bytes >= 4 * (2 << 20),
+        "the four runs over 1 MiB written after the page copy are copied again: {report:?}"
+    );
+    // After the backup: not in it.
+    db.put(b"after", b"not in the backup").expect("put");
+    db.put(&[b'b', 1], &big(99)).expect("put big");
+
+    let copy = Db::open(&target, quiet_options()).expect("open the backup");
+    copy.check().expect("the backup checks clean");
+    let state = contents(&copy).expect("read the backup");
+    assert_eq!(state.len(), model.len());
+    assert!(
+        state == model,
+        "the backup differs from the source at the pause"
+    );
+    copy.close().expect("close");
+    db.check().expect("the source checks clean");
+}
+
+#[test]
+fn a_target_that_is_not_empty_is_refused() {
+    let tmp = tmp();
+    let src = tmp.path().join("db");
+    let db = Db::open(&src, quiet_options()).expect("open");
+    db.put(b"k", b"v").expect("put");
+
+    let full = tmp.path().join("full");
+    std::fs::create_dir(&full).expect("mkdir");
+    std::fs::write(full.join("notes.txt"), b"mine").expect("write");
+    match db.backup_to(&full) {
+        Err(Error::NotEmpty { path, first }) => {
+            assert_eq!(path, full);
+            assert_eq!(first, "notes.txt");
+        }
+        other => panic!("a non-empty target: {other:?}"),
+    }
+    assert_eq!(
+        std::fs::read(full.join("notes.txt")).expect("read"),
+        b"mine"
+    );
+    assert_eq!(std::fs::read_dir(&full).expect("list").count(), 1);
+    // The database's own directory is not empty either.
+    assert!(matches!(db.backup_to(&src), Err(Error::NotEmpty { .. })));
+    // A file where the directory should be.
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, b"x").expect("write");
+    assert!(db.backup_to(&file).is_err(), "a file as the target");
+
+    // An empty directory, and one whose parents do not exist yet, are fine.
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    db.backup_to(&empty)
+        .expect("backup into an empty directory");
+    let nested = tmp.path().join("a/b/c");
+    db.backup_to(&nested)
+        .expect("backup into a new nested directory");
+    for dir in [empty, nested] {
+        let copy = Db::open(&dir, quiet_options()).expect("open the backup");
+        assert_eq!(copy.get(b"k").expect("get").as_deref(), Some(&b"v"[..]));
+    }
+}
+
+#[test]
+fn a_crash_during_a_backup_leaves_the_source_intact_and_the_target_whole_or_refused() {
+    let dir = Path::new("/db");
+    let target = Path::new("/backup");
+    let fill = |db: &Db| {
+        for i in 0..400 {
+            db.put(&small_key(i), &[i as u8; 40]).expect("put");
+        }
+        db.put(b"big", &big(3)).expect("put big");
+    };
+    let expected = || {
+        let mut m: BTreeMap<Vec<u8>, Vec<u8>> = (0..400)
+            .map(|i| (small_key(i), vec![i as u8; 40]))
+            .collect();
+        m.insert(b"big".to_vec(), big(3));
+        m
+    };
+    // How many changes a whole backup makes.
+    let changes = {
+        let fs = SimFs::new(SimOptions::default());
+        let db = Db::open_in(&fs, dir, quiet_options()).expect("open");
+        fill(&db);
+        let before = fs.changes();
+        db.backup_to_in(&fs, target).expect("backup");
+        fs.changes() - before
+    };
+    assert!(changes > 5, "a backup makes {changes} changes");
+    let mut whole = 0;
+    for at in 0..changes {
+        for loss in 0..3u64 {
+            let fs = SimFs::new(SimOptions::default());
+            let db = Db::open_in(&fs, dir, quiet_options()).expect("open");
+            fill(&db);
+            fs.crash_after(at);
+            assert!(
+                db.backup_to_in(&fs, target).is_err(),
+                "the power failed at change {at}"
+            );
+            db.simulate_crash();
+            match loss {
+                0 => fs.reboot_losing_unsynced(),
+                1 => fs.reboot_keeping_unsynced(),
+                seed => fs.reboot(at * 7 + seed),
+            }
+            let db = Db::open_in(&fs, dir, quiet_options())
+                .unwrap_or_else(|e| panic!("crash at change {at}, loss {loss}: source: {e}"));
+            db.check().expect("the source checks clean");
+            assert!(
+                contents(&db).expect("read") == expected(),
+                "crash at change {at}, loss {loss}: the source lost writes"
+            );
+            let has = |name: &str| fs.exists(&target.join(name)).expect("exists");
+            if has(DATA_FILE) {
+                let copy = Db::open_in(&fs, target, quiet_options())
+                    .unwrap_or_else(|e| panic!("crash at change {at}, loss {loss}: copy: {e}"));
+                copy.check().expect("the backup checks clean");
+                assert!(contents(&copy).expect("read") == expected());
+                whole += 1;
+            } else if has(PARTIAL_DATA_FILE) {
+                match Db::open_in(&fs, target, quiet_options()) {
+                    Err(Error::NotSylva { .. }) => {}
+                    Err(e) => panic!("crash at change {at}, loss {loss}: {e}"),
+                    Ok(_) => panic!("crash at change {at}, loss {loss}: a partial backup opened"),
+                }
+            } else if fs.exists(target).expect("exists") {
+                assert!(
+                    fs.list(target).expect("list").is_empty(),
+                    "crash at change {at}, loss {loss}: files in the target but no page file"
+                );
+            }
+        }
+    }
+    assert!(whole > 0, "some crash came after the backup was durable");
+}
