@@ -269,6 +269,18 @@ fn leaf_cache_bytes(p: &Params) -> u64 {
     p.cache_bytes.saturating_sub(p.sigma.saturating_mul(4))
 }
 
+/// Hands the heap memory a cascade freed (its records, the frozen root's pages) back to the
+/// system: glibc keeps it otherwise, and the leaf cache's budget assumes the roots' and the
+/// cascade's memory is returned once they are done.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory held by glibc's allocator; it may be
+    // called at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// Merges two sorted record lists, `newer` winning on equal keys.
 fn merge_newest(older: Vec<Rec>, newer: Vec<Rec>) -> Vec<Rec> {
     let mut out = Vec::with_capacity(older.len() + newer.len());
@@ -459,6 +471,7 @@ impl NbEngine {
             return Err(e);
         }
         self.commit_frozen()?;
+        release_free_memory();
         if self.spare.lock().is_none() {
             *self.spare.lock() = Some(RootTree::new(self.params.page_size)?);
         }
