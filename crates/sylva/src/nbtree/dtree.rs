@@ -17,7 +17,7 @@
 //! inputs (records, bytes, the largest record and key: a leaf wastes less than one record), the
 //! pages are built in a 1 MiB buffer and written a buffer at a time, and the unused tail is
 //! freed at the end. Inner pages and the filter stay in memory in the [`DTree`] handle (§6.2:
-//! inner nodes and filters are cached); leaves are read with `pread` when needed.
+//! inner nodes and filters are cached); lookups read leaves through the leaf cache.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -203,25 +203,12 @@ impl DTree {
         self.bloom.as_ref().is_none_or(|b| b.may_contain(h))
     }
 
-    /// Looks `key` up: its tagged value, if the d-tree holds it. `buf`: one page.
-    pub(crate) fn get(&self, key: &[u8], buf: &mut AlignedBuf, out: &mut Vec<u8>) -> Result<bool> {
-        let id = self.leaf_for(key)?;
-        self.file.read_page(id, buf, PageKind::DTreeLeaf)?;
-        let ps = self.file.page_size();
-        let leaf = Slotted::new(id, &buf[PAGE_HEADER_LEN..ps])?;
-        let (i, found) = leaf.lower_bound(key)?;
-        if found {
-            out.clear();
-            out.extend_from_slice(leaf.value(i)?);
-        }
-        Ok(found)
-    }
-
-    /// [`DTree::get`] with the leaf read through the buffer pool `pool` (the lookups' leaf
-    /// cache, over the same page file): an optimistic read, validated. Leaves are immutable
+    /// Looks `key` up: its tagged value, if the d-tree holds it. The leaf is read through the
+    /// buffer pool `pool` (the lookups' leaf cache, over the same page file): an optimistic
+    /// read, validated. Leaves are immutable
     /// while a version holds their d-tree, so a failed validation (the pool forgot the page
     /// for a reused run, which cannot happen while this d-tree is held) only retries.
-    pub(crate) fn get_cached(&self, key: &[u8], pool: &BufferPool, out: &mut Vec<u8>) -> Result<bool> {
+    pub(crate) fn get(&self, key: &[u8], pool: &BufferPool, out: &mut Vec<u8>) -> Result<bool> {
         let id = self.leaf_for(key)?;
         let usable = pool.usable_size();
         loop {
@@ -715,13 +702,6 @@ impl Writer {
             i = j + 1;
         }
         Ok(out)
-    }
-}
-
-impl DTree {
-    /// The page size of the file the d-tree is in.
-    pub(crate) fn page_size(&self) -> usize {
-        self.file.page_size()
     }
 }
 

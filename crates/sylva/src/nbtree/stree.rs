@@ -119,7 +119,7 @@ impl Version {
             if let Some(d) = &node.dtree {
                 if key >= node.start.as_slice() && d.may_contain(h) {
                     reads.fetch_add(1, Ordering::Relaxed);
-                    if d.get_cached(key, pool, out)? {
+                    if d.get(key, pool, out)? {
                         return Ok(Found::Yes);
                     }
                 }
