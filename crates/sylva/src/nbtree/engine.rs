@@ -45,7 +45,7 @@ struct InForce {
 pub(crate) struct NbEngine {
     pub(crate) file: Arc<PageFile>,
     /// The lookups' leaf cache: a buffer pool over the same file, holding d-tree leaves only
-    /// (inner pages and filters are in the d-trees' handles), within `cache_bytes` − 4σ.
+    /// (inner pages and filters are in the d-trees' handles), within `cache_bytes` − 2σ.
     pub(crate) pool: BufferPool,
     pub(crate) wal: Arc<Wal>,
     pub(crate) params: Params,
@@ -261,12 +261,13 @@ impl NbEngine {
     }
 }
 
-/// The leaf cache's budget: `cache_bytes` less 4σ for what a load holds outside it (the
-/// active and frozen roots, B-trees of σ record bytes each and more in pages, and a cascade's
-/// records in memory: about 150 MiB at σ = 32 MiB, `docs/results/nbtree.md`); the pool keeps
-/// at least 16 frames.
+/// The leaf cache's budget: `cache_bytes` less 2σ for the two in-memory roots (active and
+/// frozen, σ record bytes each); the pool keeps at least 16 frames. Outside it, as `Db`'s
+/// memory beyond its pool is outside its budget: the roots' page overhead, a cascade's records
+/// in memory while it runs, the d-trees' inner pages and filters (`docs/results/nbtree.md`
+/// measures them).
 fn leaf_cache_bytes(p: &Params) -> u64 {
-    p.cache_bytes.saturating_sub(p.sigma.saturating_mul(4))
+    p.cache_bytes.saturating_sub(p.sigma.saturating_mul(2))
 }
 
 /// Hands the heap memory a cascade freed (its records, the frozen root's pages) back to the

@@ -16,9 +16,10 @@
 //!   tag byte (1 put, 0 tombstone) and the value. A d-tree's inner pages and its filter are
 //!   read into memory when the d-tree is written or loaded; lookups read its leaves through
 //!   the *leaf cache*, a [`crate::buffer::BufferPool`] over the same page file with
-//!   `cache_bytes` − 4σ for its frames (the roots and a cascade's records take the rest);
-//!   merges and scans read runs past it. The file is opened without `O_DIRECT`: a miss may
-//!   still find the leaf in the kernel's page cache. A run reused for a new d-tree is forgotten by the pool
+//!   `cache_bytes` − 2σ for its frames (the two roots take the rest); merges and scans read
+//!   runs past it. The file is opened with `O_DIRECT` where the file system allows, as `Db`'s
+//!   is: a buffered miss costs the reading thread the kernel's page-cache reclaim when memory
+//!   is bounded, and the page cache would hold a second copy of the leaves. A run reused for a new d-tree is forgotten by the pool
 //!   before it is written.
 //! - **The root s-node's d-tree** is three parts, newest first: the *active* root, an in-memory
 //!   [`crate::btree::BTree`] taking writes (every write logged first), the *frozen* root (an

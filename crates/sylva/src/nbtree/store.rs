@@ -38,7 +38,7 @@ impl NbTree {
         options.validate()?;
         let create = dir::Create {
             page_size: options.page_size,
-            direct_io: false,
+            direct_io: true,
         };
         Self::start(dir::open_dir(vfs, dir, create)?, options)
     }
