@@ -115,12 +115,15 @@
 //! Built and tested: the structure, the root d-tree with the log, d-trees in runs with Bloom
 //! filters, HandleFullSNode / flush / SNodeSplit with the single recursive call and lazy
 //! removal, commits and recovery on the durability layer (with atomic write batches), queries
-//! and merged scans over `Arc` versions, deferred freeing of replaced runs, the deamortized
-//! cascade's pacing and counters, and the bad-input errors. Partial: steps are taken by the
-//! merger thread while a behind insert waits (above); inner pages and filters stay in memory
-//! unbounded by `cache_bytes` (they grow with the data, about 1% and 10 bits a record); the
-//! bulk builder (`dtree::Writer`) lives here, not yet
-//! shared with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
+//! and merged scans over `Arc` versions, the leaf cache, freeing of replaced runs once the
+//! commit that replaced them is durable, the deamortized cascade's pacing and counters, and
+//! the bad-input errors. Partial: steps are taken by the merger thread while a behind insert
+//! waits (above); inner pages and filters stay in memory unbounded by `cache_bytes` (they grow
+//! with the data, about 1% and 10 bits a record); the file's high-water mark holds the live
+//! runs plus one cascade's output (up to W), since a cascade cannot reuse the runs it replaces
+//! before its commit is durable (commits inside a cascade would lower it;
+//! `docs/results/nbtree.md`); the bulk builder (`dtree::Writer`) lives here, not yet shared
+//! with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
 
 pub(crate) mod bloom;
 pub(crate) mod cascade;
