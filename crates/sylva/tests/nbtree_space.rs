@@ -1,5 +1,5 @@
 //! Space: overwriting the same keys round after round does not grow the file without bound.
-//! Replaced runs are freed (deferred until the next commit is durable) and reused, so after the
+//! Replaced runs are freed (once the commit that replaced them is durable) and reused, so after the
 //! first rounds the file stops growing: over 10 rounds of overwrites of 20,000 keys, the last
 //! five rounds add nothing to the file. The live runs hold at most 3× the live record bytes
 //! (older versions of overwritten keys wait in lower levels, as in an LSM tree, and flushed

@@ -211,7 +211,7 @@ struct Clock {
 
 /// Pages of a [`PageFile`], cached within a memory budget.
 pub struct BufferPool {
-    file: PageFile,
+    file: Arc<PageFile>,
     log: Option<Arc<dyn LogFlush>>,
     frames: Region,
     states: Region,
@@ -239,13 +239,15 @@ pub struct BufferPool {
 }
 
 impl BufferPool {
-    /// A pool over `file`; `log`, when given, is flushed up to a page's LSN before the page is
-    /// written back.
+    /// A pool over `file` (owned, or shared with an engine that writes runs past the pool,
+    /// as the NB-tree's d-tree leaves are); `log`, when given, is flushed up to a page's LSN
+    /// before the page is written back.
     pub fn new(
-        file: PageFile,
+        file: impl Into<Arc<PageFile>>,
         log: Option<Arc<dyn LogFlush>>,
         options: PoolOptions,
     ) -> Result<Self> {
+        let file = file.into();
         let page_size = file.page_size();
         let capacity = options.reserve_bytes / page_size as u64;
         let frames = Region::reserve((capacity as usize).saturating_mul(page_size))?;

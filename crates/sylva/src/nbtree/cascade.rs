@@ -43,6 +43,7 @@ use parking_lot::{Condvar, Mutex};
 use super::dtree::{Bound, DTree, Writer};
 use super::stree::{is_put, SNode};
 use crate::error::Result;
+use crate::buffer::BufferPool;
 use crate::io::PageFile;
 
 /// A record: key and tagged value.
@@ -72,6 +73,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) full_at: u64,
     /// The deamortized job this cascade is (its progress, counted a step at a time).
     pub(crate) job: Option<Arc<Job>>,
+    /// The lookups' leaf cache: a run reused for a new d-tree is forgotten there first.
+    pub(crate) pool: Option<&'a BufferPool>,
     /// This cascade's HandleFullSNode calls and bytes written.
     calls: u64,
     written: u64,
@@ -93,6 +96,7 @@ impl<'a> Ctx<'a> {
             counters,
             full_at: sigma,
             job: None,
+            pool: None,
             calls: 0,
             written: 0,
         }
@@ -100,9 +104,17 @@ impl<'a> Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// A d-tree writer for at most `bound`, reporting its writes to the job.
-    fn writer(&self, bound: Bound) -> Writer {
-        Writer::new(self.file, bound, self.bloom_bits, self.job.clone())
+    /// A d-tree writer for at most `bound`, reporting its writes to the job. Its run may
+    /// reuse pages of a freed d-tree: the leaf cache forgets them before they are written.
+    fn writer(&self, bound: Bound) -> Result<Writer> {
+        let w = Writer::new(self.file, bound, self.bloom_bits, self.job.clone());
+        if let Some(pool) = self.pool {
+            let (first, pages) = w.run();
+            if pages > 0 {
+                pool.forget_run(first, pages)?;
+            }
+        }
+        Ok(w)
     }
 }
 
@@ -217,7 +229,7 @@ pub(crate) fn write_merge(
     if let Some((d, _)) = older {
         bound.add(Bound::of_extent(&d.extent));
     }
-    let mut w = ctx.writer(bound);
+    let mut w = ctx.writer(bound)?;
     let mut cursor = match older {
         Some((d, start)) => Some(d.cursor(start, true)?),
         None => None,
@@ -454,8 +466,8 @@ fn split_leaf(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome> {
     }
     let half = node.live_records / 2;
     let bound = Bound::of_extent(&d.extent);
-    let mut a = ctx.writer(bound);
-    let mut b = ctx.writer(bound);
+    let mut a = ctx.writer(bound)?;
+    let mut b = ctx.writer(bound)?;
     let mut median = Vec::new();
     let mut c = d.cursor(&node.start, true)?;
     while let Some((k, v)) = c.next_record()? {
@@ -487,8 +499,8 @@ fn split_inner(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome> {
     let (mut da, mut db) = (None, None);
     if let Some(d) = node.dtree.clone() {
         let bound = Bound::of_extent(&d.extent);
-        let mut a = ctx.writer(bound);
-        let mut b = ctx.writer(bound);
+        let mut a = ctx.writer(bound)?;
+        let mut b = ctx.writer(bound)?;
         let mut c = d.cursor(&node.start, true)?;
         while let Some((k, v)) = c.next_record()? {
             if k < median.as_slice() {

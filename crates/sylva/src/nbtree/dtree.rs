@@ -17,13 +17,14 @@
 //! inputs (records, bytes, the largest record and key: a leaf wastes less than one record), the
 //! pages are built in a 1 MiB buffer and written a buffer at a time, and the unused tail is
 //! freed at the end. Inner pages and the filter stay in memory in the [`DTree`] handle (§6.2:
-//! inner nodes and filters are cached); leaves are read with `pread` when needed.
+//! inner nodes and filters are cached); lookups read leaves through the leaf cache.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::bloom::{self, Bloom};
 use super::cascade::Job;
+use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
@@ -75,8 +76,12 @@ pub(crate) struct DTree {
     /// The inner pages' engine bytes, in run order.
     inner: Vec<u8>,
     bloom: Option<Bloom>,
-    /// Replaced in the s-tree: free the run when the last version holding it lets go.
-    obsolete: AtomicBool,
+    /// The meta sequence of the checkpoint during which it was written (0: loaded from a
+    /// durable manifest).
+    written_at: u64,
+    /// Replaced in the s-tree during the checkpoint with this meta sequence (0: live): free the
+    /// run when the last version holding it lets go, once that checkpoint is durable.
+    retired_at: AtomicU64,
 }
 
 impl std::fmt::Debug for DTree {
@@ -87,14 +92,23 @@ impl std::fmt::Debug for DTree {
 
 impl Drop for DTree {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
-            // Deferred: the checkpoint in force may still name the run (module docs of
-            // `super`). An error here means the page file's free space disagrees with the
-            // s-tree; `NbTree::check` reports that, and nothing can be returned from a drop.
-            let _ = self
-                .file
-                .free_run_deferred(self.extent.first, self.extent.pages() as usize);
+        let retired = self.retired_at.load(Ordering::Acquire);
+        if retired == 0 {
+            return;
         }
+        let (first, n) = (self.extent.first, self.extent.pages() as usize);
+        // An error here means the page file's free space disagrees with the s-tree;
+        // `NbTree::check` reports that, and nothing can be returned from a drop.
+        let _ = if retired == self.written_at {
+            // Written and replaced before any checkpoint recorded it (within one commit's
+            // cascades, or a commit that failed and poisoned the store): no durable manifest
+            // names it, and no version holds it any more.
+            self.file.free_run(first, n)
+        } else {
+            // The durable manifest may name it until the checkpoint that replaced it is
+            // durable (module docs of `super`).
+            self.file.free_run_after_checkpoint(retired, first, n)
+        };
     }
 }
 
@@ -106,9 +120,10 @@ fn corrupt(page: u64, detail: impl Into<String>) -> Error {
 }
 
 impl DTree {
-    /// Marks the d-tree replaced: its run is freed when the last holder drops it.
+    /// Marks the d-tree replaced: its run is freed when the last holder drops it and the
+    /// checkpoint that records the replacement (the next to be written) is durable.
     pub(crate) fn retire(&self) {
-        self.obsolete.store(true, Ordering::Release);
+        self.retired_at.store(self.file.next_sequence(), Ordering::Release);
     }
 
     /// Loads the d-tree the manifest describes: checks the extent, reads its inner pages and
@@ -149,7 +164,8 @@ impl DTree {
             extent: e,
             inner,
             bloom,
-            obsolete: AtomicBool::new(false),
+            written_at: 0,
+            retired_at: AtomicU64::new(0),
         })
     }
 
@@ -187,18 +203,34 @@ impl DTree {
         self.bloom.as_ref().is_none_or(|b| b.may_contain(h))
     }
 
-    /// Looks `key` up: its tagged value, if the d-tree holds it. `buf`: one page.
-    pub(crate) fn get(&self, key: &[u8], buf: &mut AlignedBuf, out: &mut Vec<u8>) -> Result<bool> {
+    /// Looks `key` up: its tagged value, if the d-tree holds it. The leaf is read through the
+    /// buffer pool `pool` (the lookups' leaf cache, over the same page file): an optimistic
+    /// read, validated. Leaves are immutable
+    /// while a version holds their d-tree, so a failed validation (the pool forgot the page
+    /// for a reused run, which cannot happen while this d-tree is held) only retries.
+    pub(crate) fn get(&self, key: &[u8], pool: &BufferPool, out: &mut Vec<u8>) -> Result<bool> {
         let id = self.leaf_for(key)?;
-        self.file.read_page(id, buf, PageKind::DTreeLeaf)?;
-        let ps = self.file.page_size();
-        let leaf = Slotted::new(id, &buf[PAGE_HEADER_LEN..ps])?;
-        let (i, found) = leaf.lower_bound(key)?;
-        if found {
-            out.clear();
-            out.extend_from_slice(leaf.value(i)?);
+        let usable = pool.usable_size();
+        loop {
+            let Some(version) = pool.read_lock(id)? else {
+                return Err(corrupt(id, "a d-tree leaf was freed while a version held it"));
+            };
+            // SAFETY: `data` is the page's engine bytes, `usable` long, at a fixed address
+            // inside the pool's reservation; they are trusted only after `validate` succeeds.
+            let page = unsafe { std::slice::from_raw_parts(pool.data(id).as_ptr(), usable) };
+            let r = (|| {
+                let leaf = Slotted::new(id, page)?;
+                let (i, found) = leaf.lower_bound(key)?;
+                if found {
+                    out.clear();
+                    out.extend_from_slice(leaf.value(i)?);
+                }
+                Ok(found)
+            })();
+            if pool.validate(id, version) {
+                return r;
+            }
         }
-        Ok(found)
     }
 
     /// A cursor over the records with keys `>= from` (all of them for an empty `from`),
@@ -461,6 +493,11 @@ impl Writer {
         }
     }
 
+    /// The run allocated for the d-tree: first page and pages (0 pages: none).
+    pub(crate) fn run(&self) -> (u64, u64) {
+        (self.first, self.capacity)
+    }
+
     /// Records pushed so far.
     pub(crate) fn records(&self) -> u64 {
         self.stats.records
@@ -615,7 +652,8 @@ impl Writer {
             extent,
             inner,
             bloom,
-            obsolete: AtomicBool::new(false),
+            written_at: self.file.next_sequence(),
+            retired_at: AtomicU64::new(0),
         }))
     }
 
@@ -664,13 +702,6 @@ impl Writer {
             i = j + 1;
         }
         Ok(out)
-    }
-}
-
-impl DTree {
-    /// The page size of the file the d-tree is in.
-    pub(crate) fn page_size(&self) -> usize {
-        self.file.page_size()
     }
 }
 

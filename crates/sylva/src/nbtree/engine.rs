@@ -12,7 +12,9 @@ use super::dtree::{TAG_PUT, TAG_TOMBSTONE};
 use super::log::{self, Record};
 use super::manifest::{self, State};
 use super::stree::{RootTree, SNode, Version};
+use crate::buffer::{BufferPool, PoolOptions};
 use crate::durable::Engine;
+use crate::io::page_header::PageKind;
 use crate::error::{Error, Result};
 use crate::io::{PageFile, FIRST_DATA_PAGE};
 use crate::wal::Wal;
@@ -26,6 +28,8 @@ pub(crate) struct Params {
     pub(crate) page_size: usize,
     /// Cascades run as paced jobs on the merger thread (module docs of [`super::cascade`]).
     pub(crate) deamortize: bool,
+    /// The memory budget: the roots (2σ) and the leaf cache (the rest) live within it.
+    pub(crate) cache_bytes: u64,
 }
 
 
@@ -40,6 +44,9 @@ struct InForce {
 
 pub(crate) struct NbEngine {
     pub(crate) file: Arc<PageFile>,
+    /// The lookups' leaf cache: a buffer pool over the same file, holding d-tree leaves only
+    /// (inner pages and filters are in the d-trees' handles), within `cache_bytes` − 2σ.
+    pub(crate) pool: BufferPool,
     pub(crate) wal: Arc<Wal>,
     pub(crate) params: Params,
     pub(crate) current: RwLock<Arc<Version>>,
@@ -82,6 +89,15 @@ impl NbEngine {
         step_bytes: u64,
     ) -> Result<NbEngine> {
         let file = Arc::new(file);
+        let mut pool = BufferPool::new(
+            file.clone(),
+            None,
+            PoolOptions {
+                budget_bytes: leaf_cache_bytes(&params),
+                ..PoolOptions::default()
+            },
+        )?;
+        pool.accept_only(&[PageKind::DTreeLeaf]);
         let (root, in_force) = match state.filter(|s| s.head != 0) {
             None => (SNode::default(), None),
             Some(s) => {
@@ -106,6 +122,7 @@ impl NbEngine {
         };
         Ok(NbEngine {
             file,
+            pool,
             wal,
             params,
             current: RwLock::new(Arc::new(version)),
@@ -187,6 +204,7 @@ impl NbEngine {
         if self.params.deamortize {
             ctx.job = Some(self.job.clone());
         }
+        ctx.pool = Some(&self.pool);
         let root = cascade::commit(&mut ctx, &cur.root, recs)?;
         let mut w = self.current.write();
         let frozen = w
@@ -240,6 +258,27 @@ impl NbEngine {
     fn w_bound(&self, root: &SNode) -> u64 {
         let (h, f) = (root.height() as u64, self.params.fanout as u64);
         (h + 1) * (2 * f + 3) * self.params.sigma
+    }
+}
+
+/// The leaf cache's budget: `cache_bytes` less 2σ for the two in-memory roots (active and
+/// frozen, σ record bytes each); the pool keeps at least 16 frames. Outside it, as `Db`'s
+/// memory beyond its pool is outside its budget: the roots' page overhead, a cascade's records
+/// in memory while it runs, the d-trees' inner pages and filters (`docs/results/nbtree.md`
+/// measures them).
+fn leaf_cache_bytes(p: &Params) -> u64 {
+    p.cache_bytes.saturating_sub(p.sigma.saturating_mul(2))
+}
+
+/// Hands the heap memory a cascade freed (its records, the frozen root's pages) back to the
+/// system: glibc keeps it otherwise, and the leaf cache's budget assumes the roots' and the
+/// cascade's memory is returned once they are done.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory held by glibc's allocator; it may be
+    // called at any time.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }
 
@@ -433,6 +472,7 @@ impl NbEngine {
             return Err(e);
         }
         self.commit_frozen()?;
+        release_free_memory();
         if self.spare.lock().is_none() {
             *self.spare.lock() = Some(RootTree::new(self.params.page_size)?);
         }
@@ -444,9 +484,10 @@ impl NbEngine {
         *self.dirty.lock() = false;
         let old = self.in_force.lock().replace(InForce { head, first, pages });
         if let Some(old) = old {
-            // The checkpoint in force names them until this one is durable (deferred).
-            self.file.free_deferred(old.head)?;
-            self.file.free_run_deferred(old.first, old.pages as usize)?;
+            // The checkpoint in force names them until this one is durable.
+            let seq = self.file.next_sequence();
+            self.file.free_run_after_checkpoint(seq, old.head, 1)?;
+            self.file.free_run_after_checkpoint(seq, old.first, old.pages as usize)?;
         }
         Ok(())
     }

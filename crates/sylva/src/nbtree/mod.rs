@@ -14,7 +14,13 @@
 //!   then each inner level, then the d-tree's Bloom filter; written in I/Os of at most 1 MiB.
 //!   Page kinds `DTreeLeaf` (32), `DTreeInner` (33), `Bloom` (34). A leaf record's value is a
 //!   tag byte (1 put, 0 tombstone) and the value. A d-tree's inner pages and its filter are
-//!   read into memory when the d-tree is written or loaded; its leaves are read with `pread`.
+//!   read into memory when the d-tree is written or loaded; lookups read its leaves through
+//!   the *leaf cache*, a [`crate::buffer::BufferPool`] over the same page file with
+//!   `cache_bytes` − 2σ for its frames (the two roots take the rest); merges and scans read
+//!   runs past it. The file is opened with `O_DIRECT` where the file system allows, as `Db`'s
+//!   is: a buffered miss costs the reading thread the kernel's page-cache reclaim when memory
+//!   is bounded, and the page cache would hold a second copy of the leaves. A run reused for a new d-tree is forgotten by the pool
+//!   before it is written.
 //! - **The root s-node's d-tree** is three parts, newest first: the *active* root, an in-memory
 //!   [`crate::btree::BTree`] taking writes (every write logged first), the *frozen* root (an
 //!   active root that filled and is being moved down), and an on-disk d-tree `R` (see the
@@ -47,7 +53,11 @@
 //! merge one iterator per source (active, frozen, then one per s-tree level, each chaining that
 //! level's s-nodes in key order), newest first, hiding tombstones; the paper has no range
 //! queries. A run is freed once no version holds its d-tree and the checkpoint that dropped it
-//! is durable ([`crate::io::PageFile::free_run_deferred`] from the d-tree's `Drop`).
+//! is durable ([`crate::io::PageFile::free_run_after_checkpoint`] from the d-tree's `Drop`,
+//! with the meta sequence of the checkpoint during whose flush it was replaced); a run written
+//! and replaced within one commit (an intermediate d-tree of a cascade) is named by no durable
+//! manifest and is freed as soon as no version holds it. So a commit's cascade can reuse every
+//! run the commit before it replaced.
 //!
 //! # Durability: commits are the durability layer's checkpoints (`engine`)
 //!
@@ -70,8 +80,10 @@
 //! complement of the live runs, since the fuzzy checkpoint's recorded free space predates the
 //! runs it wrote); then the log from `l` is replayed into the active root, and the layer's quiet
 //! checkpoint commits it. A torn meta page falls back to the previous checkpoint, whose
-//! manifest and runs are intact because a replaced run is freed only after the *next*
-//! checkpoint is durable.
+//! manifest and runs are intact because a run that manifest names is freed only once a later
+//! checkpoint is durable (the torn one is not; a failed checkpoint poisons the store). The
+//! free space a checkpoint records still counts the runs its own commit replaced as in use;
+//! recovery's complement of the live runs frees them.
 //!
 //! # Departures from the paper, and why
 //!
@@ -87,10 +99,10 @@
 //!   experiments do; the analysis' counts become bytes.
 //! - **Commit cadence.** The paper has no commit; here each σ of inserts ends with one fsync of
 //!   the page file and one of the log, and the old log segment is dropped.
-//! - **Leaf reads** go through `pread` (the OS page cache; the page file is opened without
-//!   `O_DIRECT`), not the buffer pool: the pool's frames are latched in place by the B+tree's
-//!   protocol, while d-tree leaves are immutable and need none of it; the inner pages and
-//!   filters are in memory regardless.
+//! - **The leaf cache** is the buffer pool with optimistic reads (a version, then a validation)
+//!   and no writes: d-tree leaves are immutable while a version holds them. Its budget leaves
+//!   out the inner pages and filters (in the d-trees' handles, about 1% of the data and 10 bits
+//!   a record), which are not bounded by `cache_bytes`.
 //! - **Deamortization** (§5.1): the cascade runs on the durability layer's checkpoint thread
 //!   (nice 10) with `deamortize=on`, and inside the filling insert with `deamortize=off` (no
 //!   background threads). With it on, inserts pace themselves against the cascade's written
@@ -103,12 +115,15 @@
 //! Built and tested: the structure, the root d-tree with the log, d-trees in runs with Bloom
 //! filters, HandleFullSNode / flush / SNodeSplit with the single recursive call and lazy
 //! removal, commits and recovery on the durability layer (with atomic write batches), queries
-//! and merged scans over `Arc` versions, deferred freeing of replaced runs, the deamortized
-//! cascade's pacing and counters, and the bad-input errors. Partial: steps are taken by the
-//! merger thread while a behind insert waits (above); inner pages and filters stay in memory
-//! unbounded by `cache_bytes` (they grow with the data, about 1% and 10 bits a record); leaf
-//! reads bypass the buffer pool; the bulk builder (`dtree::Writer`) lives here, not yet
-//! shared with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
+//! and merged scans over `Arc` versions, the leaf cache, freeing of replaced runs once the
+//! commit that replaced them is durable, the deamortized cascade's pacing and counters, and
+//! the bad-input errors. Partial: steps are taken by the merger thread while a behind insert
+//! waits (above); inner pages and filters stay in memory unbounded by `cache_bytes` (they grow
+//! with the data, about 1% and 10 bits a record); the file's high-water mark holds the live
+//! runs plus one cascade's output (up to W), since a cascade cannot reuse the runs it replaces
+//! before its commit is durable (commits inside a cascade would lower it;
+//! `docs/results/nbtree.md`); the bulk builder (`dtree::Writer`) lives here, not yet shared
+//! with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
 
 pub(crate) mod bloom;
 pub(crate) mod cascade;

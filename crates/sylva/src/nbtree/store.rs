@@ -38,7 +38,7 @@ impl NbTree {
         options.validate()?;
         let create = dir::Create {
             page_size: options.page_size,
-            direct_io: false,
+            direct_io: true,
         };
         Self::start(dir::open_dir(vfs, dir, create)?, options)
     }
@@ -59,6 +59,7 @@ impl NbTree {
             bloom_bits: options.bloom_bits,
             page_size,
             deamortize: options.deamortize,
+            cache_bytes: options.cache_bytes,
         };
         let durable_options = durable::Options {
             sync: options.sync,
@@ -140,8 +141,7 @@ impl NbTree {
         let e = self.engine();
         e.lookups.fetch_add(1, Ordering::Relaxed);
         let v = e.version();
-        let mut buf = None;
-        Ok(matches!(v.get_tagged(key, out, &mut buf, &e.leaf_reads)?, Found::Yes))
+        Ok(matches!(v.get_tagged(key, out, &e.pool, &e.leaf_reads)?, Found::Yes))
     }
 
     /// The value of `key`, if present.
@@ -333,6 +333,7 @@ impl NbTree {
         let v = e.version();
         let file = &e.file;
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let pool = e.pool.stats();
         vec![
             ("height", v.root.height() as u64),
             ("active_bytes", v.active.bytes()),
@@ -350,6 +351,9 @@ impl NbTree {
             ("max_backlog", l(&e.max_backlog)),
             ("lookups", l(&e.lookups)),
             ("leaf_reads", l(&e.leaf_reads)),
+            // Leaf reads the leaf cache missed (reads from the file), and its size in pages.
+            ("leaf_misses", pool.misses),
+            ("leaf_cache_pages", pool.resident),
             ("file_pages", file.page_count()),
             ("free_pages", file.free_pages()),
             ("checkpoints", self.durable.checkpoints()),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::dtree::{DTree, TAG_PUT};
 use crate::btree::BTree;
 use crate::error::{Error, Result};
-use crate::io::AlignedBuf;
+use crate::buffer::BufferPool;
 
 /// An s-node: s-keys, children (none in a leaf) and a d-tree.
 #[derive(Debug, Clone, Default)]
@@ -95,13 +95,13 @@ pub(crate) enum Found {
 }
 
 impl Version {
-    /// Looks `key` up, newest first: the tagged value goes into `out`. Counts d-tree leaf
-    /// reads in `reads`.
+    /// Looks `key` up, newest first: the tagged value goes into `out`. Leaves are read
+    /// through `pool` (the leaf cache); d-tree leaf reads are counted in `reads`.
     pub(crate) fn get_tagged(
         &self,
         key: &[u8],
         out: &mut Vec<u8>,
-        buf: &mut Option<AlignedBuf>,
+        pool: &BufferPool,
         reads: &AtomicU64,
     ) -> Result<Found> {
         if self.active.tree.get_into(key, out)? {
@@ -118,12 +118,8 @@ impl Version {
         loop {
             if let Some(d) = &node.dtree {
                 if key >= node.start.as_slice() && d.may_contain(h) {
-                    let b = match buf {
-                        Some(b) => b,
-                        None => buf.insert(d_buffer(d)),
-                    };
                     reads.fetch_add(1, Ordering::Relaxed);
-                    if d.get(key, b, out)? {
+                    if d.get(key, pool, out)? {
                         return Ok(Found::Yes);
                     }
                 }
@@ -141,15 +137,6 @@ impl Version {
             node = &node.children[node.child_index(key)];
         }
     }
-}
-
-fn d_buffer(d: &DTree) -> AlignedBuf {
-    let _ = d;
-    AlignedBuf::new(d_page_size(d).next_multiple_of(crate::io::IO_ALIGN))
-}
-
-fn d_page_size(d: &DTree) -> usize {
-    d.page_size()
 }
 
 /// Whether a tagged value is a put (and not a tombstone).

@@ -44,6 +44,9 @@ pub(super) struct FreeSpace {
     /// Deferred frees the begun or running checkpoint records free: allocatable once it is
     /// durable.
     recorded: Extents,
+    /// Frees waiting for a meta page: (sequence, first, pages), freed for reuse at once when
+    /// the checkpoint with that sequence (or a later one) commits ([`FreeSpace::free_run_after`]).
+    after: Vec<(u64, u64, u64)>,
     /// Pages free when the begun checkpoint began, kept for its free-space pages.
     reserved: Vec<u64>,
     /// The current checkpoint's region pages: region → (page, pages it marks).
@@ -144,6 +147,7 @@ impl FreeSpace {
             page_count,
             free: Extents::default(),
             deferred: Extents::default(),
+            after: Vec::new(),
             recorded: Extents::default(),
             reserved: Vec::new(),
             regions: BTreeMap::new(),
@@ -352,6 +356,29 @@ impl FreeSpace {
         self.deferred.insert(first, n);
         self.mark(first, n);
         Ok(())
+    }
+
+    /// Frees `first..first + n` for reuse once the checkpoint with meta sequence `sequence` is
+    /// durable (`durable`: the sequence of the last meta page written; at once if that is
+    /// `sequence` or later). Until then the pages stay in use, and the checkpoint that makes
+    /// them free recorded them in use: for an owner whose recovery rebuilds the free space from
+    /// its own state (the NB-tree's complement of its live runs), not from the bitmaps.
+    pub(super) fn free_run_after(&mut self, sequence: u64, durable: u64, first: u64, n: u64) -> Result<()> {
+        if sequence <= durable {
+            return self.free_run(first, n);
+        }
+        if !self.in_use(first, n)
+            || self.after.iter().any(|&(_, f, l)| f < first + n && first < f + l)
+        {
+            return Err(bad_free(first, n));
+        }
+        self.after.push((sequence, first, n));
+        Ok(())
+    }
+
+    /// Frees waiting for `free_run_after`, as runs (tests and checks).
+    pub(super) fn waiting_after(&self) -> u64 {
+        self.after.iter().map(|&(_, _, l)| l).sum()
     }
 
     /// Marks `id` in use, as redo does for a page the log shows allocated: it leaves the free
@@ -623,9 +650,22 @@ impl FreeSpace {
         })
     }
 
-    /// The planned checkpoint's meta page is durable: the free-space pages it replaced and the
-    /// deferred frees it records become free.
-    pub(super) fn commit(&mut self) {
+    /// The planned checkpoint's meta page (sequence `sequence`) is durable: the free-space
+    /// pages it replaced, the deferred frees it records and the frees waiting for it
+    /// ([`FreeSpace::free_run_after`]) become free.
+    pub(super) fn commit(&mut self, sequence: u64) {
+        let mut waiting = std::mem::take(&mut self.after);
+        waiting.retain(|&(s, first, n)| {
+            if s > sequence {
+                return true;
+            }
+            // Checked when it was queued; nothing frees pages in use by another.
+            if self.free.insert(first, n) {
+                self.mark(first, n);
+            }
+            false
+        });
+        self.after = waiting;
         let Some(r) = self.running.take() else {
             return;
         };

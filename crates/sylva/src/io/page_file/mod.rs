@@ -750,6 +750,30 @@ impl PageFile {
         self.state.lock().space.free_run_deferred(first, n as u64)
     }
 
+    /// The sequence number the next checkpoint's meta page will carry (the last one written
+    /// plus one). Checkpoints are written one at a time, so a change made now is recorded, at
+    /// the earliest, by the checkpoint with this number.
+    pub fn next_sequence(&self) -> u64 {
+        self.state.lock().sequence + 1
+    }
+
+    /// Frees `n` pages from `first` for reuse once the checkpoint whose meta page carries
+    /// `sequence` (or a later one) is durable; at once if one already is. Unlike
+    /// [`PageFile::free_run_deferred`] the pages stay in use in the free space that checkpoint
+    /// records: this is for an owner whose recovery takes the free space from its own state
+    /// (the NB-tree: the complement of the runs its manifest names), which frees a run as soon
+    /// as the first durable checkpoint no longer names it, not one checkpoint later.
+    pub fn free_run_after_checkpoint(&self, sequence: u64, first: u64, n: usize) -> Result<()> {
+        let mut st = self.state.lock();
+        let durable = st.sequence;
+        st.space.free_run_after(sequence, durable, first, n as u64)
+    }
+
+    /// Pages freed with [`PageFile::free_run_after_checkpoint`] that wait for their checkpoint.
+    pub fn pages_waiting_for_checkpoint(&self) -> u64 {
+        self.state.lock().space.waiting_after()
+    }
+
     /// Makes every write so far durable.
     pub fn sync(&self) -> Result<()> {
         self.io.sync()
@@ -782,7 +806,7 @@ impl PageFile {
         match self.write_checkpoint(&plan, user) {
             Ok(sequence) => {
                 let mut st = self.state.lock();
-                st.space.commit();
+                st.space.commit(sequence);
                 st.sequence = sequence;
                 Ok(())
             }
