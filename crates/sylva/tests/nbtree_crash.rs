@@ -13,7 +13,9 @@
 //! σ is 64 KiB, so a child commits (cascades: flushes, splits, a new manifest, the log's
 //! rotation) every few hundred writes; odd rounds run the cascade on the merger thread
 //! (`deamortize=on`), even rounds inside the insert. The test asserts by the children's counters
-//! that kills landed in runs that cascaded, split and committed.
+//! that kills landed in runs that cascaded, split and committed; so that this holds however fast
+//! the machine is, the rounds with the longest delays (a quarter) also wait until the child has
+//! cascaded five times.
 //!
 //! Rounds: `SYLVA_CRASH_ROUNDS` (default 50); seed of the kill delays: `SYLVA_CRASH_SEED`.
 
@@ -202,7 +204,15 @@ impl Drop for ChildGuard {
     }
 }
 
-fn run_child(dir: &Path, mode_name: &str, round: u64, delay: Duration) -> Progress {
+/// Runs a child for round `round` and kills it `delay` after its first ack, and not before it
+/// reported `min_cascades` cascades (waiting up to a minute for them).
+fn run_child(
+    dir: &Path,
+    mode_name: &str,
+    round: u64,
+    delay: Duration,
+    min_cascades: u64,
+) -> Progress {
     let exe = std::env::current_exe().expect("test binary");
     let child = Command::new(exe)
         .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
@@ -261,6 +271,13 @@ fn run_child(dir: &Path, mode_name: &str, round: u64, delay: Duration) -> Progre
         );
     }
     std::thread::sleep(delay);
+    let waited = std::time::Instant::now();
+    while progress.lock().expect("progress").stats.0 < min_cascades
+        && waited.elapsed() < Duration::from_secs(60)
+        && child.try_wait().expect("try_wait").is_none()
+    {
+        std::thread::sleep(Duration::from_millis(5));
+    }
     if let Some(status) = child.try_wait().expect("try_wait") {
         panic!(
             "round {round}: the child stopped ({status}); stderr:\n{}",
@@ -331,12 +348,20 @@ fn crash_rounds(mode_name: &str) {
     let mut model = Model::new();
     let (mut cascades, mut splits, mut commits, mut acked) = (0, 0, 0, 0);
     for round in 0..rounds {
-        let delay = match delays.below(4) {
-            0 => delays.below(5),
-            1 | 2 => delays.below(150),
-            _ => 200 + delays.below(600),
+        // The longest quarter also waits for the child to have cascaded a few times, so that
+        // kills land in runs that cascade however fast the machine is.
+        let (delay, min_cascades) = match delays.below(4) {
+            0 => (delays.below(5), 0),
+            1 | 2 => (delays.below(150), 0),
+            _ => (200 + delays.below(600), 5),
         };
-        let p = run_child(dir.path(), mode_name, round, Duration::from_millis(delay));
+        let p = run_child(
+            dir.path(),
+            mode_name,
+            round,
+            Duration::from_millis(delay),
+            min_cascades,
+        );
         cascades += p.stats.0;
         splits += p.stats.1;
         commits += p.stats.2;
