@@ -10,12 +10,13 @@
 
 mod power_loss_common;
 
-use std::ops::Bound;
 use std::path::Path;
 
-use power_loss_common::{crashes_per_test, replay_seed, show, simulate, Config, Map, Op, Subject};
+use power_loss_common::{
+    crashes_per_test, db_contents, kv_scan, replay_seed, simulate, Config, Map, Op, Subject,
+};
 use sylva::io::SimFs;
-use sylva::{BackendKind, DbOptions, KvStore, PaDb, PaOptions, WriteBatch};
+use sylva::{BackendKind, DbOptions, PaDb, PaOptions, WriteBatch};
 
 impl Subject for PaDb {
     fn open(fs: &SimFs, dir: &Path, c: &Config) -> sylva::Result<Self> {
@@ -59,28 +60,11 @@ impl Subject for PaDb {
     }
 
     fn contents(&self, reverse: bool) -> Result<Map, String> {
-        let mut out = Map::new();
-        let mut prev: Option<Vec<u8>> = None;
-        let cursor = self.db().range(Bound::Unbounded, Bound::Unbounded);
-        let cursor = if reverse { cursor.rev() } else { cursor };
-        for item in cursor {
-            let (k, v) = item.map_err(|e| format!("cursor: {e}"))?;
-            if prev.as_ref().is_some_and(|p| (p < &k) == reverse) {
-                return Err(format!("cursor out of order at {:?}", show(&k)));
-            }
-            prev = Some(k.clone());
-            out.insert(k, v);
-        }
-        Ok(out)
+        db_contents(self.db(), reverse)
     }
 
     fn scan(&self, start: &[u8], limit: usize) -> sylva::Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let mut out = Vec::new();
-        KvStore::scan(self, start, limit, &mut |k, v| {
-            out.push((k.to_vec(), v.to_vec()));
-            true
-        })?;
-        Ok(out)
+        kv_scan(self, start, limit)
     }
 
     fn sync(&self) -> sylva::Result<()> {

@@ -53,6 +53,41 @@ pub type Op = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 const DIR: &str = "/sim/db";
 
 // ---------------------------------------------------------------------------------------------
+// Helpers for subjects over a `Db` (`Db` itself and its PA-Tree mode).
+
+/// Every record of `db` in key order, by its cursor (`reverse`: walked downwards), checking the
+/// cursor's order.
+pub fn db_contents(db: &sylva::Db, reverse: bool) -> Result<Map, String> {
+    let mut out = Map::new();
+    let mut prev: Option<Vec<u8>> = None;
+    let cursor = db.range(std::ops::Bound::Unbounded, std::ops::Bound::Unbounded);
+    let cursor = if reverse { cursor.rev() } else { cursor };
+    for item in cursor {
+        let (k, v) = item.map_err(|e| format!("cursor: {e}"))?;
+        if prev.as_ref().is_some_and(|p| (p < &k) == reverse) {
+            return Err(format!("cursor out of order at {:?}", show(&k)));
+        }
+        prev = Some(k.clone());
+        out.insert(k, v);
+    }
+    Ok(out)
+}
+
+/// Records from `start` on, at most `limit`, by `store`'s scan.
+pub fn kv_scan(
+    store: &dyn sylva::KvStore,
+    start: &[u8],
+    limit: usize,
+) -> sylva::Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let mut out = Vec::new();
+    store.scan(start, limit, &mut |k, v| {
+        out.push((k.to_vec(), v.to_vec()));
+        true
+    })?;
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
 // The engine under test.
 
 /// A durable engine as the simulation drives it.
