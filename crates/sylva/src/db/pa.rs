@@ -16,9 +16,12 @@
 //!
 //! What must not run on the worker runs on the calling thread, as `Db` runs it:
 //!
-//! - **durability**: the worker completes a write once it is applied and logged; the caller
-//!   then applies the sync mode (`Db`'s group commit: under `sync=always` the caller's wait
-//!   includes the fsync that covers its record, shared with concurrent writers);
+//! - **durability** of single calls: the worker completes a write once it is applied and
+//!   logged; the caller then applies the sync mode (`Db`'s group commit: under `sync=always`
+//!   the caller's wait includes the fsync that covers its record, shared with concurrent
+//!   writers). A [`PaSession`] does it itself: under `sync=always` it holds finished writes
+//!   until a flush of the log that it submitted through its own ring (the write and an
+//!   `fdatasync`, linked) covers them, many writes per flush;
 //! - **out-of-line values** (larger than fit a leaf): written, and read back from their runs,
 //!   by the caller;
 //! - **scans, batches, checks, checkpoints**: through the [`Db`] ([`PaDb::db`]).
@@ -39,9 +42,8 @@
 //!
 //! # Not built yet (issue 20)
 //!
-//! Persistence through the worker (the log's write and `fdatasync` submitted to the ring
-//! instead of the caller's blocking group commit); eviction that never writes a dirty victim
-//! back on the worker; a loaded page pinned until its waiters ran; `--rate` clients; scans as
+//! Persistence through the shared worker thread for single calls (sessions have it);
+//! eviction that never writes a dirty victim back on the worker; a loaded page pinned until its waiters ran; `--rate` clients; scans as
 //! tasks; the `dedicated`/`shared` baselines.
 
 use std::collections::VecDeque;

@@ -45,9 +45,10 @@
 //!
 //! Not built yet (issue 20):
 //!
-//! - **Persistence on the worker**: `persist=strong` completes a write after the caller's group
-//!   commit, not after the log's write and `fdatasync` submitted through the backend
-//!   ([`Wal::begin_flush`](crate::wal::Wal::begin_flush) is ready for it).
+//! - **Persistence on the shared worker**: a `PaSession` submits the log's write and
+//!   `fdatasync` through its own ring ([`Wal::begin_flush`](crate::wal::Wal::begin_flush));
+//!   single calls through the [`Executor`] still complete a `persist=strong` write after the
+//!   caller's group commit.
 //! - **Eviction without waiting**: making room discards clean victims and hands dirty ones
 //!   back for an asynchronous write-back once the log covers them (today
 //!   [`BufferPool::begin_load`](crate::buffer::BufferPool::begin_load) may write one back on
