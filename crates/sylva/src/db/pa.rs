@@ -239,9 +239,8 @@ pub struct PaDb {
 pub struct PaOp<'a, T> {
     db: &'a PaDb,
     op: Option<Op<PaOutput>>,
-    key: Vec<u8>,
     ready: Option<Result<T>>,
-    finish: fn(&PaDb, &[u8], Result<PaOutput>) -> Result<T>,
+    finish: fn(&PaDb, Result<PaOutput>) -> Result<T>,
 }
 
 impl<T> PaOp<'_, T> {
@@ -251,7 +250,7 @@ impl<T> PaOp<'_, T> {
             return r;
         }
         match self.op.take() {
-            Some(op) => (self.finish)(self.db, &self.key, op.wait()),
+            Some(op) => (self.finish)(self.db, op.wait()),
             None => Err(Error::InvalidArgument {
                 what: "an operation's result, taken already".into(),
                 limit: 0,
@@ -292,12 +291,11 @@ impl PaDb {
     fn ready<T>(
         &self,
         r: Result<T>,
-        finish: fn(&PaDb, &[u8], Result<PaOutput>) -> Result<T>,
+        finish: fn(&PaDb, Result<PaOutput>) -> Result<T>,
     ) -> PaOp<'_, T> {
         PaOp {
             db: self,
             op: None,
-            key: Vec::new(),
             ready: Some(r),
             finish,
         }
@@ -306,13 +304,11 @@ impl PaDb {
     fn queued<T>(
         &self,
         task: PaTask,
-        key: &[u8],
-        finish: fn(&PaDb, &[u8], Result<PaOutput>) -> Result<T>,
+        finish: fn(&PaDb, Result<PaOutput>) -> Result<T>,
     ) -> PaOp<'_, T> {
         PaOp {
             db: self,
             op: Some(self.exec.submit(task)),
-            key: key.to_vec(),
             ready: None,
             finish,
         }
@@ -331,13 +327,13 @@ impl PaDb {
             key: key.to_vec(),
             out: Vec::new(),
         };
-        self.queued(task, key, finish_get)
+        self.queued(task, finish_get)
     }
 
     /// Submits a put of `key` with `value`.
     pub fn submit_put(&self, key: &[u8], value: &[u8]) -> PaOp<'_, ()> {
         match self.put_task(key, value) {
-            Ok(Some(task)) => self.queued(task, &[], finish_put),
+            Ok(Some(task)) => self.queued(task, finish_put),
             Ok(None) => self.ready(Ok(()), finish_put),
             Err(e) => self.ready(Err(e), finish_put),
         }
@@ -406,7 +402,7 @@ impl PaDb {
             return self.ready(Err(e), finish_delete);
         }
         let task = PaTask::Delete { key: key.to_vec() };
-        self.queued(task, &[], finish_delete)
+        self.queued(task, finish_delete)
     }
 
     /// The value of `key`, if present.
@@ -501,21 +497,21 @@ fn finish(db: &Db, r: Result<PaOutput>) -> Result<PaResult> {
     }
 }
 
-fn finish_get(pa: &PaDb, _key: &[u8], r: Result<PaOutput>) -> Result<Option<Vec<u8>>> {
+fn finish_get(pa: &PaDb, r: Result<PaOutput>) -> Result<Option<Vec<u8>>> {
     match finish(&pa.db, r)? {
         PaResult::Got(v) => Ok(v),
         _ => Err(wrong_output()),
     }
 }
 
-fn finish_put(pa: &PaDb, _key: &[u8], r: Result<PaOutput>) -> Result<()> {
+fn finish_put(pa: &PaDb, r: Result<PaOutput>) -> Result<()> {
     match finish(&pa.db, r)? {
         PaResult::Put => Ok(()),
         _ => Err(wrong_output()),
     }
 }
 
-fn finish_delete(pa: &PaDb, _key: &[u8], r: Result<PaOutput>) -> Result<bool> {
+fn finish_delete(pa: &PaDb, r: Result<PaOutput>) -> Result<bool> {
     match finish(&pa.db, r)? {
         PaResult::Deleted(found) => Ok(found),
         _ => Err(wrong_output()),

@@ -91,17 +91,9 @@ impl<O> Future for Op<O> {
 /// A task with the place its result goes.
 struct Job<T: Task> {
     task: T,
-    to: Deliver<T::Output>,
+    to: Arc<OpState<T::Output>>,
 }
 
-/// Where a finished task's result goes: its [`Op`].
-struct Deliver<O>(Arc<OpState<O>>);
-
-impl<O> Deliver<O> {
-    fn fulfil(self, result: Result<O>) {
-        self.0.fulfil(result)
-    }
-}
 
 impl<T: Task> Task for Job<T> {
     type Output = T::Output;
@@ -220,7 +212,7 @@ where
         });
         self.queue(Job {
             task,
-            to: Deliver(op.clone()),
+            to: op.clone(),
         });
         Op { state: op }
     }

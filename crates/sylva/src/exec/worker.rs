@@ -17,8 +17,7 @@
 //!
 //! Not yet here (issue 20): making room never waits for a dirty victim's write-back on this
 //! thread (today [`BufferPool::begin_load`] may write one back synchronously); a loaded page is
-//! not pinned until its waiters ran (a waiter that finds it evicted again misses again); tree
-//! operations as tasks, and tasks submitted from other threads.
+//! not pinned until its waiters ran (a waiter that finds it evicted again misses again).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
