@@ -4,8 +4,9 @@
 # `db` at 1 and 32 threads, `patree` with one thread keeping 32 and 64 operations in flight,
 # and fio 4 KiB random reads (io_uring, O_DIRECT) at QD1 and QD32 before and after on the same
 # disk. Prints one line per run: ops/s, p50/p99, CPU µs per op, cores, context switches and
-# page reads per op, REPS times (default 1). Usage: [BIN=...] [RECORDS=N] [OPS=N] [REPS=N]
-# scripts/patree-compare.sh OUT_DIR
+# page reads per op, REPS times (default 1). BASELINES=1 adds the paper's synchronous baselines
+# at 32 threads (`patree:mode=dedicated` and `mode=shared`: `db` reading through io_uring).
+# Usage: [BIN=...] [RECORDS=N] [OPS=N] [REPS=N] [BASELINES=1] scripts/patree-compare.sh OUT_DIR
 set -u
 BIN=${BIN:-target/release/sylva}; OUT=${1:?usage: scripts/patree-compare.sh OUT_DIR}; RECORDS=${RECORDS:-1000000}; OPS=${OPS:-500000}
 BIN=$(realpath "$BIN"); mkdir -p "$OUT"; cd "$OUT"
@@ -15,7 +16,7 @@ common="--keys sparse --value-size 8 --records $RECORDS --ops $OPS --workload c"
 for rep in $(seq "${REPS:-1}"); do
 echo "== repetition $rep"
 fiorun 1; fiorun 32
-for e in "db:cache_bytes=$POOL --threads 1" "db:cache_bytes=$POOL --threads 32" "patree:cache_bytes=$POOL,probe=every --threads 1 --inflight 32" "patree:cache_bytes=$POOL,probe=every --threads 1 --inflight 64" "patree:cache_bytes=$POOL,probe=avg --threads 1 --inflight 64"; do
+for e in "db:cache_bytes=$POOL --threads 1" "db:cache_bytes=$POOL --threads 32" ${BASELINES:+"patree:cache_bytes=$POOL,mode=dedicated --threads 32" "patree:cache_bytes=$POOL,mode=shared --threads 32"} "patree:cache_bytes=$POOL,probe=every --threads 1 --inflight 32" "patree:cache_bytes=$POOL,probe=every --threads 1 --inflight 64" "patree:cache_bytes=$POOL,probe=avg --threads 1 --inflight 64"; do
   set -- $e; name=$(echo "$e" | tr ' :=,' '____')-r$rep
   $BIN bench --engine $e $common --json $name.json >/dev/null 2>&1
   python3 - "$name.json" "$e" <<'PY'

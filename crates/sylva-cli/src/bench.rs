@@ -10,7 +10,7 @@ use ycsb::keys::{KeyGen, KeySet};
 use ycsb::memory::{release_free_memory, rss_bytes};
 use ycsb::process::{dir_bytes, IoCounters, ProcessSnapshot};
 use ycsb::report::{summary_table, write_json, RunRecord};
-use ycsb::runner::run_phase_with;
+use ycsb::runner::{run_phase_with, Client};
 use ycsb::trace::{ScanEndAs, TraceReader};
 use ycsb::workload::{generate, GenerateParams, OpStream, Workload, WorkloadSpec};
 
@@ -44,6 +44,12 @@ pub struct BenchArgs {
     /// before the next; latency runs from submission to completion.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub(crate) inflight: u64,
+    /// Operations per second offered in the run phases, over all threads (an open-loop
+    /// client: each thread issues its i-th operation no earlier than i / (RATE / threads)
+    /// seconds after it starts, completing what it has in flight or sleeping meanwhile). The
+    /// load phase runs as fast as it can. Default: a closed loop.
+    #[arg(long, value_parser = positive_rate)]
+    pub(crate) rate: Option<f64>,
     /// Request distribution: uniform, zipfian or latest (default: the workload's own, zipfian for
     /// all but d, which uses latest).
     #[arg(long)]
@@ -428,12 +434,17 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                 }
                 let pb = progress_bar(ops.len(), format!("{} {phase} #{}", spec.text, rep + 1));
                 let before = ProcessSnapshot::take();
+                let rate = args.rate.filter(|_| phase == "run");
+                let client = Client {
+                    inflight: args.inflight as usize,
+                    rate: rate.map(|r| r / args.threads.max(1) as f64),
+                };
                 let result = run_phase_with(
                     &mut *target,
                     arena,
                     ops,
                     args.threads,
-                    args.inflight as usize,
+                    client,
                     args.value_size,
                     seq_base,
                     &|n| pb.inc(n),
@@ -456,6 +467,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
                 if target.pipelined() {
                     record.inflight = args.inflight as usize;
                 }
+                record.offered_rate = rate;
                 if record.machine_busy() {
                     eprintln!(
                         "warning: {} {phase} #{}: the machine was busy (load average {:.1}, {:.1} of it from outside this process)",
@@ -498,4 +510,14 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
         runs: records,
         failed: Vec::new(),
     })
+}
+
+/// Parses `--rate`: a positive, finite number of operations per second.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 => Ok(r),
+        _ => Err(format!(
+            "'{s}' is not a positive number of operations per second"
+        )),
+    }
 }

@@ -215,9 +215,17 @@ pub fn patree_options(spec: &EngineSpec) -> Result<PaOptions, String> {
     Ok(options)
 }
 
-/// The opener of a `patree` spec.
+/// The opener of a `patree` spec. `mode=dedicated|shared` opens the paper's synchronous
+/// baselines instead: `db` with its page reads through io_uring (`sylva::exec::RingVfs`), one
+/// blocking operation per benchmark thread.
 pub fn patree_opener(spec: &EngineSpec) -> Result<Opener, String> {
     let options = patree_options(spec)?;
+    if let Some(mode) = options.baseline {
+        return Ok(Box::new(move |dir| {
+            let vfs = sylva::exec::RingVfs::new(std::sync::Arc::new(sylva::vfs::OsFs), mode);
+            shared(Db::open_in(&vfs, dir, options.db).map_err(|e| e.to_string())?)
+        }));
+    }
     Ok(Box::new(move |dir| {
         let db = PaDb::open(dir, options.clone()).map_err(|e| e.to_string())?;
         Ok(Box::new(crate::patree::PaTarget(db)) as Box<dyn Target>)

@@ -170,3 +170,76 @@ uring_conformance!(
         )
     }
 );
+
+/// The paper's synchronous baselines (`patree:mode=dedicated|shared`): `Db` itself, its page
+/// reads through a ring per thread or through one shared I/O thread (`exec::RingVfs`), with a
+/// pool of 16 pages so that most operations read.
+struct Baseline {
+    mode: sylva::exec::BlockingMode,
+    dirs: Vec<tempfile::TempDir>,
+    reopened: u64,
+}
+
+impl Baseline {
+    fn new(mode: sylva::exec::BlockingMode) -> Self {
+        Baseline {
+            mode,
+            dirs: Vec::new(),
+            reopened: 0,
+        }
+    }
+
+    fn start(&self) -> sylva::Db {
+        let vfs = sylva::exec::RingVfs::new(std::sync::Arc::new(sylva::vfs::OsFs), self.mode);
+        let options = DbOptions {
+            sync: SyncMode::Always,
+            cache_bytes: 16 * 4096,
+            checkpoint_bytes: 1 << 20,
+            ..DbOptions::default()
+        };
+        let dir = self.dirs.last().unwrap().path().join("db");
+        sylva::Db::open_in(&vfs, &dir, options).unwrap()
+    }
+}
+
+impl Subject for Baseline {
+    type Store = sylva::Db;
+
+    fn open(&mut self) -> sylva::Db {
+        self.dirs.push(tempfile::tempdir().unwrap());
+        self.start()
+    }
+
+    fn reopen(&mut self, store: sylva::Db) -> sylva::Db {
+        self.reopened += 1;
+        if self.reopened.is_multiple_of(2) {
+            store.simulate_crash();
+        } else {
+            store.close().unwrap();
+        }
+        let db = self.start();
+        db.check().unwrap();
+        db
+    }
+
+    fn reopens(&self) -> bool {
+        true
+    }
+
+    fn value_size_limit(&self) -> Option<usize> {
+        Some(sylva::btree::max_value_len(4096))
+    }
+
+    fn check(&mut self, store: &sylva::Db) -> Result<(), String> {
+        store.check().map(|_| ()).map_err(|e| e.to_string())
+    }
+}
+
+uring_conformance!(
+    baseline_dedicated,
+    Baseline::new(sylva::exec::BlockingMode::Dedicated)
+);
+uring_conformance!(
+    baseline_shared,
+    Baseline::new(sylva::exec::BlockingMode::Shared)
+);

@@ -143,6 +143,10 @@ pub struct RunRecord {
     /// Operations each thread kept in flight (`--inflight`; 1 for engines without a pipeline).
     #[serde(default = "one")]
     pub inflight: usize,
+    /// The operations per second offered over all threads (`--rate`, run phases only); `None`
+    /// for a closed loop.
+    #[serde(default)]
+    pub offered_rate: Option<f64>,
     /// The machine's 1-, 5- and 15-minute load averages at the end of the phase.
     #[serde(default)]
     pub load_average: Option<[f64; 3]>,
@@ -221,6 +225,7 @@ impl RunRecord {
             cpu_threads: Default::default(),
             context_switches: None,
             inflight: 1,
+            offered_rate: None,
             load_average: None,
             other_load: None,
         }

@@ -313,30 +313,85 @@ pub fn run_phase(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<PhaseResult, String> {
     run_phase_with(
-        target, arena, ops, threads, 1, value_size, seq_base, progress,
+        target,
+        arena,
+        ops,
+        threads,
+        Client::default(),
+        value_size,
+        seq_base,
+        progress,
     )
 }
 
-/// [`run_phase`] with up to `inflight` operations of each thread in flight at once, on an
-/// engine whose sessions have a [`Pipeline`] (others run one at a time). A thread keeps a
-/// window of `inflight` gets, puts and deletes submitted, completing the oldest before it
-/// submits the next; any other operation (a scan, a read-modify-write) waits until the window
-/// is empty and runs on its own. An operation's latency runs from its submission to the moment
-/// the thread saw it complete (completions are seen in submission order, so a fast operation
-/// behind a slow one is charged the wait).
+/// How each benchmark thread issues its operations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Client {
+    /// Operations in flight at once, on engines whose sessions have a [`Pipeline`] (1: one
+    /// at a time).
+    pub inflight: usize,
+    /// Operations per second each thread offers (an open-loop client: the i-th operation is
+    /// issued no earlier than i / rate seconds after the thread starts); `None`: each as soon
+    /// as there is room for it (a closed loop).
+    pub rate: Option<f64>,
+}
+
+impl Default for Client {
+    fn default() -> Self {
+        Client {
+            inflight: 1,
+            rate: None,
+        }
+    }
+}
+
+/// When a paced thread issues its operations ([`Client::rate`]).
+struct Pace {
+    start: Instant,
+    /// Nanoseconds between operations.
+    every: Option<f64>,
+}
+
+impl Pace {
+    fn new(rate: Option<f64>) -> Self {
+        Pace {
+            start: Instant::now(),
+            every: rate.filter(|r| *r > 0.0).map(|r| 1e9 / r),
+        }
+    }
+
+    /// How long until operation `i` is due (`None`: it is due now).
+    fn wait_for(&self, i: usize) -> Option<Duration> {
+        let every = self.every?;
+        let due = self.start + Duration::from_nanos((i as f64 * every) as u64);
+        due.checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+    }
+}
+
+/// [`run_phase`] with each thread issuing its operations as `client` says: up to
+/// `client.inflight` of them in flight at once, on an engine whose sessions have a
+/// [`Pipeline`] (others run one at a time), and, with `client.rate`, no faster than that many
+/// a second. A pipelined thread keeps a window of gets, puts and deletes submitted, taking
+/// whichever finishes first before it submits the next; any other operation (a scan, a
+/// read-modify-write) waits until the window is empty and runs on its own. A paced thread
+/// waits for an operation's time by completing what it has in flight, or sleeping when it has
+/// nothing. An operation's latency runs from its submission to the moment the thread saw it
+/// complete.
 #[allow(clippy::too_many_arguments)]
 pub fn run_phase_with(
     target: &mut dyn Target,
     arena: &KeyArena,
     ops: &[Op],
     threads: usize,
-    inflight: usize,
+    client: Client,
     value_size: usize,
     seq_base: u64,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Result<PhaseResult, String> {
     let threads = threads.max(1);
-    let inflight = inflight.max(1);
+    let inflight = client.inflight.max(1);
+    let rate = client.rate;
     let sessions = target.sessions(threads)?;
     let barrier = Barrier::new(threads + 1);
     let chunk = ops.len().div_ceil(threads).max(1);
@@ -363,6 +418,7 @@ pub fn run_phase_with(
                             piece,
                             start,
                             inflight,
+                            &Pace::new(rate),
                             value_size,
                             seq_base,
                             progress,
@@ -373,6 +429,7 @@ pub fn run_phase_with(
                             arena,
                             piece,
                             start,
+                            &Pace::new(rate),
                             value_size,
                             seq_base,
                             progress,
@@ -404,11 +461,13 @@ pub fn run_phase_with(
     Ok(total)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_piece(
     session: &mut dyn Session,
     arena: &KeyArena,
     ops: &[Op],
     first_index: usize,
+    pace: &Pace,
     value_size: usize,
     seq_base: u64,
     progress: &(dyn Fn(u64) + Sync),
@@ -424,6 +483,9 @@ fn run_piece(
     for (i, op) in ops.iter().enumerate() {
         if let Some(ahead) = ops.get(i + PREFETCH_AHEAD) {
             arena.prefetch(ahead.key);
+        }
+        if let Some(wait) = pace.wait_for(i) {
+            std::thread::sleep(wait);
         }
         let index = first_index + i;
         let fail = |error| RunError {
@@ -520,6 +582,7 @@ fn run_piece_pipelined(
     ops: &[Op],
     first_index: usize,
     inflight: usize,
+    pace: &Pace,
     value_size: usize,
     seq_base: u64,
     progress: &(dyn Fn(u64) + Sync),
@@ -580,6 +643,15 @@ fn run_piece_pipelined(
         Ok(())
     };
     for (i, op) in ops.iter().enumerate() {
+        // Not due yet: complete what is in flight meanwhile, or sleep with nothing to do.
+        while let Some(wait) = pace.wait_for(i) {
+            if free.len() < inflight {
+                complete_one(session, &mut slots, &mut free, &mut r, &mut out)?;
+                tick(&mut done);
+            } else {
+                std::thread::sleep(wait);
+            }
+        }
         let index = first_index + i;
         let key = arena.get(op.key);
         let pipelined = matches!(
@@ -597,6 +669,7 @@ fn run_piece_pipelined(
                 arena,
                 std::slice::from_ref(op),
                 index,
+                &Pace::new(None),
                 value_size,
                 seq_base,
                 &|_| {},

@@ -33,6 +33,17 @@
 //! until no older copy of them is in flight, so the run's write lands after any the pool
 //! started.
 //!
+//! **Deferred write-backs.** A thread that must not wait for a write (the PA-Tree worker,
+//! [`BufferPool::begin_load_deferring`]) does not write back a dirty victim whose records the
+//! log already holds durably: it seals it in its frame and hands it out, still locked, as a
+//! [`WriteBack`] (a victim the log does not cover yet is written back as by any thread); the caller submits the write through its own
+//! ring and ends it with [`BufferPool::complete_write_back`], which takes the page out of the
+//! clock's list and the count, discards the frame and leaves the page evicted. Until then the
+//! page is in the list and counted, as a victim written back by the evicting thread is, so a
+//! checkpoint's flush meeting it waits for its lock (the page is in the file before the flush
+//! ends); the eviction counts it as gone, so the pool is over its budget by the write-backs in
+//! flight.
+//!
 //! Discarding is `region`'s ([`super::region::Region::discard_many`]).
 
 use std::sync::atomic::Ordering;
@@ -40,7 +51,7 @@ use std::sync::atomic::Ordering;
 use parking_lot::MutexGuard;
 
 use super::state::{is_evicted, BUSY, DIRTY, EVICTED, FREED, IN_FLIGHT, MARKED};
-use super::BufferPool;
+use super::{BufferPool, WriteBack};
 use crate::error::{Error, Result};
 use crate::sync::backoff;
 
@@ -153,25 +164,103 @@ impl BufferPool {
     /// Makes room for one more page: if the pool is full, evicts a batch of pages (module docs,
     /// eviction).
     pub(super) fn make_room(&self) -> Result<()> {
+        self.make_room_deferring(None)
+    }
+
+    /// [`BufferPool::make_room`]; with `defer`, for a thread that must not wait for a write:
+    /// dirty victims whose records the log holds durably are not written back here but sealed
+    /// and handed to the caller in `defer` (module docs, *deferred write-backs*).
+    pub(super) fn make_room_deferring(&self, defer: Option<&mut Vec<WriteBack>>) -> Result<()> {
         if self.resident.load(Ordering::Relaxed) < self.budget_pages {
             return Ok(());
         }
         let mut victims = Victims::default();
-        let evicted = self.evict(&mut victims);
+        let evicted = self.evict(&mut victims, defer);
         let released = self.release(&mut victims);
         evicted.and(released)
     }
 
+    /// Ends a write-back [`BufferPool::begin_load_deferring`] handed out, with the outcome of
+    /// its write (the bytes written): written whole, the page is discarded and left evicted;
+    /// otherwise it stays resident and dirty (its bytes are the only copy of its changes), and
+    /// the error is returned (the caller poisons the database: a failed write is a failed
+    /// device).
+    pub fn complete_write_back(&self, write: WriteBack, written: Result<usize>) -> Result<()> {
+        let mut done = vec![(write, written)];
+        self.complete_write_backs(&mut done)
+    }
+
+    /// [`BufferPool::complete_write_back`] for many, whose frames are discarded together (one
+    /// system call per [`MAX_EVICT_BATCH`]); empties `done`. Returns the first failure.
+    pub fn complete_write_backs(&self, done: &mut Vec<(WriteBack, Result<usize>)>) -> Result<()> {
+        let mut first_error = Ok(());
+        let mut gone = Victims::default();
+        for (write, written) in done.drain(..) {
+            let id = write.id;
+            let st = match self.state(id) {
+                Ok(st) => st,
+                Err(e) => {
+                    first_error = first_error.and(Err(e));
+                    continue;
+                }
+            };
+            let written = written.and_then(|n| {
+                if n == write.len {
+                    Ok(())
+                } else {
+                    Err(Error::io_at(
+                        self.file.io().path(),
+                        std::io::Error::new(
+                            std::io::ErrorKind::WriteZero,
+                            format!("short write of page {id}: {n} of {} bytes", write.len),
+                        ),
+                    ))
+                }
+            });
+            if let Err(e) = written {
+                // Still in the list and counted: it stays resident, dirty.
+                st.unlock(0, true);
+                first_error = first_error.and(Err(e));
+                continue;
+            }
+            self.writebacks.fetch_add(1, Ordering::Relaxed);
+            {
+                // Where the clock left it, unless a removal moved it since (only the last entry
+                // moves, by `swap_remove`): rare, so a search then.
+                let mut clock = self.clock.lock();
+                let at = if clock.pages.get(write.at) == Some(&id) {
+                    Some(write.at)
+                } else {
+                    clock.pages.iter().position(|&p| p == id)
+                };
+                if let Some(at) = at {
+                    clock.pages.swap_remove(at);
+                }
+            }
+            self.resident.fetch_sub(1, Ordering::Relaxed);
+            // Clean now, out of the list and the count: a victim like any other from here.
+            gone.push(id);
+            if gone.is_full() {
+                first_error = first_error.and(self.release(&mut gone));
+            }
+        }
+        first_error.and(self.release(&mut gone))
+    }
+
     /// Runs the clock until the pool is `evict_batch - 1` pages below its budget; leaves the
     /// last victims (locked, clean, no longer counted) in `victims` for the caller to release.
-    fn evict(&self, victims: &mut Victims) -> Result<()> {
+    /// With `defer`, a dirty victim is sealed and handed to the caller instead of written back
+    /// (only one the log covers; the others are passed over).
+    fn evict(&self, victims: &mut Victims, mut defer: Option<&mut Vec<WriteBack>>) -> Result<()> {
         let mut clock = self.clock.lock();
         if self.resident.load(Ordering::Relaxed) < self.budget_pages {
             return Ok(()); // another thread made room while we waited for the clock
         }
         let low = self.budget_pages + 1 - self.evict_batch as u64;
         let mut passes = 0usize;
-        while self.resident.load(Ordering::Relaxed) >= low {
+        // Write-backs handed out by this call (deferring): on their way out.
+        let mut handed = 0u64;
+        while self.resident.load(Ordering::Relaxed).saturating_sub(handed) >= low {
             let n = clock.pages.len();
             if n == 0 || passes > 3 * n {
                 // Everything resident is locked by someone: allow a brief overshoot rather
@@ -203,6 +292,31 @@ impl BufferPool {
                 continue;
             }
             if !st.try_lock(s) {
+                clock.hand += 1;
+                continue;
+            }
+            // A thread deferring its write-backs hands out a dirty victim whose records are
+            // durable (its LSN cannot change while we hold it); one whose records are not is
+            // written back here, after the log, as for any thread (passing over it instead
+            // left only the few clean pages to evict, and a pool of dirty pages evicted each
+            // page it loaded before its waiter ran).
+            if let (Some(out), true) = (
+                defer.as_deref_mut(),
+                s & DIRTY != 0 && self.log_covers(id),
+            ) {
+                // Handed out, still locked, in the list and counted (as a victim being written
+                // back here is: a checkpoint's flush waits for its lock, so the page is in the
+                // file before the flush ends); `complete_write_back` takes it out. The loop's
+                // target counts it as gone.
+                let at = clock.hand;
+                match self.seal_for_write(id, at) {
+                    Ok(write) => out.push(write),
+                    Err(e) => {
+                        st.unlock(0, true);
+                        return Err(e);
+                    }
+                }
+                handed += 1;
                 clock.hand += 1;
                 continue;
             }
@@ -243,6 +357,22 @@ impl BufferPool {
             }
         }
         Ok(())
+    }
+
+    /// Seals dirty page `id` (locked by the caller, its records durable in the log) in its
+    /// frame for a write the caller submits.
+    fn seal_for_write(&self, id: u64, at: usize) -> Result<WriteBack> {
+        let (kind, lsn) = self.frame_header(id)?;
+        // SAFETY: the caller holds the page's exclusive lock.
+        let frame = unsafe { self.frame_slice(id) };
+        let offset = self.file.seal_frame(id, frame, kind, lsn)?;
+        Ok(WriteBack {
+            id,
+            offset,
+            frame: self.frame(id),
+            len: self.page_size,
+            at,
+        })
     }
 
     /// Whether page `id`'s last change is durable in the log (always, without a log).

@@ -524,7 +524,7 @@ impl BufferPool {
 
     /// The miss path: takes the page in loading state, makes room, reads and verifies it.
     fn load(&self, id: u64, st: &PageState, s: u64) -> Result<()> {
-        let Some(load) = self.begin_load_at(id, st, s)? else {
+        let Some(load) = self.begin_load_at(id, st, s, None)? else {
             return Ok(()); // someone else is loading it; the caller waits and retries
         };
         // SAFETY: the page is in loading state, held by `load` until it completes.
@@ -561,14 +561,38 @@ impl BufferPool {
         if s & FREED != 0 || !is_evicted(s) || s & BUSY != 0 {
             return Ok(None);
         }
-        self.begin_load_at(id, st, s)
+        self.begin_load_at(id, st, s, None)
     }
 
-    fn begin_load_at(&self, id: u64, st: &PageState, s: u64) -> Result<Option<Load>> {
+    /// [`BufferPool::begin_load`] for a thread that must not wait for a write: making room for
+    /// the page never writes a dirty victim back here, but hands it to the caller in `writes`
+    /// (the eviction's module docs, *deferred write-backs*), to write and complete with
+    /// [`BufferPool::complete_write_back`]. Write-backs may be handed out whether or not a load
+    /// is returned.
+    pub fn begin_load_deferring(
+        &self,
+        id: u64,
+        writes: &mut Vec<WriteBack>,
+    ) -> Result<Option<Load>> {
+        let st = self.state(id)?;
+        let s = st.load();
+        if s & FREED != 0 || !is_evicted(s) || s & BUSY != 0 {
+            return Ok(None);
+        }
+        self.begin_load_at(id, st, s, Some(writes))
+    }
+
+    fn begin_load_at(
+        &self,
+        id: u64,
+        st: &PageState,
+        s: u64,
+        defer: Option<&mut Vec<WriteBack>>,
+    ) -> Result<Option<Load>> {
         if !st.try_lock(s) {
             return Ok(None);
         }
-        if let Err(e) = self.make_room() {
+        if let Err(e) = self.make_room_deferring(defer) {
             st.unlock(EVICTED, false);
             return Err(e);
         }
@@ -880,6 +904,42 @@ impl Load {
     /// The frame to read into, and its length: the page's whole frame, header included. It is
     /// the caller's alone until the load completes.
     pub fn frame(&self) -> (*mut u8, usize) {
+        (self.frame.as_ptr(), self.len)
+    }
+}
+
+/// A dirty page evicted by a thread that writes it back itself, asynchronously
+/// ([`BufferPool::begin_load_deferring`]): sealed in its frame and held locked until
+/// [`BufferPool::complete_write_back`]. Dropping it without completing leaves the page locked:
+/// always complete it.
+#[derive(Debug)]
+#[must_use = "a write-back holds its page until it is completed"]
+pub struct WriteBack {
+    pub(super) id: u64,
+    pub(super) offset: u64,
+    pub(super) frame: NonNull<u8>,
+    pub(super) len: usize,
+    /// Where the clock's list held it when it was chosen (a hint for its removal).
+    pub(super) at: usize,
+}
+
+// SAFETY: as for `Load`: the frame is the holder's alone (the page is locked) until completed.
+unsafe impl Send for WriteBack {}
+
+impl WriteBack {
+    /// The page.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Where in the page file to write it.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    /// The sealed frame to write, and its length. Neither changes until the write-back is
+    /// completed.
+    pub fn frame(&self) -> (*const u8, usize) {
         (self.frame.as_ptr(), self.len)
     }
 }

@@ -42,9 +42,11 @@
 //!
 //! # Not built yet (issue 20)
 //!
-//! Persistence through the shared worker thread for single calls (sessions have it);
-//! eviction that never writes a dirty victim back on the worker; a loaded page pinned until its waiters ran; `--rate` clients; scans as
-//! tasks; the `dedicated`/`shared` baselines.
+//! Persistence through the shared worker thread for single calls (sessions have it); a
+//! loaded page pinned until its waiters ran; `--rate` clients; scans as tasks. (Making room
+//! for a load hands dirty victims to the worker, which writes them through its ring, see
+//! [`crate::exec::worker`]; a split's allocation may still write one back on the worker. The
+//! paper's synchronous baselines are [`crate::exec::RingVfs`].)
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -57,7 +59,7 @@ use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};
 use crate::exec::worker::{Context, Step, Task, Worker, WorkerCounters, WorkerOptions, OTHER_TAG};
-use crate::exec::{open_backend, BackendKind, Executor, FileId, Op, Request};
+use crate::exec::{open_backend, BackendKind, BlockingMode, Executor, FileId, Op, Request};
 use crate::io::Vfs;
 use crate::kv::{KvStore, Limits, Stats, Visitor};
 use crate::sync::{Abort, Olc};
@@ -80,6 +82,9 @@ pub struct PaOptions {
     pub backend: BackendKind,
     /// Operations in flight, probing, priority and yielding.
     pub worker: WorkerOptions,
+    /// `None`: the PA-Tree mode itself; otherwise one of the paper's synchronous baselines
+    /// (V-A), which is `Db` opened through [`RingVfs`](crate::exec::RingVfs), not a `PaDb`.
+    pub baseline: Option<BlockingMode>,
 }
 
 impl Default for PaOptions {
@@ -88,19 +93,22 @@ impl Default for PaOptions {
             db: DbOptions::default(),
             backend: BackendKind::Auto,
             worker: WorkerOptions::default(),
+            baseline: None,
         }
     }
 }
 
 /// The option keys [`PaOptions::set`] takes besides `Db`'s ([`crate::DB_OPTION_KEYS`]).
-pub const PA_OPTION_KEYS: [&str; 6] = [
-    "inflight", "probe", "yield", "priority", "persist", "backend",
+pub const PA_OPTION_KEYS: [&str; 7] = [
+    "inflight", "probe", "yield", "priority", "persist", "backend", "mode",
 ];
 
 impl PaOptions {
     /// Sets one option from its string form: `inflight=1..4096`, `probe=every|avg|fixed:US|
     /// model:FILE`, `yield=on|off`, `priority=holders|fifo`, `persist=strong|weak|none` (the
-    /// same as `sync=always|batch|never`), `backend=auto|uring|inline`, or any of `Db`'s.
+    /// same as `sync=always|batch|never`), `backend=auto|uring|inline`,
+    /// `mode=async|dedicated|shared` (the PA-Tree mode, or one of the paper's synchronous
+    /// baselines), or any of `Db`'s.
     pub fn set(&mut self, key: &str, value: &str) -> std::result::Result<(), String> {
         match key {
             "inflight" => {
@@ -131,6 +139,14 @@ impl PaOptions {
                 self.db.set("sync", sync)?;
             }
             "backend" => self.backend = BackendKind::parse(value).map_err(|e| e.to_string())?,
+            "mode" => {
+                self.baseline = match value {
+                    "async" => None,
+                    "dedicated" => Some(BlockingMode::Dedicated),
+                    "shared" => Some(BlockingMode::Shared),
+                    _ => return Err(format!("mode '{value}' is not async, dedicated or shared")),
+                }
+            }
             _ => self.db.set(key, value).map_err(|e| {
                 format!("{e}; the PA-Tree mode's own: {}", PA_OPTION_KEYS.join(", "))
             })?,
@@ -270,8 +286,18 @@ impl PaDb {
         Self::over(Db::open_in(vfs, dir, options.db)?, options)
     }
 
-    /// The PA-Tree mode over an open database.
+    /// The PA-Tree mode over an open database. Options naming a baseline (`mode=dedicated` or
+    /// `shared`) are refused: a baseline is a `Db` opened through
+    /// [`RingVfs`](crate::exec::RingVfs) (as `sylva bench`'s `patree` engine opens it).
     pub fn over(db: Db, options: PaOptions) -> Result<PaDb> {
+        if let Some(mode) = options.baseline {
+            return Err(Error::InvalidArgument {
+                what: format!(
+                    "mode {mode:?} for a PaDb (a baseline is a Db opened through exec::RingVfs)"
+                ),
+                limit: 0,
+            });
+        }
         let db = Arc::new(db);
         let exec = Executor::start(db.clone(), options.backend, options.worker.clone())?;
         Ok(PaDb { exec, db, options })
@@ -626,7 +652,10 @@ impl PaSession<'_> {
     /// log on this thread.
     fn progress(&mut self) {
         self.start_flush();
-        if self.worker.in_flight() > 0 || self.worker.others_in_flight() > 0 {
+        if self.worker.in_flight() > 0
+            || self.worker.others_in_flight() > 0
+            || self.worker.writes_in_flight() > 0
+        {
             self.drive();
         } else if !self.awaiting.is_empty() {
             let lsn = self.awaiting.iter().map(|a| a.2).max().unwrap_or(0);
@@ -646,7 +675,13 @@ impl PaSession<'_> {
     fn drive(&mut self) {
         let mut finished = Vec::new();
         let mut done = |t: Tagged, r: Result<PaOutput>| finished.push((t.tag, r));
-        if let Err(e) = self.worker.run_until_finished(&mut done) {
+        let mut r = self.worker.run_until_finished(&mut done);
+        // With no operation left in flight, the loop may not be stepped again for a while:
+        // its write-backs (pages held locked) finish now.
+        if r.is_ok() && self.worker.in_flight() == 0 {
+            r = self.worker.drain_writes(&mut done);
+        }
+        if let Err(e) = r {
             self.pa.db.durable.poison().set();
             self.worker.abandon(e, &mut done);
         }
@@ -776,6 +811,7 @@ impl Drop for PaSession<'_> {
     fn drop(&mut self) {
         while self.worker.in_flight() > 0
             || self.worker.others_in_flight() > 0
+            || self.worker.writes_in_flight() > 0
             || !self.awaiting.is_empty()
         {
             self.progress();

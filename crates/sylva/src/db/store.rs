@@ -103,9 +103,10 @@ impl NodeLatch for PoolLatch<'_> {
         if crate::sync::nonblocking() {
             return match self.pool.read_lock_resident(self.id) {
                 Ok(Resident::Version(v)) => Ok(v),
-                Ok(Resident::Evicted) => Err(Abort::Miss(self.id)),
-                // Held by another thread (which may be waiting on an I/O) or freed: try again.
-                Ok(Resident::Busy | Resident::Freed) => Err(Abort::Restart),
+                // Not in memory, or held: the worker waits for its load, or for its own
+                // write-back of it, or runs the attempt again later (another thread's hold).
+                Ok(Resident::Evicted | Resident::Busy) => Err(Abort::Miss(self.id)),
+                Ok(Resident::Freed) => Err(Abort::Restart),
                 Err(e) => Err(Abort::Fail(e)),
             };
         }

@@ -49,14 +49,20 @@
 //!   `fdatasync` through its own ring ([`Wal::begin_flush`](crate::wal::Wal::begin_flush));
 //!   single calls through the [`Executor`] still complete a `persist=strong` write after the
 //!   caller's group commit.
-//! - **Eviction without waiting**: making room discards clean victims and hands dirty ones
-//!   back for an asynchronous write-back once the log covers them (today
-//!   [`BufferPool::begin_load`](crate::buffer::BufferPool::begin_load) may write one back on
-//!   the worker thread); a loaded page pinned until its waiters ran; frames discarded in
-//!   batches.
-//! - Scans and batches as tasks (they run through `Db` on the caller); the `dedicated` and
-//!   `shared` baselines; `--rate` (open-loop clients) and the benchmark suite.
+//! - **A loaded page pinned** until its waiters ran (a waiter that finds it evicted again
+//!   misses again). Eviction does not wait on the worker: making room hands dirty victims the
+//!   log covers to the worker, which writes them through its backend
+//!   ([`BufferPool::begin_load_deferring`](crate::buffer::BufferPool::begin_load_deferring));
+//!   only a split's allocation may still write one back on the worker.
+//! - Scans and batches as tasks (they run through `Db` on the caller); `--rate` (open-loop
+//!   clients) and the benchmark suite.
+//!
+//! The paper's two synchronous baselines are here too ([`RingVfs`], `patree:mode=dedicated`
+//! and `mode=shared`): `Db` with its page reads through a ring per thread, or through one
+//! shared I/O thread.
 
+#[cfg(target_os = "linux")]
+mod baseline;
 #[cfg(target_os = "linux")]
 pub mod calibrate;
 mod executor;
@@ -78,10 +84,23 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::io::Io;
 
+#[cfg(target_os = "linux")]
+pub use baseline::RingVfs;
 pub use executor::{Executor, Op};
 pub use inline::Inline;
 #[cfg(target_os = "linux")]
 pub use uring::Uring;
+
+/// Which of the paper's synchronous baselines (V-A) a [`RingVfs`] serves: `Db`, one blocking
+/// operation per thread, its page reads through io_uring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockingMode {
+    /// A ring per thread; each read waits in its own `io_uring_enter`.
+    Dedicated,
+    /// One I/O thread and ring for every thread's reads, waking each reader when its read
+    /// completes.
+    Shared,
+}
 
 /// A file registered with a backend, by its index there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -15,9 +15,16 @@
 //! bounded by the yield interval if the policy expects none sooner, or probes in a loop with
 //! yielding off.
 //!
-//! Not yet here (issue 20): making room never waits for a dirty victim's write-back on this
-//! thread (today [`BufferPool::begin_load`] may write one back synchronously); a loaded page is
-//! not pinned until its waiters ran (a waiter that finds it evicted again misses again).
+//! **Write-backs.** Making room for a load never writes a dirty victim back on this thread:
+//! the pool hands the worker victims whose records the log holds durably
+//! ([`BufferPool::begin_load_deferring`]), and the worker writes each through its backend,
+//! ending it ([`BufferPool::complete_write_back`]) when the write completes. A failed write
+//! fails the loop (the caller poisons the database). Before the loop returns for good
+//! ([`Worker::run`]) or gives up ([`Worker::abandon`]), it waits for its write-backs.
+//!
+//! Not yet here (issue 20): a loaded page is not pinned until its waiters ran (a waiter that
+//! finds it evicted again misses again); a split's allocation may still write a victim back
+//! synchronously.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,12 +33,15 @@ use std::time::{Duration, Instant};
 
 use super::sched::{IoKind, PriorityPolicy, ProbePolicy, Prober, ReadyQueue};
 use super::{Backend, Completion, FileId, Request};
-use crate::buffer::{BufferPool, Load};
+use crate::buffer::{BufferPool, Load, WriteBack};
 use crate::error::{Error, Result};
 
 /// The bit that marks a tag as the caller's own request ([`Worker::submit_other`]), not a
 /// page read (whose tag is the page's id).
 pub const OTHER_TAG: u64 = 1 << 61;
+
+/// The bit that marks a tag as a write-back of a page (the rest is the page's id).
+const WRITE_TAG: u64 = 1 << 60;
 
 /// What one attempt of a task came to.
 #[derive(Debug)]
@@ -114,7 +124,8 @@ pub struct WorkerCounters {
     pub attempts: u64,
     /// Attempts that asked to be restarted.
     pub restarts: u64,
-    /// Attempts that stopped at a page not in memory.
+    /// Attempts that stopped at a page not in memory, or held by another thread or by this
+    /// worker's write-back of it.
     pub misses: u64,
     /// Page reads submitted (a page several tasks missed on is read once).
     pub reads: u64,
@@ -128,6 +139,8 @@ pub struct WorkerCounters {
     pub turns: u64,
     /// Enters into the kernel by the backend (submissions, probes and waits).
     pub enters: u64,
+    /// Dirty pages evicted and written back through the backend.
+    pub writebacks: u64,
 }
 
 /// A page being loaded: the load and the tasks waiting for it.
@@ -164,6 +177,14 @@ pub struct Worker<'a, T: Task> {
     others_in_flight: HashMap<u64, u64>,
     /// Their completions, until the caller takes them.
     others: Vec<Completion>,
+    /// Write-backs of evicted pages in flight, by page, with when each was submitted.
+    writing: HashMap<u64, (WriteBack, u64)>,
+    /// Write-backs the pool just handed out, to submit.
+    handed: Vec<WriteBack>,
+    /// Tasks that met a page this worker is writing back, by page.
+    write_waiters: HashMap<u64, Vec<u32>>,
+    /// Write-backs completed in one collection (reused).
+    written: Vec<(WriteBack, Result<usize>)>,
 }
 
 impl<'a, T: Task> Worker<'a, T> {
@@ -201,6 +222,10 @@ impl<'a, T: Task> Worker<'a, T> {
             published: None,
             others_in_flight: HashMap::new(),
             others: Vec::new(),
+            writing: HashMap::new(),
+            handed: Vec::new(),
+            write_waiters: HashMap::new(),
+            written: Vec::new(),
         })
     }
 
@@ -239,6 +264,7 @@ impl<'a, T: Task> Worker<'a, T> {
     ) -> Result<()> {
         let was = crate::sync::set_nonblocking(true);
         let r = self.run_nonblocking(&mut source, &mut sink);
+        let r = r.and_then(|()| self.drain_writes(&mut sink));
         crate::sync::set_nonblocking(was);
         self.publish();
         r
@@ -259,8 +285,11 @@ impl<'a, T: Task> Worker<'a, T> {
     /// loading state for good (the kernel may still write into their frames, which therefore
     /// are never reused); the caller poisons the database.
     pub fn abandon(&mut self, error: Error, sink: &mut impl FnMut(T, Result<T::Output>)) {
-        // Dropping a load without completing it leaves its page locked (`Load`'s docs).
+        // Dropping a load without completing it leaves its page locked (`Load`'s docs). So
+        // does a write-back: those stay locked, dirty, out of the pool's count, for good.
         self.loading.clear();
+        self.writing.clear();
+        self.write_waiters.clear();
         self.ready = ReadyQueue::default();
         for slot in 0..self.slots.len() as u32 {
             self.finish(slot, Err(error.duplicate()), sink);
@@ -300,6 +329,56 @@ impl<'a, T: Task> Worker<'a, T> {
         self.others_in_flight.len()
     }
 
+    /// Write-backs of evicted pages in flight.
+    pub fn writes_in_flight(&self) -> usize {
+        self.writing.len()
+    }
+
+    /// Waits until every write-back in flight completed (a caller stepping the loop itself
+    /// calls it before it stops stepping: until then the pages are locked, and anyone wanting
+    /// one, a checkpoint included, waits for them).
+    pub fn drain_writes(&mut self, sink: &mut impl FnMut(T, Result<T::Output>)) -> Result<()> {
+        while !self.writing.is_empty() {
+            self.collect(1, None, sink)?;
+        }
+        Ok(())
+    }
+
+    /// Submits the write-backs the pool handed out. One that cannot be submitted is ended
+    /// failed (the page back in the pool, dirty) and fails the loop.
+    fn submit_writes(&mut self) -> Result<()> {
+        let mut failed = Ok(());
+        for write in std::mem::take(&mut self.handed) {
+            let (buf, len) = write.frame();
+            let request = Request::Write {
+                file: self.file,
+                buf,
+                len: len as u32,
+                offset: write.offset(),
+                sync: false,
+            };
+            let id = write.id();
+            // SAFETY: the frame is the write-back's alone (the page is locked) until its
+            // completion is collected and the write-back completed, in `collect`; it lives in
+            // `self.writing` until then.
+            match unsafe { self.backend.submit(WRITE_TAG | id, request) } {
+                Ok(()) => {
+                    let now = self.now();
+                    self.prober.submitted(now, IoKind::Write);
+                    self.counters.writebacks += 1;
+                    self.writing.insert(id, (write, now));
+                }
+                Err(e) => {
+                    let _ = self.pool.complete_write_back(write, Err(e.duplicate()));
+                    if failed.is_ok() {
+                        failed = Err(e);
+                    }
+                }
+            }
+        }
+        failed
+    }
+
     /// Completions of the caller's requests collected so far.
     pub fn take_others(&mut self) -> Vec<Completion> {
         std::mem::take(&mut self.others)
@@ -336,7 +415,7 @@ impl<'a, T: Task> Worker<'a, T> {
         while self.counters.finished == before && self.others.is_empty() {
             r = if self.in_flight() > 0 {
                 self.turn(&mut none, &mut sink, &mut closed).map(drop)
-            } else if !self.others_in_flight.is_empty() {
+            } else if !self.others_in_flight.is_empty() || !self.writing.is_empty() {
                 self.counters.waits += 1;
                 self.collect(1, None, &mut sink)
             } else {
@@ -517,7 +596,34 @@ impl<'a, T: Task> Worker<'a, T> {
             l.waiters.push(slot);
             return Ok(());
         }
-        let load = match self.pool.begin_load(page) {
+        if self.writing.contains_key(&page) {
+            // Held by our own write-back of it: runs again once that completes (the page is
+            // evicted by then and missed again, which loads it).
+            self.write_waiters.entry(page).or_default().push(slot);
+            return Ok(());
+        }
+        let begun = self.pool.begin_load_deferring(page, &mut self.handed);
+        // The write-backs go out first; a failure to submit one fails the loop, after the
+        // load begun (if any) has been seen to.
+        let wrote = if self.handed.is_empty() {
+            Ok(())
+        } else {
+            self.submit_writes()
+        };
+        let loaded = self.start_load(slot, page, begun, sink);
+        wrote.and(loaded)
+    }
+
+    /// Submits the read of a load [`BufferPool::begin_load_deferring`] began for `slot`'s
+    /// miss on `page` (or fails or requeues the task if none began).
+    fn start_load(
+        &mut self,
+        slot: u32,
+        page: u64,
+        begun: Result<Option<Load>>,
+        sink: &mut impl FnMut(T, Result<T::Output>),
+    ) -> Result<()> {
+        let load = match begun {
             Ok(Some(load)) => load,
             // Resident by now, or another thread is loading it: run again later.
             Ok(None) => {
@@ -570,7 +676,16 @@ impl<'a, T: Task> Worker<'a, T> {
         self.backend.complete(min, timeout, &mut done)?;
         let now = self.now();
         self.prober.probed(now);
+        let mut written = std::mem::take(&mut self.written);
         for c in done.drain(..) {
+            if c.tag & WRITE_TAG != 0 && c.tag & OTHER_TAG == 0 {
+                let page = c.tag & !WRITE_TAG;
+                if let Some((write, submitted)) = self.writing.remove(&page) {
+                    self.prober.completed(submitted, now, IoKind::Write);
+                    written.push((write, c.result.map(|n| n as usize)));
+                }
+                continue;
+            }
             if let Some(submitted) = self.others_in_flight.remove(&c.tag) {
                 self.prober.completed(submitted, now, IoKind::Write);
                 self.others.push(c);
@@ -595,6 +710,16 @@ impl<'a, T: Task> Worker<'a, T> {
             }
         }
         self.completions = done;
-        Ok(())
+        // The write-backs that completed, their frames discarded together; then the tasks
+        // that met those pages run again (they find them evicted, and load them).
+        let pages: Vec<u64> = written.iter().map(|(w, _)| w.id()).collect();
+        let r = self.pool.complete_write_backs(&mut written);
+        self.written = written;
+        for page in pages {
+            for slot in self.write_waiters.remove(&page).unwrap_or_default() {
+                self.make_ready(slot);
+            }
+        }
+        r
     }
 }

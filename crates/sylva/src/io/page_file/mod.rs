@@ -564,6 +564,15 @@ impl PageFile {
         verify(frame, id)
     }
 
+    /// Seals `frame` as page `id` of `kind` at `lsn` for a write the caller makes itself (an
+    /// asynchronous one), and returns where in the file it goes.
+    pub fn seal_frame(&self, id: u64, frame: &mut [u8], kind: PageKind, lsn: u64) -> Result<u64> {
+        self.check_frame(frame)?;
+        self.check_range(id, 1, false)?;
+        seal(frame, kind, id, lsn);
+        Ok(id * self.page_size as u64)
+    }
+
     /// Seals `frame` as page `id` of `kind` at `lsn` and writes it (see [`PageFile::read_frame`]).
     pub fn write_frame(&self, id: u64, frame: &mut [u8], kind: PageKind, lsn: u64) -> Result<()> {
         self.check_frame(frame)?;
