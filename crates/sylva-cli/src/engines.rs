@@ -577,12 +577,25 @@ mod tests {
             "inflight=5000",
             "backend=spdk",
             "persist=maybe",
+            "mode=threads",
         ] {
             let spec = format!("patree:{bad}");
             assert!(
                 patree_options(&EngineSpec::parse(&spec).expect("parse")).is_err(),
                 "{bad}"
             );
+        }
+        assert_eq!(
+            o.baseline, None,
+            "the PA-Tree mode unless a baseline is named"
+        );
+        for (mode, want) in [
+            ("dedicated", Some(sylva::exec::BlockingMode::Dedicated)),
+            ("shared", Some(sylva::exec::BlockingMode::Shared)),
+            ("async", None),
+        ] {
+            let spec = EngineSpec::parse(&format!("patree:mode={mode}")).expect("parse");
+            assert_eq!(patree_options(&spec).expect(mode).baseline, want, "{mode}");
         }
         assert!(is_durable("patree"));
     }

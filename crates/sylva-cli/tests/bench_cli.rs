@@ -274,6 +274,12 @@ fn bad_input_is_one_line_on_stderr_and_exit_code_2() {
             "unknown distribution",
         ),
         (vec!["--keys".into(), "emoji".into()], "unknown key set"),
+        (vec!["--rate".into(), "0".into()], "positive number"),
+        (vec!["--rate".into(), "fast".into()], "positive number"),
+        (
+            vec!["--engine".into(), "patree:mode=threads".into()],
+            "not async, dedicated or shared",
+        ),
         (
             vec![
                 "--engine".into(),
@@ -352,4 +358,56 @@ fn the_papers_suite_writes_a_report_and_charts() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// The PA-Tree paper's synchronous baselines (`patree:mode=dedicated|shared`: `db` reading
+/// through io_uring) give `db`'s answers on the same operations, from several threads, and a
+/// paced run records its offered rate.
+#[test]
+fn the_patree_baselines_answer_as_db_does() {
+    if sylva::exec::open_backend(sylva::BackendKind::Uring, 8).is_err() {
+        return eprintln!("skipped: the kernel refuses io_uring");
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out.json");
+    let o = sylva(&[
+        "bench",
+        "--engine",
+        "db:cache_bytes=65536",
+        "--engine",
+        "patree:cache_bytes=65536,mode=dedicated",
+        "--engine",
+        "patree:cache_bytes=65536,mode=shared",
+        "--workload",
+        "c",
+        "--records",
+        "5000",
+        "--ops",
+        "4000",
+        "--threads",
+        "1",
+        "--rate",
+        "400000",
+        "--dir",
+        dir.path().to_str().expect("utf8"),
+        "--json",
+        out.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&out);
+    let runs: Vec<&serde_json::Value> = v["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["phase"] == "run")
+        .collect();
+    assert_eq!(runs.len(), 3);
+    let sums: Vec<u64> = runs
+        .iter()
+        .map(|r| r["checksum"].as_u64().expect("sum"))
+        .collect();
+    assert!(sums.iter().all(|&c| c == sums[0]), "{sums:?}");
+    assert!(runs
+        .iter()
+        .all(|r| r["offered_rate"].as_f64() == Some(400000.0)));
 }

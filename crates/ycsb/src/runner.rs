@@ -810,6 +810,39 @@ mod tests {
         (run.checksum, run.scanned)
     }
 
+    /// An open-loop client issues no operation before its time: 2,000 operations offered at
+    /// 20,000 a second over two threads take at least a tenth of a second (as fast as they
+    /// complete, they take about a millisecond), and the results are the closed loop's.
+    #[test]
+    fn a_paced_client_waits_for_each_operations_time() {
+        let spec = WorkloadSpec::named("c").expect("workload");
+        let p = GenerateParams {
+            dist: spec.default_dist,
+            spec,
+            records: 1000,
+            ops: 2000,
+            seed: 3,
+        };
+        let w = generate(&p, &KeySet::Sparse.generator(1).expect("keys")).expect("generate");
+        let mut t = Shared(Box::new(sylva::MemMap::new()));
+        run_phase(&mut t, &w.arena, &w.load, 1, 8, 0, &|_| {}).expect("load");
+        let closed = run_phase(&mut t, &w.arena, &w.run, 2, 8, 1 << 40, &|_| {}).expect("run");
+        let paced = Client {
+            inflight: 1,
+            rate: Some(10_000.0),
+        };
+        let open = run_phase_with(&mut t, &w.arena, &w.run, 2, paced, 8, 1 << 40, &|_| {})
+            .expect("paced run");
+        assert_eq!(open.ops, 2000);
+        assert_eq!(open.checksum, closed.checksum);
+        // The last operation of each thread is due 999 / 10,000 s after the thread started.
+        assert!(
+            open.elapsed >= Duration::from_millis(99),
+            "2,000 operations at 20,000/s took {:?}",
+            open.elapsed
+        );
+    }
+
     #[test]
     fn read_only_results_do_not_depend_on_thread_count() {
         assert_eq!(checksum_of("c", 1), checksum_of("c", 3));
