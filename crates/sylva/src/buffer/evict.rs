@@ -153,7 +153,7 @@ impl BufferPool {
     /// Makes room for one more page: if the pool is full, evicts a batch of pages (module docs,
     /// eviction).
     pub(super) fn make_room(&self) -> Result<()> {
-        if self.resident.load(Ordering::Relaxed) < self.budget_pages {
+        if self.resident.load(Ordering::Relaxed) < self.budget() {
             return Ok(());
         }
         let mut victims = Victims::default();
@@ -166,10 +166,13 @@ impl BufferPool {
     /// last victims (locked, clean, no longer counted) in `victims` for the caller to release.
     fn evict(&self, victims: &mut Victims) -> Result<()> {
         let mut clock = self.clock.lock();
-        if self.resident.load(Ordering::Relaxed) < self.budget_pages {
+        let budget = self.budget();
+        if self.resident.load(Ordering::Relaxed) < budget {
             return Ok(()); // another thread made room while we waited for the clock
         }
-        let low = self.budget_pages + 1 - self.evict_batch as u64;
+        // A batch is at most the budget chosen at `new`; a budget moved lower since
+        // (`set_budget`) may be below a batch, and then the clock empties the pool.
+        let low = (budget + 1).saturating_sub(self.evict_batch as u64).max(1);
         let mut passes = 0usize;
         while self.resident.load(Ordering::Relaxed) >= low {
             let n = clock.pages.len();

@@ -28,7 +28,8 @@ pub(crate) struct Params {
     pub(crate) page_size: usize,
     /// Cascades run as paced jobs on the merger thread (module docs of [`super::cascade`]).
     pub(crate) deamortize: bool,
-    /// The memory budget: the roots (2σ) and the leaf cache (the rest) live within it.
+    /// The memory budget: the roots, the d-trees' inner pages and filters, and the leaf cache
+    /// (what the others leave) live within it.
     pub(crate) cache_bytes: u64,
 }
 
@@ -45,7 +46,8 @@ struct InForce {
 pub(crate) struct NbEngine {
     pub(crate) file: Arc<PageFile>,
     /// The lookups' leaf cache: a buffer pool over the same file, holding d-tree leaves only
-    /// (inner pages and filters are in the d-trees' handles), within `cache_bytes` − 2σ.
+    /// (inner pages and filters are in the d-trees' handles), within what `cache_bytes` leaves
+    /// beside the roots and those handles ([`NbEngine::rebudget`]).
     pub(crate) pool: BufferPool,
     pub(crate) wal: Arc<Wal>,
     pub(crate) params: Params,
@@ -76,6 +78,9 @@ pub(crate) struct NbEngine {
     pub(crate) commits_begun: AtomicU64,
     /// The job the running commit's `flush` ends.
     job_owned: Mutex<Option<u64>>,
+    /// Bytes the current s-tree's d-trees keep in memory (inner pages and filters): out of
+    /// the leaf cache's budget.
+    pub(crate) dtree_memory: AtomicU64,
 }
 
 impl NbEngine {
@@ -93,7 +98,7 @@ impl NbEngine {
             file.clone(),
             None,
             PoolOptions {
-                budget_bytes: leaf_cache_bytes(&params),
+                budget_bytes: params.cache_bytes,
                 ..PoolOptions::default()
             },
         )?;
@@ -115,12 +120,13 @@ impl NbEngine {
             }
         };
         reconcile_free_space(&file, &root, in_force)?;
+        let dtree_memory = root.dtree_memory();
         let version = Version {
             active: Arc::new(RootTree::new(params.page_size)?),
             frozen: Vec::new(),
             root: Arc::new(root),
         };
-        Ok(NbEngine {
+        let engine = NbEngine {
             file,
             pool,
             wal,
@@ -142,7 +148,25 @@ impl NbEngine {
             max_backlog: AtomicU64::new(0),
             commits_begun: AtomicU64::new(0),
             job_owned: Mutex::new(None),
-        })
+            dtree_memory: AtomicU64::new(dtree_memory),
+        };
+        engine.rebudget()?;
+        Ok(engine)
+    }
+
+    /// Moves the leaf cache's budget to what `cache_bytes` leaves beside the roots' pages and
+    /// the d-trees' inner pages and filters (module docs of [`super`], "The leaf cache"),
+    /// evicting leaves at once if that is less than the cache holds.
+    pub(crate) fn rebudget(&self) -> Result<()> {
+        let roots = self.version().roots_memory();
+        let dtrees = self.dtree_memory.load(Ordering::Relaxed);
+        self.pool
+            .set_budget(self.params.cache_bytes.saturating_sub(roots + dtrees))
+    }
+
+    /// Root bytes between two moves of the leaf cache's budget while the active root grows.
+    fn rebudget_step(&self) -> u64 {
+        (self.params.sigma / 16).max(64 << 10)
     }
 
     pub(crate) fn version(&self) -> Arc<Version> {
@@ -162,9 +186,14 @@ impl NbEngine {
             None => tagged.push(TAG_TOMBSTONE),
         }
         v.active.tree.put(key, &tagged)?;
-        v.active
-            .bytes
-            .fetch_add((key.len() + tagged.len()) as u64, Ordering::Relaxed);
+        let n = (key.len() + tagged.len()) as u64;
+        let before = v.active.bytes.fetch_add(n, Ordering::Relaxed);
+        drop(v);
+        let step = self.rebudget_step();
+        if before / step != (before + n) / step {
+            // The root grew by a step: the leaf cache gives the memory back.
+            self.rebudget()?;
+        }
         Ok(())
     }
 
@@ -220,6 +249,8 @@ impl NbEngine {
         });
         drop(w);
         *self.dirty.lock() = true;
+        self.dtree_memory
+            .store(self.version().root.dtree_memory(), Ordering::Relaxed);
         Ok(())
     }
 
@@ -259,15 +290,6 @@ impl NbEngine {
         let (h, f) = (root.height() as u64, self.params.fanout as u64);
         (h + 1) * (2 * f + 3) * self.params.sigma
     }
-}
-
-/// The leaf cache's budget: `cache_bytes` less 2σ for the two in-memory roots (active and
-/// frozen, σ record bytes each); the pool keeps at least 16 frames. Outside it, as `Db`'s
-/// memory beyond its pool is outside its budget: the roots' page overhead, a cascade's records
-/// in memory while it runs, the d-trees' inner pages and filters (`docs/results/nbtree.md`
-/// measures them).
-fn leaf_cache_bytes(p: &Params) -> u64 {
-    p.cache_bytes.saturating_sub(p.sigma.saturating_mul(2))
 }
 
 /// Hands the heap memory a cascade freed (its records, the frozen root's pages) back to the
@@ -473,6 +495,8 @@ impl NbEngine {
         }
         self.commit_frozen()?;
         release_free_memory();
+        // The frozen roots are gone (once readers let go of them): the leaf cache may grow.
+        self.rebudget()?;
         if self.spare.lock().is_none() {
             *self.spare.lock() = Some(RootTree::new(self.params.page_size)?);
         }

@@ -15,9 +15,10 @@
 //!   Page kinds `DTreeLeaf` (32), `DTreeInner` (33), `Bloom` (34). A leaf record's value is a
 //!   tag byte (1 put, 0 tombstone) and the value. A d-tree's inner pages and its filter are
 //!   read into memory when the d-tree is written or loaded; lookups read its leaves through
-//!   the *leaf cache*, a [`crate::buffer::BufferPool`] over the same page file with
-//!   `cache_bytes` − 2σ for its frames (the two roots take the rest); merges and scans read
-//!   runs past it. The file is opened with `O_DIRECT` where the file system allows, as `Db`'s
+//!   the *leaf cache*, a [`crate::buffer::BufferPool`] over the same page file whose budget
+//!   is what `cache_bytes` leaves beside the roots' pages and the d-trees' inner pages and
+//!   filters, moved as they change (at each commit, and each σ/16 of root growth, when it
+//!   evicts at once: `NbEngine::rebudget`); merges and scans read runs past it. The file is opened with `O_DIRECT` where the file system allows, as `Db`'s
 //!   is: a buffered miss costs the reading thread the kernel's page-cache reclaim when memory
 //!   is bounded, and the page cache would hold a second copy of the leaves. A run reused for a new d-tree is forgotten by the pool
 //!   before it is written.
@@ -100,9 +101,12 @@
 //! - **Commit cadence.** The paper has no commit; here each σ of inserts ends with one fsync of
 //!   the page file and one of the log, and the old log segment is dropped.
 //! - **The leaf cache** is the buffer pool with optimistic reads (a version, then a validation)
-//!   and no writes: d-tree leaves are immutable while a version holds them. Its budget leaves
-//!   out the inner pages and filters (in the d-trees' handles, about 1% of the data and 10 bits
-//!   a record), which are not bounded by `cache_bytes`.
+//!   and no writes: d-tree leaves are immutable while a version holds them. §6.2 caches inner
+//!   nodes and filters in memory; here they, both roots and the leaf cache share
+//!   `cache_bytes`: the leaf cache gets what the others leave, so a read-only phase after a
+//!   commit (empty roots) gives nearly all of it to leaves. Outside the budget, as `Db`'s
+//!   memory beyond its pool is outside its: a cascade's records in memory while it runs, and
+//!   the inner pages and filters of d-trees a cascade has written but not yet published.
 //! - **Deamortization** (§5.1): the cascade runs on the durability layer's checkpoint thread
 //!   (nice 10) with `deamortize=on`, and inside the filling insert with `deamortize=off` (no
 //!   background threads). With it on, inserts pace themselves against the cascade's written
@@ -118,8 +122,9 @@
 //! and merged scans over `Arc` versions, the leaf cache, freeing of replaced runs once the
 //! commit that replaced them is durable, the deamortized cascade's pacing and counters, and
 //! the bad-input errors. Partial: steps are taken by the merger thread while a behind insert
-//! waits (above); inner pages and filters stay in memory unbounded by `cache_bytes` (they grow
-//! with the data, about 1% and 10 bits a record); the file's high-water mark holds the live
+//! waits (above); inner pages and filters stay in memory in full (they grow with the data,
+//! about 1% and 10 bits a record, and shrink the leaf cache; past `cache_bytes` the leaf cache
+//! keeps 16 frames and memory goes over the budget); the file's high-water mark holds the live
 //! runs plus one cascade's output (up to W), since a cascade cannot reuse the runs it replaces
 //! before its commit is durable (commits inside a cascade would lower it;
 //! `docs/results/nbtree.md`); the bulk builder (`dtree::Writer`) lives here, not yet shared

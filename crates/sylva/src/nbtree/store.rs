@@ -354,6 +354,11 @@ impl NbTree {
             // Leaf reads the leaf cache missed (reads from the file), and its size in pages.
             ("leaf_misses", pool.misses),
             ("leaf_cache_pages", pool.resident),
+            // Its budget now: what `cache_bytes` leaves beside the roots' pages and the
+            // d-trees' inner pages and filters (those two in bytes).
+            ("leaf_cache_budget_pages", pool.budget_pages),
+            ("roots_memory", v.roots_memory()),
+            ("dtree_memory", e.dtree_memory.load(Ordering::Relaxed)),
             ("file_pages", file.page_count()),
             ("free_pages", file.free_pages()),
             ("checkpoints", self.durable.checkpoints()),
