@@ -35,6 +35,30 @@ pub(crate) struct Params {
 
 
 
+/// Where the log is replayed from, as checkpoints move it: a commit inside a cascade names
+/// the position of the checkpoint in force, since the cascade's frozen records are in the log
+/// after it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Covered {
+    /// The position the last checkpoint begun covers, and the one before it.
+    begun: u64,
+    before: u64,
+    /// A checkpoint has begun and its flush has not ended: `before` is in force (the begun
+    /// one's meta page is not written yet). Otherwise `begun` is (checkpoints run one at a
+    /// time, and a failed one poisons the store).
+    running: bool,
+}
+
+impl Covered {
+    fn in_force(&self) -> u64 {
+        if self.running {
+            self.before
+        } else {
+            self.begun
+        }
+    }
+}
+
 /// The manifest in force: its head page and run.
 #[derive(Debug, Clone, Copy)]
 struct InForce {
@@ -78,6 +102,8 @@ pub(crate) struct NbEngine {
     pub(crate) commits_begun: AtomicU64,
     /// The job the running commit's `flush` ends.
     job_owned: Mutex<Option<u64>>,
+    /// The log positions checkpoints cover: the one in force, and the one begun last.
+    covered: Mutex<Covered>,
     /// Bytes the current s-tree's d-trees keep in memory (inner pages and filters): out of
     /// the leaf cache's budget.
     pub(crate) dtree_memory: AtomicU64,
@@ -103,6 +129,7 @@ impl NbEngine {
             },
         )?;
         pool.accept_only(&[PageKind::DTreeLeaf]);
+        let covered = state.map_or(0, |s| s.covered_lsn);
         let (root, in_force) = match state.filter(|s| s.head != 0) {
             None => (SNode::default(), None),
             Some(s) => {
@@ -149,6 +176,11 @@ impl NbEngine {
             commits_begun: AtomicU64::new(0),
             job_owned: Mutex::new(None),
             dtree_memory: AtomicU64::new(dtree_memory),
+            covered: Mutex::new(Covered {
+                begun: covered,
+                before: covered,
+                running: false,
+            }),
         };
         engine.rebudget()?;
         Ok(engine)
@@ -209,9 +241,13 @@ impl NbEngine {
         if cur.frozen.is_empty() {
             return Ok(());
         }
+        // Only the roots and the frozen list are kept: holding the version would hold every
+        // d-tree the cascade replaces, which a commit inside it frees.
+        let (old_root, cur_frozen) = (cur.root.clone(), cur.frozen.clone());
+        drop(cur);
         let mut recs: Vec<Rec> = Vec::new();
         // Oldest first; a newer root's record replaces an older one's.
-        for f in cur.frozen.iter().rev() {
+        for f in cur_frozen.iter().rev() {
             let mut newer = Vec::new();
             f.tree.walk(&[], None, usize::MAX, &mut |k, v| {
                 newer.push((k.to_vec(), v.to_vec()));
@@ -223,6 +259,7 @@ impl NbEngine {
                 merge_newest(recs, newer)
             };
         }
+        let commit_point = |root: &SNode| self.commit_inside(root);
         let mut ctx = cascade::Ctx::new(
             &self.file,
             self.params.sigma,
@@ -234,12 +271,13 @@ impl NbEngine {
             ctx.job = Some(self.job.clone());
         }
         ctx.pool = Some(&self.pool);
-        let root = cascade::commit(&mut ctx, &cur.root, recs)?;
+        ctx.commit_point = Some(&commit_point);
+        let root = cascade::commit(&mut ctx, old_root, recs)?;
         let mut w = self.current.write();
         let frozen = w
             .frozen
             .iter()
-            .filter(|f| !cur.frozen.iter().any(|c| Arc::ptr_eq(c, f)))
+            .filter(|f| !cur_frozen.iter().any(|c| Arc::ptr_eq(c, f)))
             .cloned()
             .collect();
         *w = Arc::new(Version {
@@ -251,6 +289,48 @@ impl NbEngine {
         *self.dirty.lock() = true;
         self.dtree_memory
             .store(self.version().root.dtree_memory(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A commit inside a cascade (module docs of [`super::cascade`], "Commit points"): the
+    /// s-tree `root` as it stands between two HandleFullSNode levels becomes the one readers
+    /// see (the frozen roots still above it) and the one a durable manifest names, with the log
+    /// replayed from where the commit in force covers it (the frozen roots' records are still
+    /// there). Once its meta page is durable, the runs the cascade replaced so far are free.
+    fn commit_inside(&self, root: &SNode) -> Result<()> {
+        // The frozen roots' records first: recovery from this commit replays them.
+        self.wal.sync()?;
+        self.file.sync()?;
+        let root = Arc::new(root.clone());
+        {
+            let mut w = self.current.write();
+            *w = Arc::new(Version {
+                active: w.active.clone(),
+                frozen: w.frozen.clone(),
+                root: root.clone(),
+            });
+        }
+        self.dtree_memory
+            .store(root.dtree_memory(), Ordering::Relaxed);
+        let head = self.file.allocate();
+        let bytes = manifest::encode(&root);
+        drop(root);
+        let (first, pages) = manifest::write(&self.file, head, &bytes)?;
+        let state = State {
+            fanout: self.params.fanout as u32,
+            sigma: self.params.sigma,
+            bloom_bits: self.params.bloom_bits,
+            head,
+            covered_lsn: self.covered.lock().in_force(),
+        };
+        self.file.checkpoint(&state.encode())?;
+        let old = self.in_force.lock().replace(InForce { head, first, pages });
+        if let Some(old) = old {
+            // Named by no durable meta page now.
+            let seq = self.file.next_sequence();
+            self.file.free_run_after_checkpoint(seq, old.head, 1)?;
+            self.file.free_run_after_checkpoint(seq, old.first, old.pages as usize)?;
+        }
         Ok(())
     }
 
@@ -412,6 +492,12 @@ impl Engine for NbEngine {
     }
 
     fn begin_checkpoint(&self, lsn: u64) -> Vec<u8> {
+        {
+            let mut c = self.covered.lock();
+            c.before = c.begun;
+            c.begun = lsn;
+            c.running = true;
+        }
         self.log_bytes.store(0, Ordering::Relaxed);
         self.commits_begun.fetch_add(1, Ordering::AcqRel);
         let mut w = self.current.write();
@@ -467,6 +553,7 @@ impl Engine for NbEngine {
 
     fn flush(&self, lsn: u64) -> Result<()> {
         let r = self.flush_inner(lsn);
+        self.covered.lock().running = false;
         // Ended, done or failed: inserts waiting for it go on (a failure poisons the store).
         let owned = self.job_owned.lock().take();
         if owned.is_some_and(|g| self.job.finish(g)) {

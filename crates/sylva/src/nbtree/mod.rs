@@ -76,6 +76,11 @@
 //!    `sylvaNB\0`, the version, f, σ, the Bloom bits, the head page and `l`) and drops the old
 //!    log segment.
 //!
+//! A long cascade also commits inside itself between HandleFullSNode levels (`cascade`,
+//! "Commit points"): a manifest and meta page naming the s-tree as it stands and the log
+//! position of the checkpoint in force, so the runs it has replaced so far are freed and
+//! reused before it ends.
+//!
 //! **Recovery**: meta page → head → manifest → d-trees' inner pages and filters; every page of
 //! a live run is marked in use and every other page not free is freed (free space is the
 //! complement of the live runs, since the fuzzy checkpoint's recorded free space predates the
@@ -118,16 +123,15 @@
 //!
 //! Built and tested: the structure, the root d-tree with the log, d-trees in runs with Bloom
 //! filters, HandleFullSNode / flush / SNodeSplit with the single recursive call and lazy
-//! removal, commits and recovery on the durability layer (with atomic write batches), queries
-//! and merged scans over `Arc` versions, the leaf cache, freeing of replaced runs once the
-//! commit that replaced them is durable, the deamortized cascade's pacing and counters, and
-//! the bad-input errors. Partial: steps are taken by the merger thread while a behind insert
+//! removal, commits and recovery on the durability layer (with atomic write batches), commits
+//! inside a cascade, queries and merged scans over `Arc` versions, the leaf cache within
+//! `cache_bytes`, freeing of replaced runs once the commit that replaced them is durable, the
+//! deamortized cascade's pacing and counters, and the bad-input errors. Partial: steps are taken by the merger thread while a behind insert
 //! waits (above); inner pages and filters stay in memory in full (they grow with the data,
 //! about 1% and 10 bits a record, and shrink the leaf cache; past `cache_bytes` the leaf cache
 //! keeps 16 frames and memory goes over the budget); the file's high-water mark holds the live
-//! runs plus one cascade's output (up to W), since a cascade cannot reuse the runs it replaces
-//! before its commit is durable (commits inside a cascade would lower it;
-//! `docs/results/nbtree.md`); the bulk builder (`dtree::Writer`) lives here, not yet shared
+//! runs plus what a cascade writes between two of its commit points (one HandleFullSNode level,
+//! up to about (f + 1)σ, and the splits below the last; `docs/results/nbtree.md`); the bulk builder (`dtree::Writer`) lives here, not yet shared
 //! with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
 
 pub(crate) mod bloom;

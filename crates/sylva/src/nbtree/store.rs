@@ -346,6 +346,8 @@ impl NbTree {
             ("dtrees_written", l(&c.dtrees_written)),
             ("bytes_written", l(&c.bytes_written)),
             ("max_cascade_bytes", l(&c.max_cascade_bytes)),
+            ("inner_commits", l(&c.inner_commits)),
+            ("max_uncommitted_bytes", l(&c.max_uncommitted_bytes)),
             ("inline_steps", l(&e.inline_steps)),
             ("stalls", l(&e.stalls)),
             ("max_backlog", l(&e.max_backlog)),
