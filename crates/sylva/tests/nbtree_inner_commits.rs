@@ -28,7 +28,7 @@ fn options() -> NbTreeOptions {
 
 #[test]
 fn deep_cascades_commit_inside_themselves() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in("/dev/shm").unwrap_or_else(|_| tempfile::tempdir().unwrap());
     let path = dir.path().join("nb");
     let nb = NbTree::open(&path, options()).unwrap();
     // About 25σ of records: an s-tree of three or four levels.

@@ -28,7 +28,7 @@
 //! about to be handled is merely over σ, which reads and recovery allow (its siblings hold at
 //! most σ more than after its flush). There, once the cascade has written σ since it last
 //! did, it commits inside itself (`Ctx::commit_inside`, `NbEngine::commit_inside`): the log
-//! fsynced, the page file fsynced, the s-tree published to readers (the frozen roots still
+//! fsynced, the s-tree published to readers (the frozen roots still
 //! above it), a manifest and a meta page written that name it and the log position of the
 //! checkpoint in force (the frozen roots' records are still in the log after it, and replaying
 //! them over an s-tree that holds some of them already changes nothing: they are the newest

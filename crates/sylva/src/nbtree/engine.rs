@@ -298,9 +298,11 @@ impl NbEngine {
     /// replayed from where the commit in force covers it (the frozen roots' records are still
     /// there). Once its meta page is durable, the runs the cascade replaced so far are free.
     fn commit_inside(&self, root: &SNode) -> Result<()> {
-        // The frozen roots' records first: recovery from this commit replays them.
+        // Every record logged so far durable first: the frozen roots' records, which recovery
+        // from this commit replays, and any the s-tree below now holds (so that what a crash
+        // leaves is the state after a prefix of the writes). The d-trees and the manifest are
+        // made durable by the checkpoint, before its meta page.
         self.wal.sync()?;
-        self.file.sync()?;
         let root = Arc::new(root.clone());
         {
             let mut w = self.current.write();
@@ -323,11 +325,11 @@ impl NbEngine {
             head,
             covered_lsn: self.covered.lock().in_force(),
         };
+        let seq = self.file.next_sequence();
         self.file.checkpoint(&state.encode())?;
         let old = self.in_force.lock().replace(InForce { head, first, pages });
         if let Some(old) = old {
-            // Named by no durable meta page now.
-            let seq = self.file.next_sequence();
+            // The meta page just written (`seq`, durable) no longer names it.
             self.file.free_run_after_checkpoint(seq, old.head, 1)?;
             self.file.free_run_after_checkpoint(seq, old.first, old.pages as usize)?;
         }
