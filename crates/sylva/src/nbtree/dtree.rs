@@ -103,9 +103,9 @@ impl Drop for DTree {
         // An error here means the page file's free space disagrees with the s-tree;
         // `NbTree::check` reports that, and nothing can be returned from a drop.
         let _ = if retired == self.written_at {
-            // Written and replaced before any checkpoint recorded it (within one commit's
-            // cascades, or a commit that failed and poisoned the store): no durable manifest
-            // names it, and no version holds it any more.
+            // Written and replaced before any checkpoint recorded it (between two meta pages,
+            // or in a commit that failed and poisoned the store): no durable manifest names
+            // it, and no version holds it any more.
             self.file.free_run(first, n)
         } else {
             // The durable manifest may name it until the checkpoint that replaced it is

@@ -56,8 +56,8 @@
 //! queries. A run is freed once no version holds its d-tree and the checkpoint that dropped it
 //! is durable ([`crate::io::PageFile::free_run_after_checkpoint`] from the d-tree's `Drop`,
 //! with the meta sequence of the checkpoint during whose flush it was replaced); a run written
-//! and replaced within one commit (an intermediate d-tree of a cascade) is named by no durable
-//! manifest and is freed as soon as no version holds it. So a commit's cascade can reuse every
+//! and replaced between two meta pages (an intermediate d-tree of a cascade) is named by no
+//! durable manifest and is freed as soon as no version holds it. So a commit's cascade can reuse every
 //! run the commit before it replaced.
 //!
 //! # Durability: commits are the durability layer's checkpoints (`engine`)
