@@ -53,7 +53,11 @@ fn deep_cascades_commit_inside_themselves() {
     let nb = NbTree::open(&path, options()).unwrap();
     nb.check().unwrap();
     for i in 0..n {
-        assert_eq!(nb.get(&key(i)).unwrap(), Some(vec![i as u8; 100]), "key {i}");
+        assert_eq!(
+            nb.get(&key(i)).unwrap(),
+            Some(vec![i as u8; 100]),
+            "key {i}"
+        );
     }
     nb.close().unwrap();
 }

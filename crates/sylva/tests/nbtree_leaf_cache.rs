@@ -80,16 +80,27 @@ fn the_leaf_cache_takes_what_the_roots_leave_and_gives_it_back() {
     let budget_now = counter(&nb, "leaf_cache_budget_pages");
     let resident_now = counter(&nb, "leaf_cache_pages");
     assert!(roots_now >= SIGMA / 2, "{roots_now} bytes of root pages");
-    assert_eq!(counter(&nb, "checkpoints"), commits + 1, "a commit emptied the roots");
+    assert_eq!(
+        counter(&nb, "checkpoints"),
+        commits + 1,
+        "a commit emptied the roots"
+    );
     // The budget moves each σ/16 (here 64 KiB) of root records: the root's last such step
     // may not be counted yet (at most 32 pages of it).
     assert!(
         budget_now + (roots_now - roots) / PAGE <= budget + 32,
         "budget {budget} → {budget_now} while the roots grew {roots} → {roots_now} bytes"
     );
-    assert!(resident_now <= budget_now, "{resident_now} resident over {budget_now}");
+    assert!(
+        resident_now <= budget_now,
+        "{resident_now} resident over {budget_now}"
+    );
     for j in (0..i).step_by(7) {
-        let want = if j < n { vec![j as u8; 100] } else { vec![7; 100] };
+        let want = if j < n {
+            vec![j as u8; 100]
+        } else {
+            vec![7; 100]
+        };
         assert_eq!(nb.get(&key(j)).unwrap(), Some(want), "key {j}");
     }
     nb.close().unwrap();
