@@ -125,10 +125,12 @@ fn replay() {
 }
 
 /// The simulation's workload (a few hundred keys, values up to 160 bytes) cascades at the σ it
-/// gets: leaves split and roots flush, so the crashes above land in cascades too.
+/// gets: leaves split and roots flush, and cascades commit inside themselves (commit points),
+/// so the crashes above land in cascades and in their inner commits too.
 #[test]
 fn the_simulated_workload_cascades_at_small_sigmas() {
     let dir = tempfile::tempdir().expect("tempdir");
+    let mut inner_commits = 0;
     for sigma in [8u64 << 10, 32 << 10] {
         let nb = NbTree::open(
             dir.path().join(sigma.to_string()),
@@ -151,5 +153,7 @@ fn the_simulated_workload_cascades_at_small_sigmas() {
             get("splits") > 0 && get("flushes") + get("splits") > 2,
             "σ {sigma}: {c:?}"
         );
+        inner_commits += get("inner_commits");
     }
+    assert!(inner_commits > 0, "no cascade committed inside itself");
 }

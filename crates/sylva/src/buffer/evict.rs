@@ -171,7 +171,7 @@ impl BufferPool {
     /// dirty victims whose records the log holds durably are not written back here but sealed
     /// and handed to the caller in `defer` (module docs, *deferred write-backs*).
     pub(super) fn make_room_deferring(&self, defer: Option<&mut Vec<WriteBack>>) -> Result<()> {
-        if self.resident.load(Ordering::Relaxed) < self.budget_pages {
+        if self.resident.load(Ordering::Relaxed) < self.budget() {
             return Ok(());
         }
         let mut victims = Victims::default();
@@ -253,10 +253,13 @@ impl BufferPool {
     /// (only one the log covers; the others are passed over).
     fn evict(&self, victims: &mut Victims, mut defer: Option<&mut Vec<WriteBack>>) -> Result<()> {
         let mut clock = self.clock.lock();
-        if self.resident.load(Ordering::Relaxed) < self.budget_pages {
+        let budget = self.budget();
+        if self.resident.load(Ordering::Relaxed) < budget {
             return Ok(()); // another thread made room while we waited for the clock
         }
-        let low = self.budget_pages + 1 - self.evict_batch as u64;
+        // A batch is at most the budget chosen at `new`; a budget moved lower since
+        // (`set_budget`) may be below a batch, and then the clock empties the pool.
+        let low = (budget + 1).saturating_sub(self.evict_batch as u64).max(1);
         let mut passes = 0usize;
         // Write-backs handed out by this call (deferring): on their way out.
         let mut handed = 0u64;

@@ -220,7 +220,9 @@ pub struct BufferPool {
     kinds: &'static [PageKind],
     capacity: u64,
     page_size: usize,
-    budget_pages: u64,
+    /// The budget for frames, in pages: fixed at `new` unless the engine moves it
+    /// ([`BufferPool::set_budget`]).
+    budget_pages: AtomicU64,
     /// Pages an eviction evicts at once when the pool is full: a sixty-fourth of the budget,
     /// between 1 and [`MAX_EVICT_BATCH`].
     evict_batch: usize,
@@ -265,7 +267,7 @@ impl BufferPool {
             kinds: &[],
             capacity,
             page_size,
-            budget_pages,
+            budget_pages: AtomicU64::new(budget_pages),
             evict_batch: ((budget_pages / 64) as usize).clamp(1, MAX_EVICT_BATCH),
             run_pages,
             flush_buf: Mutex::new(None),
@@ -845,6 +847,24 @@ impl BufferPool {
         self.file.checkpoint(user)
     }
 
+    /// The budget for frames now, in pages.
+    #[inline]
+    pub(crate) fn budget(&self) -> u64 {
+        self.budget_pages.load(Ordering::Relaxed)
+    }
+
+    /// Moves the budget to `budget_bytes` (counted as at [`BufferPool::new`]: the copy buffer
+    /// fixed then comes out of it, and at least 16 frames are always allowed), evicting at once
+    /// down to a smaller one. For an engine whose other memory grows and shrinks within one
+    /// budget (the NB-tree's in-memory roots); a pool whose budget is never moved behaves as
+    /// before. Eviction batches keep the size chosen at `new`.
+    pub fn set_budget(&self, budget_bytes: u64) -> Result<()> {
+        let total = (budget_bytes / self.page_size as u64).max(17);
+        let pages = total.saturating_sub(self.run_pages as u64).max(16);
+        self.budget_pages.store(pages, Ordering::Relaxed);
+        self.make_room()
+    }
+
     /// Counters.
     pub fn stats(&self) -> PoolStats {
         PoolStats {
@@ -853,7 +873,7 @@ impl BufferPool {
             evictions: self.evictions.load(Ordering::Relaxed),
             writebacks: self.writebacks.load(Ordering::Relaxed),
             resident: self.resident.load(Ordering::Relaxed),
-            budget_pages: self.budget_pages,
+            budget_pages: self.budget(),
         }
     }
 }

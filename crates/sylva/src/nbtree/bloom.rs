@@ -108,6 +108,11 @@ impl Bloom {
         Ok(Bloom { bytes, blocks, k })
     }
 
+    /// Bytes of the filter.
+    pub(crate) fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Whether the key with hash `h` may be in the set (never `false` for a key that is).
     pub(crate) fn may_contain(&self, h: u64) -> bool {
         let base = HEADER + block_of(h, self.blocks) * BLOCK_BYTES;

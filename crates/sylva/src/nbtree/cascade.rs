@@ -19,6 +19,23 @@
 //! read sequentially from its start pointer). Tombstones are dropped when the output is a leaf
 //! s-node's d-tree (§3.2.2: nothing older is below it).
 //!
+//! **Commit points** (not in the paper, which has no commits). Every run a cascade replaces
+//! stays named by the durable manifest until the cascade's commit is durable, so without more
+//! the file's high-water mark holds the live runs plus a whole cascade's output (up to W;
+//! `docs/results/nbtree.md`). Between two HandleFullSNode levels (a flush done, every child it
+//! touched written, before going down into the largest child) the s-tree is complete: each
+//! record moved down is in its new child and past its old s-node's start pointer, and the child
+//! about to be handled is merely over σ, which reads and recovery allow (its siblings hold at
+//! most σ more than after its flush). There, once the cascade has written σ since it last
+//! did, it commits inside itself (`Ctx::commit_inside`, `NbEngine::commit_inside`): the log
+//! fsynced, the s-tree published to readers (the frozen roots still
+//! above it), a manifest and a meta page written that name it and the log position of the
+//! checkpoint in force (the frozen roots' records are still in the log after it, and replaying
+//! them over an s-tree that holds some of them already changes nothing: they are the newest
+//! versions). Runs replaced before it are freed once it is durable and no reader holds them,
+//! and the rest of the cascade reuses them. The path above the s-node being handled is kept
+//! in `Ctx::path` (each s-node as it stood when the cascade went down into its child).
+//!
 //! **Deamortization** (§5.1). With `deamortize=on` a cascade is a [`Job`] that the durability
 //! layer's checkpoint thread runs at nice 10 (the *merger*) while writers fill the next root.
 //! Its writes go out in steps of at most `step_bytes`, each counted when it completes. An insert
@@ -60,6 +77,11 @@ pub(crate) struct Counters {
     pub(crate) dtrees_written: AtomicU64,
     pub(crate) bytes_written: AtomicU64,
     pub(crate) max_cascade_bytes: AtomicU64,
+    /// Commits inside cascades (commit points), and the most bytes a cascade wrote between two
+    /// of its commits (a commit point, or its beginning or end): with `max_cascade_bytes`, what
+    /// the file's high-water mark holds beyond the live runs, without commit points and with.
+    pub(crate) inner_commits: AtomicU64,
+    pub(crate) max_uncommitted_bytes: AtomicU64,
 }
 
 /// What a cascade needs.
@@ -75,10 +97,21 @@ pub(crate) struct Ctx<'a> {
     pub(crate) job: Option<Arc<Job>>,
     /// The lookups' leaf cache: a run reused for a new d-tree is forgotten there first.
     pub(crate) pool: Option<&'a BufferPool>,
-    /// This cascade's HandleFullSNode calls and bytes written.
+    /// A commit inside the cascade ("Commit points" in the module docs): called with the
+    /// whole s-tree as it stands between two HandleFullSNode levels.
+    pub(crate) commit_point: Option<&'a CommitPoint<'a>>,
+    /// The s-nodes above the one being handled, each as it stood when the cascade went down
+    /// into its child at the index beside it (the root first).
+    path: Vec<(SNode, usize)>,
+    /// This cascade's HandleFullSNode calls and bytes written, and the bytes written when it
+    /// last committed inside itself.
     calls: u64,
     written: u64,
+    committed_at: u64,
 }
+
+/// What a cascade calls at a commit point: the s-tree's root as it stands.
+pub(crate) type CommitPoint<'a> = dyn Fn(&SNode) -> Result<()> + 'a;
 
 impl<'a> Ctx<'a> {
     pub(crate) fn new(
@@ -97,13 +130,42 @@ impl<'a> Ctx<'a> {
             full_at: sigma,
             job: None,
             pool: None,
+            commit_point: None,
+            path: Vec::new(),
             calls: 0,
             written: 0,
+            committed_at: 0,
         }
     }
 }
 
 impl Ctx<'_> {
+    /// A commit point, between HandleFullSNode levels: `node` is complete (its flush done, every
+    /// child it touched written) and the cascade is about to go down into one of its children.
+    /// Commits the whole s-tree as it stands (`node` under the path above it) if the cascade
+    /// wrote at least σ since it last committed.
+    fn commit_inside(&mut self, node: &SNode) -> Result<()> {
+        let Some(commit) = self.commit_point else {
+            return Ok(());
+        };
+        if self.written - self.committed_at < self.sigma {
+            return Ok(());
+        }
+        let mut tree = node.clone();
+        for (above, i) in self.path.iter().rev() {
+            let mut a = above.clone();
+            a.children[*i] = Arc::new(tree);
+            tree = a;
+        }
+        commit(&tree)?;
+        self.counters
+            .max_uncommitted_bytes
+            .fetch_max(self.written - self.committed_at, Ordering::Relaxed);
+        self.committed_at = self.written;
+        self.counters.inner_commits.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// A d-tree writer for at most `bound`, reporting its writes to the job. Its run may
     /// reuse pages of a freed d-tree: the leaf cache forgets them before they are written.
     fn writer(&self, bound: Bound) -> Result<Writer> {
@@ -294,8 +356,9 @@ fn merged_in_memory(node: &SNode, newer: Vec<Rec>) -> Result<Vec<Rec>> {
 
 /// Moves a frozen root's records (sorted, one per key) into the s-tree under `root`; returns
 /// the new root.
-pub(crate) fn commit(ctx: &mut Ctx<'_>, root: &Arc<SNode>, recs: Vec<Rec>) -> Result<Arc<SNode>> {
-    let mut root = (**root).clone();
+pub(crate) fn commit(ctx: &mut Ctx<'_>, root: Arc<SNode>, recs: Vec<Rec>) -> Result<Arc<SNode>> {
+    // A copy unless this was the last holder: the version readers see keeps the old root.
+    let mut root = Arc::unwrap_or_clone(root);
     ctx.counters.cascades.fetch_add(1, Ordering::Relaxed);
     let full = bytes_of(&recs) + root.live_bytes >= ctx.full_at;
     let new_root = if !full {
@@ -355,6 +418,9 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, root: &Arc<SNode>, recs: Vec<Rec>) -> Re
     ctx.counters
         .max_cascade_bytes
         .fetch_max(ctx.written, Ordering::Relaxed);
+    ctx.counters
+        .max_uncommitted_bytes
+        .fetch_max(ctx.written - ctx.committed_at, Ordering::Relaxed);
     Ok(Arc::new(new_root))
 }
 
@@ -407,7 +473,11 @@ fn distribute(ctx: &mut Ctx<'_>, node: &mut SNode, moved: Vec<Rec>) -> Result<()
         .filter(|&i| node.children[i].live_bytes > ctx.sigma)
         .max_by_key(|&i| node.children[i].live_bytes);
     if let Some(i) = big {
-        match handle_full(ctx, (*node.children[i]).clone())? {
+        ctx.commit_inside(node)?;
+        ctx.path.push((node.clone(), i));
+        let handled = handle_full(ctx, (*node.children[i]).clone());
+        ctx.path.pop();
+        match handled? {
             Outcome::One(c) => node.children[i] = Arc::new(c),
             Outcome::Split(a, k, b) => {
                 node.children[i] = Arc::new(a);

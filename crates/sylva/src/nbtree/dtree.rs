@@ -6,7 +6,8 @@
 //! ```
 //!
 //! Leaves (`DTreeLeaf`) and inner nodes (`DTreeInner`) are slotted nodes (`page::slotted`, the
-//! engine bytes after the 32-byte page header) without fences or prefix truncation. A leaf's
+//! engine bytes after the 32-byte page header) without fences or prefix truncation; leaves have
+//! plain 6-byte slots (no heads, no hints: `LEAF_FLAGS`), inner nodes heads and hints. A leaf's
 //! records are `key → tag ++ value` (tag 1 put, 0 tombstone); an inner node's separator `i` is
 //! the last key of child `i`, whose page id is its 8-byte value, and its upper child holds the
 //! keys above the last separator. Child ids point backwards in the run (every level is written
@@ -29,7 +30,9 @@ use crate::error::{Error, Result};
 use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
 use crate::page::build::{Builder, NodeSpec};
-use crate::page::slotted::{Slotted, FLAG_HEADS, FLAG_HINTS, HEADER_LEN_HINTS, SLOT_LEN_HEADS};
+use crate::page::slotted::{
+    Slotted, FLAG_HEADS, FLAG_HINTS, HEADER_LEN, HEADER_LEN_HINTS, SLOT_LEN, SLOT_LEN_HEADS,
+};
 use crate::page::{KIND_INNER, KIND_LEAF};
 
 /// Tag byte of a put's value.
@@ -100,9 +103,9 @@ impl Drop for DTree {
         // An error here means the page file's free space disagrees with the s-tree;
         // `NbTree::check` reports that, and nothing can be returned from a drop.
         let _ = if retired == self.written_at {
-            // Written and replaced before any checkpoint recorded it (within one commit's
-            // cascades, or a commit that failed and poisoned the store): no durable manifest
-            // names it, and no version holds it any more.
+            // Written and replaced before any checkpoint recorded it (between two meta pages,
+            // or in a commit that failed and poisoned the store): no durable manifest names
+            // it, and no version holds it any more.
             self.file.free_run(first, n)
         } else {
             // The durable manifest may name it until the checkpoint that replaced it is
@@ -171,6 +174,11 @@ impl DTree {
 
     fn usable(&self) -> usize {
         self.file.page_size() - PAGE_HEADER_LEN
+    }
+
+    /// Bytes it keeps in memory: its inner pages and its filter.
+    pub(crate) fn memory(&self) -> u64 {
+        (self.inner.len() + self.bloom.as_ref().map_or(0, Bloom::byte_len)) as u64
     }
 
     /// The leaf that may hold `key`.
@@ -399,19 +407,32 @@ impl Bound {
     }
 }
 
-/// The engine bytes of a node with no records (a slotted header with hints).
+/// The engine bytes of an inner node with no records (a slotted header with hints).
 const NODE_HEADER: usize = HEADER_LEN_HINTS;
 /// An inner entry beyond its key: slot and child id.
 const INNER_ENTRY: usize = SLOT_LEN_HEADS + 8;
+/// A leaf's layout: plain 6-byte slots, neither heads nor hints. A leaf is searched once per
+/// lookup, by a binary search over a few dozen slots, where heads and hints save little; their
+/// bytes (4 a slot, 64 a page) cost whole records a page: 28 records of 8 + 129 bytes fit in
+/// a 4 KiB page without them, 26 with. Fewer leaf pages mean more of them in the leaf cache
+/// and a smaller file.
+const LEAF_FLAGS: u8 = 0;
+/// The engine bytes of a leaf with no records.
+const LEAF_HEADER: usize = HEADER_LEN;
+/// A leaf record's slot.
+const LEAF_SLOT: usize = SLOT_LEN;
 
 /// Pages a d-tree built from at most `b` needs at most.
 fn pages_bound(b: &Bound, usable: usize, bloom_bits: u32) -> u64 {
     if b.records == 0 {
         return 0;
     }
+    let leaf_cap = (usable - LEAF_HEADER) as u64;
+    let worst = (LEAF_SLOT as u64) + u64::from(b.max_record);
+    let leaves = (b.bytes + b.records * LEAF_SLOT as u64)
+        .div_ceil(leaf_cap.saturating_sub(worst).max(1))
+        + 1;
     let cap = (usable - NODE_HEADER) as u64;
-    let worst = (SLOT_LEN_HEADS as u64) + u64::from(b.max_record);
-    let leaves = (b.bytes + b.records * SLOT_LEN_HEADS as u64).div_ceil(cap.saturating_sub(worst).max(1)) + 1;
     let entry = (INNER_ENTRY as u64) + u64::from(b.max_key);
     // Children per inner page: its entries plus the upper child; at least 2 (keys ≤ 1/16 page).
     let fan = (cap / entry).max(1) + 1;
@@ -484,7 +505,7 @@ impl Writer {
             kinds: Vec::new(),
             leaf_lens: Vec::new(),
             leaf_bytes: Vec::new(),
-            leaf_space: NODE_HEADER,
+            leaf_space: LEAF_HEADER,
             leaves: Vec::new(),
             hashes: Vec::new(),
             stats: Bound::default(),
@@ -508,14 +529,14 @@ impl Writer {
         if self.stats.records > 0 && key <= self.last_key.as_slice() {
             return Err(corrupt(self.first, "d-tree records out of order"));
         }
-        let space = SLOT_LEN_HEADS + key.len() + tagged.len();
+        let space = LEAF_SLOT + key.len() + tagged.len();
         if self.leaf_space + space > self.usable && !self.leaf_lens.is_empty() {
             self.finish_leaf()?;
         }
-        if NODE_HEADER + space > self.usable {
+        if LEAF_HEADER + space > self.usable {
             return Err(Error::InvalidArgument {
                 what: format!("record of {} bytes for a d-tree leaf", key.len() + tagged.len()),
-                limit: self.usable - NODE_HEADER - SLOT_LEN_HEADS,
+                limit: self.usable - LEAF_HEADER - LEAF_SLOT,
             });
         }
         self.leaf_lens.push((key.len() as u16, tagged.len() as u16));
@@ -569,7 +590,7 @@ impl Writer {
         let ps = self.ps;
         let spec = NodeSpec {
             kind: KIND_LEAF,
-            flags: FLAG_HEADS | FLAG_HINTS,
+            flags: LEAF_FLAGS,
             prefix_truncation: false,
             lower: &[],
             upper: None,
@@ -594,7 +615,7 @@ impl Writer {
         self.leaves.push((self.leaf_bytes[last.0..last.0 + last.1].to_vec(), id));
         self.leaf_lens.clear();
         self.leaf_bytes.clear();
-        self.leaf_space = NODE_HEADER;
+        self.leaf_space = LEAF_HEADER;
         Ok(())
     }
 

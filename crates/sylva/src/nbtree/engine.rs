@@ -28,11 +28,36 @@ pub(crate) struct Params {
     pub(crate) page_size: usize,
     /// Cascades run as paced jobs on the merger thread (module docs of [`super::cascade`]).
     pub(crate) deamortize: bool,
-    /// The memory budget: the roots (2σ) and the leaf cache (the rest) live within it.
+    /// The memory budget: the roots, the d-trees' inner pages and filters, and the leaf cache
+    /// (what the others leave) live within it.
     pub(crate) cache_bytes: u64,
 }
 
 
+
+/// Where the log is replayed from, as checkpoints move it: a commit inside a cascade names
+/// the position of the checkpoint in force, since the cascade's frozen records are in the log
+/// after it.
+#[derive(Debug, Clone, Copy, Default)]
+struct Covered {
+    /// The position the last checkpoint begun covers, and the one before it.
+    begun: u64,
+    before: u64,
+    /// A checkpoint has begun and its flush has not ended: `before` is in force (the begun
+    /// one's meta page is not written yet). Otherwise `begun` is (checkpoints run one at a
+    /// time, and a failed one poisons the store).
+    running: bool,
+}
+
+impl Covered {
+    fn in_force(&self) -> u64 {
+        if self.running {
+            self.before
+        } else {
+            self.begun
+        }
+    }
+}
 
 /// The manifest in force: its head page and run.
 #[derive(Debug, Clone, Copy)]
@@ -45,7 +70,8 @@ struct InForce {
 pub(crate) struct NbEngine {
     pub(crate) file: Arc<PageFile>,
     /// The lookups' leaf cache: a buffer pool over the same file, holding d-tree leaves only
-    /// (inner pages and filters are in the d-trees' handles), within `cache_bytes` − 2σ.
+    /// (inner pages and filters are in the d-trees' handles), within what `cache_bytes` leaves
+    /// beside the roots and those handles ([`NbEngine::rebudget`]).
     pub(crate) pool: BufferPool,
     pub(crate) wal: Arc<Wal>,
     pub(crate) params: Params,
@@ -76,6 +102,11 @@ pub(crate) struct NbEngine {
     pub(crate) commits_begun: AtomicU64,
     /// The job the running commit's `flush` ends.
     job_owned: Mutex<Option<u64>>,
+    /// The log positions checkpoints cover: the one in force, and the one begun last.
+    covered: Mutex<Covered>,
+    /// Bytes the current s-tree's d-trees keep in memory (inner pages and filters): out of
+    /// the leaf cache's budget.
+    pub(crate) dtree_memory: AtomicU64,
 }
 
 impl NbEngine {
@@ -93,11 +124,12 @@ impl NbEngine {
             file.clone(),
             None,
             PoolOptions {
-                budget_bytes: leaf_cache_bytes(&params),
+                budget_bytes: params.cache_bytes,
                 ..PoolOptions::default()
             },
         )?;
         pool.accept_only(&[PageKind::DTreeLeaf]);
+        let covered = state.map_or(0, |s| s.covered_lsn);
         let (root, in_force) = match state.filter(|s| s.head != 0) {
             None => (SNode::default(), None),
             Some(s) => {
@@ -115,12 +147,13 @@ impl NbEngine {
             }
         };
         reconcile_free_space(&file, &root, in_force)?;
+        let dtree_memory = root.dtree_memory();
         let version = Version {
             active: Arc::new(RootTree::new(params.page_size)?),
             frozen: Vec::new(),
             root: Arc::new(root),
         };
-        Ok(NbEngine {
+        let engine = NbEngine {
             file,
             pool,
             wal,
@@ -142,7 +175,30 @@ impl NbEngine {
             max_backlog: AtomicU64::new(0),
             commits_begun: AtomicU64::new(0),
             job_owned: Mutex::new(None),
-        })
+            dtree_memory: AtomicU64::new(dtree_memory),
+            covered: Mutex::new(Covered {
+                begun: covered,
+                before: covered,
+                running: false,
+            }),
+        };
+        engine.rebudget()?;
+        Ok(engine)
+    }
+
+    /// Moves the leaf cache's budget to what `cache_bytes` leaves beside the roots' pages and
+    /// the d-trees' inner pages and filters (module docs of [`super`], "The leaf cache"),
+    /// evicting leaves at once if that is less than the cache holds.
+    pub(crate) fn rebudget(&self) -> Result<()> {
+        let roots = self.version().roots_memory();
+        let dtrees = self.dtree_memory.load(Ordering::Relaxed);
+        self.pool
+            .set_budget(self.params.cache_bytes.saturating_sub(roots + dtrees))
+    }
+
+    /// Root bytes between two moves of the leaf cache's budget while the active root grows.
+    fn rebudget_step(&self) -> u64 {
+        (self.params.sigma / 16).max(64 << 10)
     }
 
     pub(crate) fn version(&self) -> Arc<Version> {
@@ -162,9 +218,14 @@ impl NbEngine {
             None => tagged.push(TAG_TOMBSTONE),
         }
         v.active.tree.put(key, &tagged)?;
-        v.active
-            .bytes
-            .fetch_add((key.len() + tagged.len()) as u64, Ordering::Relaxed);
+        let n = (key.len() + tagged.len()) as u64;
+        let before = v.active.bytes.fetch_add(n, Ordering::Relaxed);
+        drop(v);
+        let step = self.rebudget_step();
+        if before / step != (before + n) / step {
+            // The root grew by a step: the leaf cache gives the memory back.
+            self.rebudget()?;
+        }
         Ok(())
     }
 
@@ -180,9 +241,13 @@ impl NbEngine {
         if cur.frozen.is_empty() {
             return Ok(());
         }
+        // Only the roots and the frozen list are kept: holding the version would hold every
+        // d-tree the cascade replaces, which a commit inside it frees.
+        let (old_root, cur_frozen) = (cur.root.clone(), cur.frozen.clone());
+        drop(cur);
         let mut recs: Vec<Rec> = Vec::new();
         // Oldest first; a newer root's record replaces an older one's.
-        for f in cur.frozen.iter().rev() {
+        for f in cur_frozen.iter().rev() {
             let mut newer = Vec::new();
             f.tree.walk(&[], None, usize::MAX, &mut |k, v| {
                 newer.push((k.to_vec(), v.to_vec()));
@@ -194,6 +259,7 @@ impl NbEngine {
                 merge_newest(recs, newer)
             };
         }
+        let commit_point = |root: &SNode| self.commit_inside(root);
         let mut ctx = cascade::Ctx::new(
             &self.file,
             self.params.sigma,
@@ -205,12 +271,13 @@ impl NbEngine {
             ctx.job = Some(self.job.clone());
         }
         ctx.pool = Some(&self.pool);
-        let root = cascade::commit(&mut ctx, &cur.root, recs)?;
+        ctx.commit_point = Some(&commit_point);
+        let root = cascade::commit(&mut ctx, old_root, recs)?;
         let mut w = self.current.write();
         let frozen = w
             .frozen
             .iter()
-            .filter(|f| !cur.frozen.iter().any(|c| Arc::ptr_eq(c, f)))
+            .filter(|f| !cur_frozen.iter().any(|c| Arc::ptr_eq(c, f)))
             .cloned()
             .collect();
         *w = Arc::new(Version {
@@ -220,6 +287,52 @@ impl NbEngine {
         });
         drop(w);
         *self.dirty.lock() = true;
+        self.dtree_memory
+            .store(self.version().root.dtree_memory(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A commit inside a cascade (module docs of [`super::cascade`], "Commit points"): the
+    /// s-tree `root` as it stands between two HandleFullSNode levels becomes the one readers
+    /// see (the frozen roots still above it) and the one a durable manifest names, with the log
+    /// replayed from where the commit in force covers it (the frozen roots' records are still
+    /// there). Once its meta page is durable, the runs the cascade replaced so far are free.
+    fn commit_inside(&self, root: &SNode) -> Result<()> {
+        // Every record logged so far durable first: the frozen roots' records, which recovery
+        // from this commit replays, and any the s-tree below now holds (so that what a crash
+        // leaves is the state after a prefix of the writes). The d-trees and the manifest are
+        // made durable by the checkpoint, before its meta page.
+        self.wal.sync()?;
+        let root = Arc::new(root.clone());
+        {
+            let mut w = self.current.write();
+            *w = Arc::new(Version {
+                active: w.active.clone(),
+                frozen: w.frozen.clone(),
+                root: root.clone(),
+            });
+        }
+        self.dtree_memory
+            .store(root.dtree_memory(), Ordering::Relaxed);
+        let head = self.file.allocate();
+        let bytes = manifest::encode(&root);
+        drop(root);
+        let (first, pages) = manifest::write(&self.file, head, &bytes)?;
+        let state = State {
+            fanout: self.params.fanout as u32,
+            sigma: self.params.sigma,
+            bloom_bits: self.params.bloom_bits,
+            head,
+            covered_lsn: self.covered.lock().in_force(),
+        };
+        let seq = self.file.next_sequence();
+        self.file.checkpoint(&state.encode())?;
+        let old = self.in_force.lock().replace(InForce { head, first, pages });
+        if let Some(old) = old {
+            // The meta page just written (`seq`, durable) no longer names it.
+            self.file.free_run_after_checkpoint(seq, old.head, 1)?;
+            self.file.free_run_after_checkpoint(seq, old.first, old.pages as usize)?;
+        }
         Ok(())
     }
 
@@ -259,15 +372,6 @@ impl NbEngine {
         let (h, f) = (root.height() as u64, self.params.fanout as u64);
         (h + 1) * (2 * f + 3) * self.params.sigma
     }
-}
-
-/// The leaf cache's budget: `cache_bytes` less 2σ for the two in-memory roots (active and
-/// frozen, σ record bytes each); the pool keeps at least 16 frames. Outside it, as `Db`'s
-/// memory beyond its pool is outside its budget: the roots' page overhead, a cascade's records
-/// in memory while it runs, the d-trees' inner pages and filters (`docs/results/nbtree.md`
-/// measures them).
-fn leaf_cache_bytes(p: &Params) -> u64 {
-    p.cache_bytes.saturating_sub(p.sigma.saturating_mul(2))
 }
 
 /// Hands the heap memory a cascade freed (its records, the frozen root's pages) back to the
@@ -390,6 +494,12 @@ impl Engine for NbEngine {
     }
 
     fn begin_checkpoint(&self, lsn: u64) -> Vec<u8> {
+        {
+            let mut c = self.covered.lock();
+            c.before = c.begun;
+            c.begun = lsn;
+            c.running = true;
+        }
         self.log_bytes.store(0, Ordering::Relaxed);
         self.commits_begun.fetch_add(1, Ordering::AcqRel);
         let mut w = self.current.write();
@@ -445,6 +555,7 @@ impl Engine for NbEngine {
 
     fn flush(&self, lsn: u64) -> Result<()> {
         let r = self.flush_inner(lsn);
+        self.covered.lock().running = false;
         // Ended, done or failed: inserts waiting for it go on (a failure poisons the store).
         let owned = self.job_owned.lock().take();
         if owned.is_some_and(|g| self.job.finish(g)) {
@@ -473,6 +584,8 @@ impl NbEngine {
         }
         self.commit_frozen()?;
         release_free_memory();
+        // The frozen roots are gone (once readers let go of them): the leaf cache may grow.
+        self.rebudget()?;
         if self.spare.lock().is_none() {
             *self.spare.lock() = Some(RootTree::new(self.params.page_size)?);
         }

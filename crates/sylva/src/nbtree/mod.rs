@@ -15,9 +15,10 @@
 //!   Page kinds `DTreeLeaf` (32), `DTreeInner` (33), `Bloom` (34). A leaf record's value is a
 //!   tag byte (1 put, 0 tombstone) and the value. A d-tree's inner pages and its filter are
 //!   read into memory when the d-tree is written or loaded; lookups read its leaves through
-//!   the *leaf cache*, a [`crate::buffer::BufferPool`] over the same page file with
-//!   `cache_bytes` − 2σ for its frames (the two roots take the rest); merges and scans read
-//!   runs past it. The file is opened with `O_DIRECT` where the file system allows, as `Db`'s
+//!   the *leaf cache*, a [`crate::buffer::BufferPool`] over the same page file whose budget
+//!   is what `cache_bytes` leaves beside the roots' pages and the d-trees' inner pages and
+//!   filters, moved as they change (at each commit, and each σ/16 of root growth, when it
+//!   evicts at once: `NbEngine::rebudget`); merges and scans read runs past it. The file is opened with `O_DIRECT` where the file system allows, as `Db`'s
 //!   is: a buffered miss costs the reading thread the kernel's page-cache reclaim when memory
 //!   is bounded, and the page cache would hold a second copy of the leaves. A run reused for a new d-tree is forgotten by the pool
 //!   before it is written.
@@ -55,8 +56,8 @@
 //! queries. A run is freed once no version holds its d-tree and the checkpoint that dropped it
 //! is durable ([`crate::io::PageFile::free_run_after_checkpoint`] from the d-tree's `Drop`,
 //! with the meta sequence of the checkpoint during whose flush it was replaced); a run written
-//! and replaced within one commit (an intermediate d-tree of a cascade) is named by no durable
-//! manifest and is freed as soon as no version holds it. So a commit's cascade can reuse every
+//! and replaced between two meta pages (an intermediate d-tree of a cascade) is named by no
+//! durable manifest and is freed as soon as no version holds it. So a commit's cascade can reuse every
 //! run the commit before it replaced.
 //!
 //! # Durability: commits are the durability layer's checkpoints (`engine`)
@@ -74,6 +75,11 @@
 //! 3. the layer fsyncs the page file and the log, writes the meta page (its owner area holds
 //!    `sylvaNB\0`, the version, f, σ, the Bloom bits, the head page and `l`) and drops the old
 //!    log segment.
+//!
+//! A long cascade also commits inside itself between HandleFullSNode levels (`cascade`,
+//! "Commit points"): a manifest and meta page naming the s-tree as it stands and the log
+//! position of the checkpoint in force, so the runs it has replaced so far are freed and
+//! reused before it ends.
 //!
 //! **Recovery**: meta page → head → manifest → d-trees' inner pages and filters; every page of
 //! a live run is marked in use and every other page not free is freed (free space is the
@@ -100,9 +106,12 @@
 //! - **Commit cadence.** The paper has no commit; here each σ of inserts ends with one fsync of
 //!   the page file and one of the log, and the old log segment is dropped.
 //! - **The leaf cache** is the buffer pool with optimistic reads (a version, then a validation)
-//!   and no writes: d-tree leaves are immutable while a version holds them. Its budget leaves
-//!   out the inner pages and filters (in the d-trees' handles, about 1% of the data and 10 bits
-//!   a record), which are not bounded by `cache_bytes`.
+//!   and no writes: d-tree leaves are immutable while a version holds them. §6.2 caches inner
+//!   nodes and filters in memory; here they, both roots and the leaf cache share
+//!   `cache_bytes`: the leaf cache gets what the others leave, so a read-only phase after a
+//!   commit (empty roots) gives nearly all of it to leaves. Outside the budget, as `Db`'s
+//!   memory beyond its pool is outside its: a cascade's records in memory while it runs, and
+//!   the inner pages and filters of d-trees a cascade has written but not yet published.
 //! - **Deamortization** (§5.1): the cascade runs on the durability layer's checkpoint thread
 //!   (nice 10) with `deamortize=on`, and inside the filling insert with `deamortize=off` (no
 //!   background threads). With it on, inserts pace themselves against the cascade's written
@@ -114,15 +123,18 @@
 //!
 //! Built and tested: the structure, the root d-tree with the log, d-trees in runs with Bloom
 //! filters, HandleFullSNode / flush / SNodeSplit with the single recursive call and lazy
-//! removal, commits and recovery on the durability layer (with atomic write batches), queries
-//! and merged scans over `Arc` versions, the leaf cache, freeing of replaced runs once the
-//! commit that replaced them is durable, the deamortized cascade's pacing and counters, and
-//! the bad-input errors. Partial: steps are taken by the merger thread while a behind insert
-//! waits (above); inner pages and filters stay in memory unbounded by `cache_bytes` (they grow
-//! with the data, about 1% and 10 bits a record); the file's high-water mark holds the live
-//! runs plus one cascade's output (up to W), since a cascade cannot reuse the runs it replaces
-//! before its commit is durable (commits inside a cascade would lower it;
-//! `docs/results/nbtree.md`); the bulk builder (`dtree::Writer`) lives here, not yet shared
+//! removal, commits and recovery on the durability layer (with atomic write batches), commits
+//! inside a cascade, queries and merged scans over `Arc` versions, the leaf cache within
+//! `cache_bytes`, freeing of replaced runs once the commit that replaced them is durable, the
+//! deamortized cascade's pacing and counters, and the bad-input errors. Partial: steps are taken by the merger thread while a behind insert
+//! waits (above); inner pages and filters stay in memory in full (they grow with the data,
+//! about 1% and 10 bits a record, and shrink the leaf cache; past `cache_bytes` the leaf cache
+//! keeps 16 frames and memory goes over the budget); the file's high-water mark holds the live
+//! runs, what a cascade writes between two of its commit points (one HandleFullSNode level,
+//! up to about (f + 1)σ, and the splits below the last), and holes too small for the next
+//! runs (a merged d-tree is larger than the run it replaces, and a run is contiguous): 2.02×
+//! the raw bytes after a 3M-record load against the 1.5× (`docs/results/nbtree.md`,
+//! session 3); the bulk builder (`dtree::Writer`) lives here, not yet shared
 //! with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
 
 pub(crate) mod bloom;

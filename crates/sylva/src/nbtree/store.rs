@@ -346,6 +346,8 @@ impl NbTree {
             ("dtrees_written", l(&c.dtrees_written)),
             ("bytes_written", l(&c.bytes_written)),
             ("max_cascade_bytes", l(&c.max_cascade_bytes)),
+            ("inner_commits", l(&c.inner_commits)),
+            ("max_uncommitted_bytes", l(&c.max_uncommitted_bytes)),
             ("inline_steps", l(&e.inline_steps)),
             ("stalls", l(&e.stalls)),
             ("max_backlog", l(&e.max_backlog)),
@@ -354,6 +356,11 @@ impl NbTree {
             // Leaf reads the leaf cache missed (reads from the file), and its size in pages.
             ("leaf_misses", pool.misses),
             ("leaf_cache_pages", pool.resident),
+            // Its budget now: what `cache_bytes` leaves beside the roots' pages and the
+            // d-trees' inner pages and filters (those two in bytes).
+            ("leaf_cache_budget_pages", pool.budget_pages),
+            ("roots_memory", v.roots_memory()),
+            ("dtree_memory", e.dtree_memory.load(Ordering::Relaxed)),
             ("file_pages", file.page_count()),
             ("free_pages", file.free_pages()),
             ("checkpoints", self.durable.checkpoints()),

@@ -50,6 +50,12 @@ impl SNode {
         self.live_bytes = bytes;
     }
 
+    /// Memory the d-trees under it keep in their handles: inner pages and Bloom filters.
+    pub(crate) fn dtree_memory(&self) -> u64 {
+        let own = self.dtree.as_ref().map_or(0, |d| d.memory());
+        own + self.children.iter().map(|c| c.dtree_memory()).sum::<u64>()
+    }
+
     /// Height of the subtree (a leaf is 1).
     pub(crate) fn height(&self) -> usize {
         1 + self.children.first().map_or(0, |c| c.height())
@@ -76,6 +82,13 @@ impl RootTree {
     pub(crate) fn bytes(&self) -> u64 {
         self.bytes.load(Ordering::Relaxed)
     }
+
+    /// Memory its pages take (pages in use × page size; the store's chunks are 1 MiB).
+    pub(crate) fn memory(&self) -> u64 {
+        use crate::btree::NodeStore;
+        let store = &self.tree.store;
+        store.pages_in_use() * store.page_size() as u64
+    }
 }
 
 /// What readers see: the roots and the s-tree, swapped whole when any changes.
@@ -85,6 +98,13 @@ pub(crate) struct Version {
     pub(crate) frozen: Vec<Arc<RootTree>>,
     /// The s-tree's root s-node (its d-tree is the root's on-disk part `R`).
     pub(crate) root: Arc<SNode>,
+}
+
+impl Version {
+    /// Memory the roots take: the active one and the frozen ones.
+    pub(crate) fn roots_memory(&self) -> u64 {
+        self.active.memory() + self.frozen.iter().map(|f| f.memory()).sum::<u64>()
+    }
 }
 
 /// Where a lookup found the key.

@@ -375,3 +375,35 @@ fn a_page_held_for_writing_excludes_writers_but_not_readers() {
 mod in_flight;
 
 mod split_load;
+
+/// `set_budget` (the NB-tree's leaf cache, whose roots share its memory budget): a lower
+/// budget evicts at once, without waiting for a load to need room; a higher one lets the pool
+/// hold more than the budget it was made with. Pages keep their contents through both.
+#[test]
+fn a_moved_budget_evicts_at_once_and_lets_the_pool_grow() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 64 pages of budget: 4 for the copy buffer, 60 for frames.
+    let p = pool(dir.path(), 64, None);
+    assert_eq!(p.stats().budget_pages, 60);
+    let ids: Vec<u64> = (0..200u64)
+        .map(|i| {
+            let id = p.allocate(PageKind::BTreeLeaf).expect("allocate");
+            write_pattern(&p, id, i * 7);
+            p.unlock(id, true);
+            id
+        })
+        .collect();
+    p.flush_all().expect("flush");
+    assert!(p.stats().resident >= 50, "{:?}", p.stats());
+    p.set_budget(20 * 4096).expect("shrink");
+    let s = p.stats();
+    assert_eq!(s.budget_pages, 16, "{s:?}");
+    assert!(s.resident <= 16, "a lower budget left {} pages resident", s.resident);
+    p.set_budget(300 * 4096).expect("grow");
+    for (i, &id) in ids.iter().enumerate() {
+        assert_eq!(read_first_word(&p, id), i as u64 * 7, "page {id}");
+    }
+    let s = p.stats();
+    assert_eq!(s.budget_pages, 296, "{s:?}");
+    assert_eq!(s.resident, 200, "every page fits the higher budget: {s:?}");
+}
