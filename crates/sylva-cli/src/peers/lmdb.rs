@@ -29,6 +29,14 @@
 //!   Reads open a read-only transaction each (cheap in LMDB: a reader slot per thread, reused).
 //!   A `get` from inside a `scan` visitor on the same thread fails, since LMDB allows one read
 //!   transaction per thread.
+//! - **Counters** (`stats()`): `last_page`; `free_pages`, the pages of the file in neither the
+//!   data tree nor the two meta pages (LMDB's free pages and the pages of its free list);
+//!   `write_txns` and `writes`; `writer_syncs`, the `Batch` boundaries synced on the writer
+//!   because the boundary sync thread was still busy; `syncs_due`. `free_pages` is what explains
+//!   LMDB's two-thread figures under `sync=batch` (`docs/benchmarking.md`, "LMDB with two
+//!   threads"): LMDB reuses its free pages oldest first and keeps as many as a reader open
+//!   during commits ever made it need, so when they outnumber the pages written between two
+//!   syncs, each page a commit writes is one the last sync cleaned.
 //!
 //! Limits: keys up to LMDB's compiled `MDB_MAXKEYSIZE` (511 bytes), read from the environment;
 //! values up to [`ADAPTER_MAX_VALUE`]. Scan and range bounds longer than 511 bytes are accepted
@@ -37,6 +45,7 @@
 use std::io;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, EnvFlags, EnvOpenOptions, MdbError};
@@ -64,6 +73,9 @@ pub struct LmdbPeer {
     limits: Limits,
     map_size: u64,
     group: GroupCommit,
+    /// `Batch` boundaries whose `mdb_env_sync` ran on the writer, because the boundary sync
+    /// thread was still syncing the previous one.
+    writer_syncs: AtomicU64,
 }
 
 impl LmdbPeer {
@@ -132,6 +144,7 @@ impl LmdbPeer {
             limits,
             map_size,
             group: GroupCommit::default(),
+            writer_syncs: AtomicU64::new(0),
         })
     }
 
@@ -193,7 +206,10 @@ impl LmdbPeer {
             self.cadence.written(ops.len() as u64, |due| match due {
                 // Under Always the commit itself synced.
                 Due::Write => Ok(()),
-                Due::Boundary => self.env.force_sync().map_err(|e| self.err(e)),
+                Due::Boundary => {
+                    self.writer_syncs.fetch_add(1, Ordering::Relaxed);
+                    self.env.force_sync().map_err(|e| self.err(e))
+                }
             })?;
             Ok(answers)
         })
@@ -270,12 +286,21 @@ impl KvStore for LmdbPeer {
     }
 
     fn stats(&self) -> Stats {
-        let records = self
+        let (records, tree_pages) = self
             .env
             .read_txn()
-            .and_then(|rtxn| self.db.len(&rtxn))
-            .unwrap_or(0);
+            .and_then(|rtxn| {
+                let stat = self.db.stat(&rtxn)?;
+                Ok((
+                    stat.entries as u64,
+                    stat.branch_pages + stat.leaf_pages + stat.overflow_pages,
+                ))
+            })
+            .unwrap_or((0, 0));
         let info = self.env.info();
+        // Pages 0 and 1 are the meta pages; what is in neither them nor the data tree is the
+        // free list and the pages that hold it (see `free_pages` in the module docs).
+        let free_pages = (info.last_page_number + 1).saturating_sub(tree_pages + 2);
         let (groups, writes) = self.group.counts();
         Stats {
             records,
@@ -283,7 +308,9 @@ impl KvStore for LmdbPeer {
             counters: vec![
                 ("map_size", info.map_size as u64),
                 ("last_page", info.last_page_number as u64),
+                ("free_pages", free_pages as u64),
                 ("write_txns", groups),
+                ("writer_syncs", self.writer_syncs.load(Ordering::Relaxed)),
                 ("writes", writes),
                 syncs_due(&self.cadence),
             ],
