@@ -77,7 +77,10 @@ impl Files {
     }
 
     fn log_syncs(&self) -> u64 {
-        self.log.iter().map(|l| l.syncs.load(Ordering::Relaxed)).sum()
+        self.log
+            .iter()
+            .map(|l| l.syncs.load(Ordering::Relaxed))
+            .sum()
     }
 }
 
@@ -144,7 +147,10 @@ fn a_checkpoint_syncs_the_log_once_a_group_of_pages_not_once_a_page() {
     let writes = counter(&db, "page_writes") - writes;
     let syncs = files.log_syncs() - syncs;
     let read_ios = reads() - read_ios;
-    assert!(images >= 500, "{images} page images logged (the test needs many pages)");
+    assert!(
+        images >= 500,
+        "{images} page images logged (the test needs many pages)"
+    );
     assert!(writes >= images, "{writes} page writes for {images} images");
     // One sync a group of 256 pages, and the checkpoint's own few (the log before the state
     // is recorded, the log's truncation). One a page was the bug.
@@ -192,7 +198,11 @@ fn pages_waiting_for_the_log_are_read_back_and_survive_a_crash() {
             if i % 5 == 0 {
                 // Written this round, long enough ago to have been evicted.
                 let j = i / 2;
-                assert_eq!(db.get(&key(j)).unwrap().unwrap(), value(j, round), "round {round}, key {j}");
+                assert_eq!(
+                    db.get(&key(j)).unwrap().unwrap(),
+                    value(j, round),
+                    "round {round}, key {j}"
+                );
             }
         }
     }
