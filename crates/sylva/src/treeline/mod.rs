@@ -105,7 +105,8 @@
 //! Built: the record cache, index, pages and models, overflow pages, the four-phase
 //! reorganization with GreedyPLR and 1/2/4/8/16-page segments, insert forecasting, the log
 //! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, quiet
-//! checkpoints, `check()`, counters, the `sylva bench` engine `treeline` with its options.
+//! checkpoints, page writes in groups with one log sync ([`group`]), `check()`, counters, the
+//! `sylva bench` engine `treeline` with its options.
 //! Not built: the segment and page locks of §4.8 (one reader-writer lock instead, above); fuzzy
 //! checkpoints; dropping an open REORG_START at a checkpoint (none can be open at one: a
 //! reorganization runs under the lock a checkpoint's flush takes).
