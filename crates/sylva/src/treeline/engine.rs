@@ -127,10 +127,9 @@ impl Engine for Store {
     /// failure is kept for [`Engine::flush`], which the checkpoint calls next.
     fn hold_writers(&self) -> RwLockWriteGuard<'_, ()> {
         let gate = self.gate.write();
-        let mut inner = self.inner.write();
-        if inner.held_flush_error.is_none() {
-            if let Err(e) = self.flush_all(&mut inner) {
-                inner.held_flush_error = Some(e);
+        if self.inner.read().held_flush_error.is_none() {
+            if let Err(e) = self.flush_all() {
+                self.inner.write().held_flush_error = Some(e);
             }
         }
         gate
@@ -152,11 +151,10 @@ impl Engine for Store {
 
     /// Every dirty entry, whatever its LSN.
     fn flush(&self, _lsn: u64) -> Result<()> {
-        let mut inner = self.inner.write();
-        if let Some(e) = inner.held_flush_error.take() {
+        if let Some(e) = self.inner.write().held_flush_error.take() {
             return Err(e);
         }
-        self.flush_all(&mut inner)
+        self.flush_all()
     }
 
     fn page_file(&self) -> &PageFile {

@@ -34,7 +34,7 @@
 //! the range's shared prefix).
 //!
 //! **Overflow and reorganization** ([`reorg`]): a base page that cannot take a flush's records
-//! gets one overflow page, written before the base page that links it. When both are full the
+//! gets one overflow page. When both are full the
 //! segment and its neighbours with overflow pages are rebuilt into new segments by GreedyPLR
 //! ([`crate::util::plr`]), each as large as the model allows at `goal` records a page (at most
 //! `goal + 2·epsilon − 1` land on a page), with the goal lowered where inserts are forecast
@@ -44,7 +44,9 @@
 //! **Log and recovery** ([`log`], [`recovery`], [`engine`]): PUT and DELETE are logged before
 //! a write is acknowledged (the `sync` cadence as `Db`'s). A page reaches disk only after the
 //! log covering its entries (the WAL rule), and its first write after a checkpoint logs its
-//! image first (repairing a torn write; the thesis assumes atomic 4 KiB writes).
+//! image first (repairing a torn write; the thesis assumes atomic 4 KiB writes). Pages wait in
+//! a group for the log ([`group`]): one log sync for up to 256 pages, none when the `sync`
+//! cadence has made the log durable meanwhile.
 //! Reorganizations log REORG_START (durable before any new page is written) and REORG_END.
 //! A checkpoint writes every dirty entry to its page and syncs the file; recovery replays the
 //! log's images and reorganizations, scans the pages to rebuild the index (Checks I and II of
@@ -54,8 +56,10 @@
 //!
 //! - **Durable.** The thesis ran without a log (§5.1.1); here every write is logged as `Db`'s,
 //!   and recovery, a sketch there, is built, with torn-write repair by page images.
-//! - **Checkpoints are quiet**: most dirty entries are written while writers go on, then
-//!   writers wait while the rest are written, the page file is synced and the log emptied.
+//! - **Checkpoints are quiet** ([`checkpoint`]): most dirty entries are written while writers
+//!   go on (in key order, a segment's base pages read with one I/O when several are dirty, the
+//!   lock taken for 256 pages at a time), then writers wait while the rest are written, the
+//!   page file is synced and the log emptied.
 //!   (Fuzzy ones, which keep the log from the checkpoint's start, would also work with page
 //!   images logged from that start; not done.) Between checkpoints, the log holds every change
 //!   not yet on its page.
@@ -73,7 +77,12 @@
 //!   land on and are found on the page the same function names; only the page bound is lost.
 //! - **Overflow pages** are rebuilt with the base page at each flush; a record already on disk
 //!   never moves between the two (a crash between their writes could lose it), records being
-//!   flushed go to the base page when they fit.
+//!   flushed go to the base page when they fit. The two are written in either order (page
+//!   order, in a group): Check I repairs a crash between them either way, and the records
+//!   concerned are in the log.
+//! - **Page writes wait for the log in groups** ([`group`]): the thesis ran without a log; with
+//!   one, a page written alone waits for a log fsync whenever it logs its image (its first
+//!   write after a checkpoint), which made a checkpoint cost a log fsync per page.
 //! - **Forecast goal** from the records actually read (the thesis assumes full pages before
 //!   reading them), and never below `fill_floor` (default half of `goal`): the thesis's
 //!   defaults (100 epochs of 100,000 inserts) forecast a load's own size into every range;
@@ -96,7 +105,8 @@
 //! Built: the record cache, index, pages and models, overflow pages, the four-phase
 //! reorganization with GreedyPLR and 1/2/4/8/16-page segments, insert forecasting, the log
 //! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, quiet
-//! checkpoints, `check()`, counters, the `sylva bench` engine `treeline` with its options.
+//! checkpoints, page writes in groups with one log sync ([`group`]), `check()`, counters, the
+//! `sylva bench` engine `treeline` with its options.
 //! Not built: the segment and page locks of §4.8 (one reader-writer lock instead, above); fuzzy
 //! checkpoints; dropping an open REORG_START at a checkpoint (none can be open at one: a
 //! reorganization runs under the lock a checkpoint's flush takes).
@@ -109,7 +119,9 @@
 //! exact.
 
 mod cache;
+mod checkpoint;
 mod engine;
+mod group;
 mod index;
 pub(crate) mod log;
 mod model;
@@ -458,6 +470,7 @@ impl TreeLine {
             bytes_used: Some((file.page_count() - file.free_pages()) * file.page_size() as u64),
             counters: vec![
                 ("page_reads", load(&c.page_reads)),
+                ("overflow_reads", load(&c.overflow_reads)),
                 ("page_writes", load(&c.page_writes)),
                 ("page_images", load(&c.page_images)),
                 ("reorganizations", load(&c.reorganizations)),

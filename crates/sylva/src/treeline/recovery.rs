@@ -33,6 +33,7 @@ use parking_lot::RwLock;
 
 use super::cache::RecordCache;
 use super::engine::State;
+use super::group::Groups;
 use super::index::{Segment, SegmentIndex};
 use super::log::{self, ReorgStart};
 use super::model::Model;
@@ -72,10 +73,12 @@ pub(crate) fn open_store(
             log_buf: Vec::new(),
             held_flush_error: None,
             segment_sizes: [0; 5],
+            preread: None,
         }),
         log_bytes: AtomicU64::new(0),
         options,
         counters: Counters::default(),
+        groups: Groups::default(),
     };
     match state {
         None => create(&store)?,

@@ -198,6 +198,10 @@ fn plan_grouped<'r>(
 /// Reorganizes `full` and its neighbours with reorganization potential (module docs).
 pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Result<()> {
     let o = &store.options;
+    // Pages waiting in the group are newer than the file's (`super::group`): out first; and
+    // Phase IV rewrites pages a checkpoint's pre-read may hold.
+    store.write_group()?;
+    inner.preread = None;
     // Phase I: range detection.
     let mut pre = vec![full.clone()];
     for _ in 0..o.radius {

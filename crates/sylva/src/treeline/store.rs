@@ -10,6 +10,8 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::cache::{RecordCache, PRIORITY_ADMIT, PRIORITY_PREFETCH};
+use super::checkpoint::Preread;
+use super::group::Groups;
 use super::index::{Segment, SegmentIndex};
 use super::log;
 use super::model::input;
@@ -25,7 +27,8 @@ use crate::wal::Wal;
 
 /// Memory the store keeps outside the cache, the index and the histograms: a reorganization's
 /// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
-/// and page buffers, the set of pages imaged since the checkpoint, scratch. Calibrated with
+/// and page buffers, the pages waiting in the group (up to 1 MiB, written out before a
+/// reorganization reads), the set of pages imaged since the checkpoint, scratch. Calibrated with
 /// the record cache's exact accounting (`tests/treeline_memory.rs`).
 const FIXED_BYTES: usize = 6 << 20;
 
@@ -33,6 +36,8 @@ const FIXED_BYTES: usize = 6 << 20;
 #[derive(Default)]
 pub(crate) struct Counters {
     pub(crate) page_reads: AtomicU64,
+    /// Of those, overflow pages read alone (a lookup or a flush that needed one).
+    pub(crate) overflow_reads: AtomicU64,
     pub(crate) page_writes: AtomicU64,
     pub(crate) page_images: AtomicU64,
     pub(crate) reorganizations: AtomicU64,
@@ -65,6 +70,8 @@ pub(crate) struct Store {
     pub(crate) log_bytes: AtomicU64,
     pub(crate) options: TreeLineOptions,
     pub(crate) counters: Counters,
+    /// Page writes waiting for one log sync ([`super::group`]).
+    pub(crate) groups: Groups,
 }
 
 /// What the lock protects.
@@ -87,6 +94,9 @@ pub(crate) struct Inner {
     pub(crate) held_flush_error: Option<Error>,
     /// Segments by page count (1, 2, 4, 8, 16).
     pub(crate) segment_sizes: [u64; 5],
+    /// A segment's base pages read with one I/O by a checkpoint's flush
+    /// ([`super::checkpoint`]); only while it holds the lock.
+    pub(crate) preread: Option<Preread>,
 }
 
 /// A segment's records read from its pages.
@@ -179,8 +189,15 @@ impl Store {
     fn read_base(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<(PagePair, u64)> {
         let base_id = seg.first + k as u64;
         let mut base = self.file.buffer(1);
-        self.file.read_page(base_id, &mut base, PageKind::SegmentPage)?;
-        Counters::add(&self.counters.page_reads, 1);
+        let ps = self.page_size();
+        match inner.preread.as_ref().and_then(|p| p.page(base_id, ps)) {
+            Some(copy) => base[..ps].copy_from_slice(copy),
+            None => {
+                self.settle(base_id, 1)?;
+                self.file.read_page(base_id, &mut base, PageKind::SegmentPage)?;
+                Counters::add(&self.counters.page_reads, 1);
+            }
+        }
         let header = Header::decode(base_id, &base)?;
         if header.production != seg.production || header.offset as usize != k {
             return Err(Error::Corruption {
@@ -222,9 +239,11 @@ impl Store {
 
     /// Reads overflow page `id` of base page `base_id` in a segment of `production`.
     pub(crate) fn read_overflow(&self, id: u64, base_id: u64, production: u64) -> Result<AlignedBuf> {
+        self.settle(id, 1)?;
         let mut buf = self.file.buffer(1);
         self.file.read_page(id, &mut buf, PageKind::SegmentOverflow)?;
         Counters::add(&self.counters.page_reads, 1);
+        Counters::add(&self.counters.overflow_reads, 1);
         let h = Header::decode(id, &buf)?;
         if h.link != base_id || h.production != production {
             return Err(Error::Corruption {
@@ -264,6 +283,7 @@ impl Store {
     pub(crate) fn read_segment(&self, inner: &Inner, seg: &Segment) -> Result<SegmentRecords> {
         let n = seg.pages as usize;
         let ps = self.page_size();
+        self.settle(seg.first, n as u64)?;
         let mut buf = self.file.buffer(n);
         self.file
             .read_run(seg.first, &mut buf, &vec![PageKind::SegmentPage; n])?;
@@ -305,7 +325,8 @@ impl Store {
 
     /// Writes `page` (built, not sealed) as page `id` of `kind`, covering log records up to
     /// `lsn`: its image logged first if it is the page's first write since the checkpoint
-    /// began, and the log durable to the page's LSN first (the WAL rule).
+    /// began, and the log durable to the page's LSN before it is written (the WAL rule): it
+    /// waits in the group for that ([`super::group`]).
     pub(crate) fn write_page(
         &self,
         inner: &mut Inner,
@@ -315,6 +336,9 @@ impl Store {
         lsn: u64,
     ) -> Result<()> {
         let ps = self.page_size();
+        if let Some(p) = inner.preread.as_mut() {
+            p.forget(id);
+        }
         let mut page_lsn = lsn;
         if inner.imaged.insert(id) {
             log::page_image(&mut inner.log_buf, id, kind, &page[..ps]);
@@ -324,12 +348,8 @@ impl Store {
             Counters::add(&self.counters.page_images, 1);
             page_lsn = page_lsn.max(l);
         }
-        if page_lsn > 0 {
-            self.wal.sync_to(page_lsn)?;
-        }
-        self.file.write_frame(id, &mut page[..ps], kind, page_lsn)?;
-        Counters::add(&self.counters.page_writes, 1);
-        Ok(())
+        // The log's sync and the write wait in the group ([`super::group`]).
+        self.group_page(id, kind, &page[..ps], page_lsn)
     }
 
     /// Writes the dirty cache entries of the page `key` belongs to into it (and its overflow
@@ -460,8 +480,8 @@ impl Store {
             return Ok(!left_over);
         }
         let after = distinct(&base, &over);
-        // The overflow page first, then the base page that links it (Check I recovers a crash
-        // between the two).
+        // The overflow page, then the base page that links it; the group writes them in page
+        // order (Check I recovers a crash between the two whichever reached the file).
         if pair.overflow.is_some() || !over.is_empty() {
             let over_id = match &pair.overflow {
                 Some((id, _)) => *id,
@@ -617,9 +637,13 @@ impl Store {
             return Ok(true);
         }
         inner.cache.insert(key, Some(&value), false, 0, PRIORITY_ADMIT, Some(true))?;
-        if self.options.prefetch {
+        let budget = self.options.cache_bytes as usize;
+        // Page-mates are cached only into room the budget has left (they evict nothing): in a
+        // full cache, none, and the page's records are not copied out for nothing.
+        if self.options.prefetch
+            && self.memory(inner) + RecordCache::entry_cost(key.len(), value.len()) <= budget
+        {
             let (base, over) = Self::pair_records(&pair)?;
-            let budget = self.options.cache_bytes as usize;
             for (k, v) in base.into_iter().chain(over) {
                 let cost = RecordCache::entry_cost(k.len(), v.len());
                 if self.memory(inner) + cost > budget {
@@ -708,16 +732,5 @@ impl Store {
             n += i64::from(live) - i64::from(on_disk);
         }
         Ok(n.max(0) as u64)
-    }
-
-    /// Writes every dirty entry to its page.
-    pub(crate) fn flush_all(&self, inner: &mut Inner) -> Result<()> {
-        for s in inner.cache.dirty_slots() {
-            let Some(key) = inner.cache.entry(s).filter(|e| e.dirty).map(|e| e.key.to_vec()) else {
-                continue;
-            };
-            self.flush_key(inner, &key)?;
-        }
-        Ok(())
     }
 }
