@@ -15,42 +15,27 @@ mod power_loss_common;
 use std::path::Path;
 
 use power_loss_common::{
-    crashes_per_test, db_contents, kv_scan, replay_seed, simulate, Config, Map, Op, Subject,
+    crashes_per_test, db_contents, db_options, kv_scan, replay_seed, simulate, write_op, Config,
+    Map, Op, Subject,
 };
 use sylva::io::SimFs;
-use sylva::{Db, DbOptions, WriteBatch};
+use sylva::Db;
 
 impl Subject for Db {
     fn open(fs: &SimFs, dir: &Path, c: &Config) -> sylva::Result<Self> {
-        let options = DbOptions {
-            sync: c.sync,
-            cache_bytes: c.cache_pages * c.page_size as u64,
-            checkpoint_bytes: c.checkpoint_bytes,
-            fuzzy_checkpoints: c.fuzzy,
-            layout: c.layout,
-            page_size: c.page_size,
-            redistribute: c.redistribute,
-            background: c.background,
-            ..DbOptions::default()
-        };
+        let options = db_options(c);
         Db::open_in(fs, dir, options)
     }
 
     fn write(&self, op: &Op) -> sylva::Result<()> {
-        match op.as_slice() {
-            [(k, Some(v))] => self.put(k, v),
-            [(k, None)] => self.delete(k).map(drop),
-            ops => {
-                let mut batch = WriteBatch::new();
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => batch.put(k, v),
-                        None => batch.delete(k),
-                    };
-                }
-                Db::write(self, &batch)
-            }
-        }
+        write_op(
+            op,
+            |k, v| match v {
+                Some(v) => self.put(k, v),
+                None => self.delete(k).map(drop),
+            },
+            |b| Db::write(self, b),
+        )
     }
 
     fn get(&self, key: &[u8]) -> sylva::Result<Option<Vec<u8>>> {

@@ -16,46 +16,15 @@ mod power_loss_common;
 use std::path::Path;
 
 use power_loss_common::{
-    crashes_per_test, db_contents, kv_scan, replay_seed, simulate, Config, Map, Op, Subject,
+    crashes_per_test, db_contents, db_options, kv_scan, replay_seed, simulate, write_op, Config,
+    Map, Op, Subject,
 };
 use sylva::io::SimFs;
-use sylva::{BackendKind, DbOptions, PaDb, PaOptions, PaResult, WriteBatch};
-
-/// Applies `op` through `db`: a single put or delete as `single` runs it, a batch through the
-/// `Db`.
-fn write_with(
-    db: &PaDb,
-    op: &Op,
-    single: impl FnOnce(&[u8], Option<&[u8]>) -> sylva::Result<()>,
-) -> sylva::Result<()> {
-    match op.as_slice() {
-        [(k, v)] => single(k, v.as_deref()),
-        ops => {
-            let mut batch = WriteBatch::new();
-            for (k, v) in ops {
-                match v {
-                    Some(v) => batch.put(k, v),
-                    None => batch.delete(k),
-                };
-            }
-            db.db().write(&batch)
-        }
-    }
-}
+use sylva::{BackendKind, PaDb, PaOptions, PaResult};
 
 fn open_pa(fs: &SimFs, dir: &Path, c: &Config) -> sylva::Result<PaDb> {
     let options = PaOptions {
-        db: DbOptions {
-            sync: c.sync,
-            cache_bytes: c.cache_pages * c.page_size as u64,
-            checkpoint_bytes: c.checkpoint_bytes,
-            fuzzy_checkpoints: c.fuzzy,
-            layout: c.layout,
-            page_size: c.page_size,
-            redistribute: c.redistribute,
-            background: c.background,
-            ..DbOptions::default()
-        },
+        db: db_options(c),
         backend: BackendKind::Inline,
         ..PaOptions::default()
     };
@@ -68,10 +37,14 @@ impl Subject for PaDb {
     }
 
     fn write(&self, op: &Op) -> sylva::Result<()> {
-        write_with(self, op, |k, v| match v {
-            Some(v) => self.put(k, v),
-            None => self.delete(k).map(drop),
-        })
+        write_op(
+            op,
+            |k, v| match v {
+                Some(v) => self.put(k, v),
+                None => self.delete(k).map(drop),
+            },
+            |b| self.db().write(b),
+        )
     }
 
     fn get(&self, key: &[u8]) -> sylva::Result<Option<Vec<u8>>> {
@@ -134,13 +107,17 @@ impl Subject for Sessions {
     }
 
     fn write(&self, op: &Op) -> sylva::Result<()> {
-        write_with(&self.0, op, |k, v| {
-            self.one(|s| match v {
-                Some(v) => s.submit_put(0, k, v),
-                None => s.submit_delete(0, k),
-            })
-            .map(drop)
-        })
+        write_op(
+            op,
+            |k, v| {
+                self.one(|s| match v {
+                    Some(v) => s.submit_put(0, k, v),
+                    None => s.submit_delete(0, k),
+                })
+                .map(drop)
+            },
+            |b| self.0.db().write(b),
+        )
     }
 
     fn get(&self, key: &[u8]) -> sylva::Result<Option<Vec<u8>>> {

@@ -36,8 +36,9 @@
 //! **Deferred write-backs.** A thread that must not wait for a write (the PA-Tree worker,
 //! [`BufferPool::begin_load_deferring`]) does not write back a dirty victim whose records the
 //! log already holds durably: it seals it in its frame and hands it out, still locked, as a
-//! [`WriteBack`] (a victim the log does not cover yet is written back as by any thread); the caller submits the write through its own
-//! ring and ends it with [`BufferPool::complete_write_back`], which takes the page out of the
+//! [`WriteBack`] (a victim the log does not cover yet is written back as by any thread); the
+//! caller submits the write through its own ring and ends it with
+//! [`BufferPool::complete_write_back`], which takes the page out of the
 //! clock's list and the count, discards the frame and leaves the page evicted. Until then the
 //! page is in the list and counted, as a victim written back by the evicting thread is, so a
 //! checkpoint's flush meeting it waits for its lock (the page is in the file before the flush
@@ -249,8 +250,8 @@ impl BufferPool {
 
     /// Runs the clock until the pool is `evict_batch - 1` pages below its budget; leaves the
     /// last victims (locked, clean, no longer counted) in `victims` for the caller to release.
-    /// With `defer`, a dirty victim is sealed and handed to the caller instead of written back
-    /// (only one the log covers; the others are passed over).
+    /// With `defer`, a dirty victim the log covers is sealed and handed to the caller instead of
+    /// written back (one it does not cover is written back here, after the log).
     fn evict(&self, victims: &mut Victims, mut defer: Option<&mut Vec<WriteBack>>) -> Result<()> {
         let mut clock = self.clock.lock();
         let budget = self.budget();

@@ -58,15 +58,11 @@ impl RingVfs {
             BlockingMode::Dedicated => Reader::Dedicated,
             BlockingMode::Shared => {
                 let mut shared = self.shared.lock();
-                if shared.is_none() {
-                    *shared = Some(Arc::new(SharedRing::start()?));
-                }
-                Reader::Shared(Arc::clone(shared.as_ref().ok_or_else(|| {
-                    Error::Io {
-                        path: None,
-                        source: std::io::Error::other("the shared I/O thread did not start"),
-                    }
-                })?))
+                let ring = match &*shared {
+                    Some(ring) => Arc::clone(ring),
+                    None => Arc::clone(shared.insert(Arc::new(SharedRing::start()?))),
+                };
+                Reader::Shared(ring)
             }
         })
     }

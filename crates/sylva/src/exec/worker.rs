@@ -19,7 +19,8 @@
 //! the pool hands the worker victims whose records the log holds durably
 //! ([`BufferPool::begin_load_deferring`]), and the worker writes each through its backend,
 //! ending it ([`BufferPool::complete_write_back`]) when the write completes. A failed write
-//! fails the loop (the caller poisons the database). Before the loop returns for good
+//! fails the loop: the tasks in flight get its error (a failed write poisons the database).
+//! Before the loop returns for good
 //! ([`Worker::run`]) or gives up ([`Worker::abandon`]), it waits for its write-backs.
 //!
 //! Not yet here (issue 20): a loaded page is not pinned until its waiters ran (a waiter that
@@ -265,6 +266,11 @@ impl<'a, T: Task> Worker<'a, T> {
         let was = crate::sync::set_nonblocking(true);
         let r = self.run_nonblocking(&mut source, &mut sink);
         let r = r.and_then(|()| self.drain_writes(&mut sink));
+        if let Err(e) = &r {
+            // The loop ends here (a failed backend or write-back): what is in flight gets the
+            // error rather than never finishing.
+            self.abandon(e.duplicate(), &mut sink);
+        }
         crate::sync::set_nonblocking(was);
         self.publish();
         r

@@ -55,6 +55,43 @@ const DIR: &str = "/sim/db";
 // ---------------------------------------------------------------------------------------------
 // Helpers for subjects over a `Db` (`Db` itself and its PA-Tree mode).
 
+/// `Db`'s options for a case's config (`Db` and the engines over it: `PaDb`).
+pub fn db_options(c: &Config) -> sylva::DbOptions {
+    sylva::DbOptions {
+        sync: c.sync,
+        cache_bytes: c.cache_pages * c.page_size as u64,
+        checkpoint_bytes: c.checkpoint_bytes,
+        fuzzy_checkpoints: c.fuzzy,
+        layout: c.layout,
+        page_size: c.page_size,
+        redistribute: c.redistribute,
+        background: c.background,
+        ..sylva::DbOptions::default()
+    }
+}
+
+/// Applies `op`: a single put or delete through `single`, several as one `WriteBatch` through
+/// `batch`.
+pub fn write_op(
+    op: &Op,
+    single: impl FnOnce(&[u8], Option<&[u8]>) -> sylva::Result<()>,
+    batch: impl FnOnce(&sylva::WriteBatch) -> sylva::Result<()>,
+) -> sylva::Result<()> {
+    match op.as_slice() {
+        [(k, v)] => single(k, v.as_deref()),
+        ops => {
+            let mut b = sylva::WriteBatch::new();
+            for (k, v) in ops {
+                match v {
+                    Some(v) => b.put(k, v),
+                    None => b.delete(k),
+                };
+            }
+            batch(&b)
+        }
+    }
+}
+
 /// Every record of `db` in key order, by its cursor (`reverse`: walked downwards), checking the
 /// cursor's order.
 pub fn db_contents(db: &sylva::Db, reverse: bool) -> Result<Map, String> {
