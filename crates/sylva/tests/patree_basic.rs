@@ -271,6 +271,19 @@ fn session_in_flight(backend: BackendKind, sync: SyncMode) {
             assert!(expect.is_empty());
         });
     });
+    // The ended session's worker is counted in the database's stats (the benchmark's report).
+    let stats = sylva::KvStore::stats(&db);
+    let counter = |name: &str| {
+        stats
+            .counters
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(_, v)| v)
+            .unwrap_or_else(|| panic!("no counter {name}"))
+    };
+    assert!(counter("worker_misses") > 500, "{stats:?}");
+    assert!(counter("worker_finished") >= 2 * n, "{stats:?}");
+    assert_eq!(counter("session_log_flushes") > 0, sync == SyncMode::Always);
     for i in 0..n {
         let want = (i % 3 != 0).then(|| value(i, 0));
         assert_eq!(db.get(&key(i)).unwrap(), want, "key {i}");

@@ -85,6 +85,7 @@ pub mod options;
 mod records;
 pub(crate) use records::Records;
 mod redistribute;
+mod split;
 pub(crate) mod store;
 mod tree;
 mod walk;

@@ -144,6 +144,23 @@ pub struct WorkerCounters {
     pub writebacks: u64,
 }
 
+impl WorkerCounters {
+    /// Adds `other`'s counts to these (several workers' totals).
+    pub fn add(&mut self, other: &WorkerCounters) {
+        self.finished += other.finished;
+        self.attempts += other.attempts;
+        self.restarts += other.restarts;
+        self.misses += other.misses;
+        self.reads += other.reads;
+        self.probes += other.probes;
+        self.waits += other.waits;
+        self.outstanding_sum += other.outstanding_sum;
+        self.turns += other.turns;
+        self.enters += other.enters;
+        self.writebacks += other.writebacks;
+    }
+}
+
 /// A page being loaded: the load and the tasks waiting for it.
 struct Loading {
     load: Load,
