@@ -10,8 +10,8 @@ const MAX_LINES: usize = 900;
 const MAX_DB_MOD_LINES: usize = 800;
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+    for entry in std::fs::read_dir(dir).expect("list a source directory") {
+        let path = entry.expect("a directory entry").path();
         if path.is_dir() {
             sources(&path, out);
         } else if path.extension().is_some_and(|e| e == "rs") {
@@ -25,7 +25,10 @@ fn src() -> PathBuf {
 }
 
 fn lines(path: &Path) -> usize {
-    std::fs::read_to_string(path).unwrap().lines().count()
+    std::fs::read_to_string(path)
+        .expect("read a source file")
+        .lines()
+        .count()
 }
 
 #[test]

@@ -52,7 +52,7 @@ impl Engine for PagedTree {
             meta_page: self.tree.meta,
             records: self.tree.records.load(Ordering::Relaxed),
             checkpoint_lsn: lsn,
-            tagged: self.tree.store.escaped,
+            tags: self.tree.store.escaped.then_some(self.tree.store.tags),
         }
         .encode()
         .to_vec()

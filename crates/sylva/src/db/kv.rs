@@ -21,8 +21,9 @@ impl Db {
         }
         let mut buf = Vec::new();
         let mut failed = None;
+        let tags = self.tags();
         let mut resolved = |k: &[u8], v: &[u8]| -> bool {
-            if !overflow::is_tagged(v) {
+            if !overflow::is_tagged(v, tags) {
                 return visitor(k, v);
             }
             match self.scan_value(k, v, &mut buf) {

@@ -274,8 +274,8 @@ impl Db {
                 pool.accept_only(&[PageKind::BTreeLeaf, PageKind::BTreeInner]);
                 // A database this build creates tags its values (out-of-line values); one
                 // created before keeps its untagged values.
-                let tagged = state.is_none_or(|s: state::State| s.tagged);
-                let store = PoolStore::new(pool, wal, checkpoint_lsn, tagged);
+                let tags = state.map_or(Some(overflow::Tags::RefShape), |s: state::State| s.tags);
+                let store = PoolStore::new(pool, wal, checkpoint_lsn, tags);
                 let layout = state.map_or(options.layout, |s: state::State| s.layout);
                 let tree_options = btree::Options {
                     layout,
@@ -335,6 +335,12 @@ impl Db {
         self.tree().store.escaped
     }
 
+    /// How this database's stored values are told apart ([`overflow::Tags`]).
+    #[inline]
+    pub(crate) fn tags(&self) -> overflow::Tags {
+        self.tree().store.tags
+    }
+
     #[inline]
     pub(crate) fn check_open(&self) -> Result<()> {
         self.durable.check_open()
@@ -363,7 +369,7 @@ impl Db {
         self.check_open()?;
         let r = self.tree().get_into(key, out);
         let found = self.guard_read(r)?;
-        if !found || !self.tagged() || !overflow::is_tagged(out) {
+        if !found || !self.tagged() || !overflow::is_tagged(out, self.tags()) {
             return Ok(found);
         }
         let r = self.resolve(key, out);
@@ -378,10 +384,10 @@ impl Db {
         let file = self.tree().store.pool.file();
         let mut tried = None;
         loop {
-            if !overflow::is_tagged(out) {
+            if !overflow::is_tagged(out, self.tags()) {
                 return Ok(true);
             }
-            let r = match overflow::classify(out, 0)? {
+            let r = match overflow::classify(out, 0, self.tags())? {
                 overflow::Stored::Inline(_) => {
                     out.remove(0);
                     return Ok(true);
@@ -409,7 +415,7 @@ impl Db {
         stored: &'a [u8],
         buf: &'a mut Vec<u8>,
     ) -> Result<Option<&'a [u8]>> {
-        if !self.tagged() || !overflow::is_tagged(stored) {
+        if !self.tagged() || !overflow::is_tagged(stored, self.tags()) {
             return Ok(Some(stored));
         }
         buf.clear();
@@ -593,11 +599,11 @@ impl Db {
         let mut bytes = 0u64;
         let mut runs = RunCount::default();
         let ps = self.tree().store.pool.file().page_size();
-        let tagged = self.tagged();
+        let (tagged, tags) = (self.tagged(), self.tags());
         let _ = self.tree().walk(&[], None, usize::MAX, &mut |k, v| {
             bytes += (k.len() + v.len()) as u64;
-            if tagged && v.first() == Some(&overflow::REF_TAG) {
-                if let Ok(overflow::Stored::Ref(r)) = overflow::classify(v, 0) {
+            if tagged && overflow::is_ref(v, tags) {
+                if let Ok(overflow::Stored::Ref(r)) = overflow::classify(v, 0, tags) {
                     runs.values += 1;
                     runs.pages += r.pages(ps);
                     runs.bytes += u64::from(r.len);
@@ -612,12 +618,13 @@ impl Db {
     fn value_refs(&self) -> Result<Vec<overflow::ValueRef>> {
         let mut refs = Vec::new();
         let mut bad = None;
+        let tags = self.tags();
         if self.tagged() {
             self.tree().walk(&[], None, usize::MAX, &mut |_, v| {
-                if v.first() != Some(&overflow::REF_TAG) {
+                if !overflow::is_ref(v, tags) {
                     return true;
                 }
-                match overflow::classify(v, 0) {
+                match overflow::classify(v, 0, tags) {
                     Ok(overflow::Stored::Ref(r)) => refs.push(r),
                     Ok(overflow::Stored::Inline(_)) => {}
                     Err(e) => {

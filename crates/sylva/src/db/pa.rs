@@ -491,7 +491,7 @@ pub(super) fn finish(db: &Db, r: Result<PaOutput>) -> Result<PaResult> {
             let Some(mut out) = value else {
                 return Ok(PaResult::Got(None));
             };
-            if !db.tagged() || !overflow::is_tagged(&out) {
+            if !db.tagged() || !overflow::is_tagged(&out, db.tags()) {
                 return Ok(PaResult::Got(Some(out)));
             }
             let r = db.resolve(&key, &mut out);

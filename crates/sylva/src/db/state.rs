@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use super::overflow::Tags;
 use crate::btree;
 use crate::error::{Error, Result};
 use crate::page::PageId;
@@ -15,11 +16,19 @@ const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
 /// Version 3 (issue 23): values carry the tag of [`super::overflow`] and may be out of line
 /// (flag byte 13, bit 0); a database created before stays version 2 (its values are untagged),
 /// and a build before version 3 refuses a version 3 database instead of misreading its values.
-pub(super) const STATE_VERSION: u32 = 3;
+/// Version 4 (session 17): only values of a reference's shape are escaped
+/// ([`Tags::RefShape`], flag bit 1), so values shorter than 17 bytes keep their length and
+/// leaves of fixed-size values can be dense again; a version 3 database keeps its first-byte
+/// escapes ([`Tags::FirstByte`]), and a build before version 4 refuses a version 4 database.
+pub(super) const STATE_VERSION: u32 = 4;
+/// The version of a database whose values are escaped by their first byte.
+const FIRST_BYTE_STATE_VERSION: u32 = 3;
 /// The version of a database without out-of-line values.
 const UNTAGGED_STATE_VERSION: u32 = 2;
 /// Flag byte 13, bit 0: values are tagged and may be out of line.
 const FLAG_TAGGED: u8 = 0x01;
+/// Flag byte 13, bit 1 (version 4): only values of a reference's shape are escaped.
+const FLAG_REF_SHAPE: u8 = 0x02;
 const OLDEST_STATE_VERSION: u32 = 1;
 pub(super) const STATE_LEN: usize = 40;
 
@@ -31,22 +40,23 @@ pub(crate) struct State {
     pub(super) records: u64,
     /// Redo starts at this LSN.
     pub(super) checkpoint_lsn: u64,
-    /// Values are tagged and may be out of line ([`super::overflow`]).
-    pub(super) tagged: bool,
+    /// Values are tagged and may be out of line ([`super::overflow`]), told apart as `Tags`
+    /// says; `None`: stored as they are (a database created before out-of-line values).
+    pub(super) tags: Option<Tags>,
 }
 
 impl State {
     pub(super) fn encode(&self) -> [u8; STATE_LEN] {
         let mut b = [0u8; STATE_LEN];
         b[0..8].copy_from_slice(STATE_MAGIC);
-        let version = if self.tagged {
-            STATE_VERSION
-        } else {
-            UNTAGGED_STATE_VERSION
+        let (version, flags) = match self.tags {
+            None => (UNTAGGED_STATE_VERSION, 0),
+            Some(Tags::FirstByte) => (FIRST_BYTE_STATE_VERSION, FLAG_TAGGED),
+            Some(Tags::RefShape) => (STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE),
         };
         b[8..12].copy_from_slice(&version.to_le_bytes());
         b[12] = self.layout.code();
-        b[13] = if self.tagged { FLAG_TAGGED } else { 0 };
+        b[13] = flags;
         b[16..24].copy_from_slice(&self.meta_page.to_le_bytes());
         b[24..32].copy_from_slice(&self.records.to_le_bytes());
         b[32..40].copy_from_slice(&self.checkpoint_lsn.to_le_bytes());
@@ -82,16 +92,28 @@ impl State {
         }
         let layout = btree::Layout::from_code(user[12])
             .ok_or_else(|| not_db(format!("unknown layout {}", user[12])))?;
-        let tagged = version >= 3 && user[13] & FLAG_TAGGED != 0;
-        if version >= 3 && user[13] & !FLAG_TAGGED != 0 {
+        let known = match version {
+            FIRST_BYTE_STATE_VERSION => FLAG_TAGGED,
+            STATE_VERSION => FLAG_TAGGED | FLAG_REF_SHAPE,
+            _ => 0,
+        };
+        if version >= FIRST_BYTE_STATE_VERSION && user[13] & !known != 0 {
             return Err(not_db(format!("unknown state flags {:#04x}", user[13])));
         }
+        let tags =
+            (version >= FIRST_BYTE_STATE_VERSION && user[13] & FLAG_TAGGED != 0).then(|| {
+                if user[13] & FLAG_REF_SHAPE != 0 {
+                    Tags::RefShape
+                } else {
+                    Tags::FirstByte
+                }
+            });
         Ok(Some(State {
             layout,
             meta_page: u64_at(16),
             records: u64_at(24),
             checkpoint_lsn: u64_at(32),
-            tagged,
+            tags,
         }))
     }
 }

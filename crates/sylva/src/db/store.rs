@@ -79,6 +79,9 @@ pub(crate) struct PoolStore {
     /// Whether the database stores values with a tag byte and may hold out-of-line values
     /// ([`super::overflow`]): every database this build creates; not those created before.
     pub(crate) escaped: bool,
+    /// How such a database tells an escaped value or a reference from a value
+    /// ([`overflow::Tags`]: by state version).
+    pub(crate) tags: overflow::Tags,
     /// The LSN of the last record that freed tree pages at once (a merge): a run written over
     /// pages must not reach the disk before it ([`super::overflow`], the WAL rule for reused
     /// pages).
@@ -173,9 +176,17 @@ impl Drop for ExclusiveGate<'_> {
 }
 
 impl PoolStore {
-    pub(crate) fn new(pool: BufferPool, wal: Arc<Wal>, checkpoint_lsn: u64, escaped: bool) -> Self {
+    /// A store over `pool` and `wal`; `tags` is `None` for a database whose values are stored
+    /// untagged (created before out-of-line values).
+    pub(crate) fn new(
+        pool: BufferPool,
+        wal: Arc<Wal>,
+        checkpoint_lsn: u64,
+        tags: Option<overflow::Tags>,
+    ) -> Self {
         PoolStore {
-            escaped,
+            escaped: tags.is_some(),
+            tags: tags.unwrap_or(overflow::Tags::RefShape),
             last_free_lsn: AtomicU64::new(0),
             unlogged_runs: parking_lot::Mutex::new(None),
             pool,
@@ -439,7 +450,7 @@ impl NodeStore for PoolStore {
         }
         // A reference that does not decode is left in place: the put or delete goes on, and
         // `check` reports the leaf.
-        if let Ok(Stored::Ref(r)) = overflow::classify(old, 0) {
+        if let Ok(Stored::Ref(r)) = overflow::classify(old, 0, self.tags) {
             let pages = r.pages(self.pool.file().page_size()) as u32;
             PENDING.with(|p| {
                 p.borrow_mut().freed.push(RunFreed {
