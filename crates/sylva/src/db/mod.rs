@@ -183,7 +183,7 @@ pub struct DbStats {
     pub wal_fpw_written: u64,
     /// Checkpoints since open.
     pub checkpoints: u64,
-    /// Values stored out of line ([`overflow`]; counted by [`Db::stats`]'s walk, 0 in
+    /// Values stored out of line (`db::overflow`; counted by [`Db::stats`]'s walk, 0 in
     /// quick stats).
     pub overflow_values: u64,
     /// Pages in out-of-line values' runs (as `overflow_values`; not in `tree_pages`).
@@ -320,7 +320,7 @@ impl Db {
     }
 
     /// Key and value size limits: values up to 4 GiB − 1 (stored out of line past what fits a
-    /// leaf, [`overflow`]); in a database created before out-of-line values, what fits a leaf.
+    /// leaf, `db::overflow`); in a database created before out-of-line values, what fits a leaf.
     pub fn limits(&self) -> Limits {
         let mut l = self.tree().limits();
         if self.tagged() {
@@ -519,7 +519,7 @@ impl Db {
     /// [`BackupReport::end_lsn`], every write acknowledged before the call among them. Writers
     /// are held back only briefly (a checkpoint begins, and the log's end is noted);
     /// checkpoints wait for the copy. Every file of the copy and the directory are durable on
-    /// return. The scheme and why it is consistent: [`crate::durable::backup`].
+    /// return. The scheme and why it is consistent: the `durable::backup` module docs.
     ///
     /// [`Error::NotEmpty`]: crate::Error::NotEmpty
     pub fn backup_to(&self, dir: impl AsRef<Path>) -> Result<BackupReport> {

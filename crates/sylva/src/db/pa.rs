@@ -84,7 +84,7 @@ pub struct PaOptions {
     /// Operations in flight, probing, priority and yielding.
     pub worker: WorkerOptions,
     /// `None`: the PA-Tree mode itself; otherwise one of the paper's synchronous baselines
-    /// (V-A), which is `Db` opened through [`RingVfs`](crate::exec::RingVfs), not a `PaDb`.
+    /// (V-A), which is `Db` opened through `exec::RingVfs`, not a `PaDb`.
     pub baseline: Option<BlockingMode>,
 }
 
@@ -298,7 +298,7 @@ impl PaDb {
 
     /// The PA-Tree mode over an open database. Options naming a baseline (`mode=dedicated` or
     /// `shared`) are refused: a baseline is a `Db` opened through
-    /// [`RingVfs`](crate::exec::RingVfs) (as `sylva bench`'s `patree` engine opens it).
+    /// `exec::RingVfs` (as `sylva bench`'s `patree` engine opens it).
     pub fn over(db: Db, options: PaOptions) -> Result<PaDb> {
         if let Some(mode) = options.baseline {
             return Err(Error::InvalidArgument {

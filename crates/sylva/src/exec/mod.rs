@@ -258,15 +258,15 @@ impl Waker {
     }
 }
 
-/// Which backend [`open_backend`] builds.
+/// Which backend `open_backend` builds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum BackendKind {
-    /// io_uring where the kernel sets one up, else [`Inline`].
+    /// io_uring where the kernel sets one up, else `Inline`.
     #[default]
     Auto,
     /// io_uring, or an error saying why the kernel refused it.
     Uring,
-    /// [`Inline`].
+    /// `Inline`.
     Inline,
 }
 

@@ -246,7 +246,7 @@ impl LatencyModel {
     }
 
     /// Parses [`LatencyModel::to_text`]'s form (`path` names the file in errors): blank lines
-    /// and `#` comments skipped, then exactly [`FEATURES`] lines `NAME W R`.
+    /// and `#` comments skipped, then exactly `FEATURES` lines `NAME W R`.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
         let bad = |line: usize, what: &str| Error::InvalidArgument {
             what: format!("{}, line {line}: {what}", path.display()),
