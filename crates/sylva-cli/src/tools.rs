@@ -331,8 +331,8 @@ pub fn compact(args: DirArgs) -> Result<Outcome, String> {
     let done = db.compact().map_err(|e| format!("compact failed: {e}"));
     let r = close(db, done)?;
     let line = format!(
-        "compacted {}: {} bytes before, {} after ({} pages of {} bytes given back); {} free \
-         pages left inside the file\n",
+        "compacted {}: {} bytes before, {} after ({} pages of {} bytes given back; free pages \
+         left inside: {})\n",
         args.db.display(),
         r.bytes_before,
         r.bytes_after,

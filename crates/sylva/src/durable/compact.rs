@@ -8,9 +8,11 @@
 //! meanwhile), checkpoints are run one after another, each asked to shrink the file as it
 //! begins ([`crate::io::PageFile::shrink_at_next_checkpoint`]): the first gives back what is
 //! free at the end already and makes the deferred frees free (the runs of out-of-line values
-//! that deletes and overwrites freed), the next gives those back, and a third (at most
-//! [`MAX_ROUNDS`] in all) follows while the last one found more free at the end or moved a
-//! free-space page out of the way. Writers are held back only as each checkpoint begins (as
+//! that deletes and overwrites freed), the next gives those back (or moves a free-space page
+//! at the end out of their way), and more (at most [`MAX_ROUNDS`] in all) follow while more
+//! than one free page is left at the end. One may stay: a region page rewritten by a
+//! shrinking checkpoint needs a page other than its copy in force, and when no free page is
+//! left below the end, the end is where it goes. Writers are held back only as each checkpoint begins (as
 //! for any fuzzy checkpoint). Then the file is truncated to its page count.
 
 use std::time::{Duration, Instant};
@@ -57,7 +59,10 @@ impl<E: Engine> Core<E> {
             self.checkpoint_locked()?;
             checkpoints += 1;
             let step = file.last_shrink();
-            let more = step.free_near_end > 0 || step.moved > 0;
+            // One free page near the end is the slack a region page's next copy needs (it
+            // cannot overwrite the copy the checkpoint in force reads): giving it back would
+            // only trade places with that copy.
+            let more = step.free_near_end > 1;
             if checkpoints >= MAX_ROUNDS || !more {
                 break;
             }
