@@ -1,5 +1,5 @@
 //! The `sylva` command: benchmarks (`sylva bench`), tools over a database directory (`put`,
-//! `get`, `delete`, `scan`, `stats`, `check`, `backup`, `dump`, `load`), and `calibrate` (the PA-Tree
+//! `get`, `delete`, `scan`, `stats`, `check`, `backup`, `compact`, `dump`, `load`), and `calibrate` (the PA-Tree
 //! mode's disk model).
 //!
 //! Exit codes: 0 success; 1 the key was not found (`get`, `delete`; `not found` on stderr);
@@ -52,6 +52,8 @@ enum Command {
     Stats(tools::DirArgs),
     /// Verify every page checksum and the tree's structure; non-zero exit on any problem.
     Check(tools::DirArgs),
+    /// Give the free pages at the end of the database's file back to the file system.
+    Compact(tools::DirArgs),
     /// Copy the database into a new or empty directory (a copy that opens as the database).
     Backup(tools::BackupArgs),
     /// Write a key range's records as a portable, checksummed stream (docs/format.md).
@@ -87,6 +89,7 @@ fn main() {
         Command::Stats(args) => tools::stats(args),
         Command::Check(args) => tools::check(args),
         Command::Backup(args) => tools::backup(args),
+        Command::Compact(args) => tools::compact(args),
         Command::Dump(args) => dump::dump(args),
         Command::Load(args) => dump::load(args),
         #[cfg(target_os = "linux")]

@@ -1,5 +1,5 @@
-//! The database tools: `sylva put`, `get`, `delete`, `scan`, `stats`, `check` and `backup` over
-//! a database directory (issue 5, "CLI"; issue 23 for `backup`).
+//! The database tools: `sylva put`, `get`, `delete`, `scan`, `stats`, `check`, `backup` and
+//! `compact` over a database directory (issue 5, "CLI"; issue 23 for `backup` and `compact`).
 //!
 //! Every command opens the database, does its one thing and closes it again (`Db::close`
 //! checkpoints), so a second command in another process sees the result. Behaviour the tests and
@@ -122,7 +122,7 @@ pub struct BackupArgs {
     to: PathBuf,
 }
 
-/// Arguments of `sylva stats` and `sylva check`.
+/// Arguments of `sylva stats`, `sylva check` and `sylva compact`.
 #[derive(Debug, Args)]
 pub struct DirArgs {
     /// The database directory.
@@ -267,7 +267,7 @@ fn format_stats(s: &DbStats) -> String {
     } else {
         format!("{:.4}", s.cache_hits as f64 / accesses as f64)
     };
-    let rows: [(&str, String); 18] = [
+    let rows: [(&str, String); 25] = [
         ("records", s.records.to_string()),
         ("page_size", s.page_size.to_string()),
         ("file_pages", s.file_pages.to_string()),
@@ -286,6 +286,17 @@ fn format_stats(s: &DbStats) -> String {
         ("overflow_values", s.overflow_values.to_string()),
         ("overflow_pages", s.overflow_pages.to_string()),
         ("overflow_bytes", s.overflow_bytes.to_string()),
+        // Issue 23, "Space": appended, so the lines above keep their places.
+        ("overflow_run_bytes", s.overflow_run_bytes().to_string()),
+        ("file_bytes", s.file_bytes.to_string()),
+        ("free_bytes", s.free_bytes().to_string()),
+        ("free_extents", s.free_extents.to_string()),
+        (
+            "largest_free_extent_pages",
+            s.largest_free_extent.to_string(),
+        ),
+        ("free_pages_at_end", s.free_pages_at_end.to_string()),
+        ("free_space_pages", s.free_space_pages.to_string()),
     ];
     rows.iter().map(|(k, v)| format!("{k}: {v}\n")).collect()
 }
@@ -308,6 +319,26 @@ pub fn backup(args: BackupArgs) -> Result<Outcome, String> {
         mib(r.page_bytes + r.recopied_bytes),
         mib(r.log_bytes),
         r.duration.as_secs_f64()
+    );
+    write_out(line.as_bytes())?;
+    Ok(Outcome::Done)
+}
+
+/// `sylva compact`: `Db::compact`, then one line `compacted DIR: ...` with the file's length
+/// before and after and the free pages left inside it (holes compaction does not move).
+pub fn compact(args: DirArgs) -> Result<Outcome, String> {
+    let db = open_existing(&args.db, DbOptions::default())?;
+    let done = db.compact().map_err(|e| format!("compact failed: {e}"));
+    let r = close(db, done)?;
+    let line = format!(
+        "compacted {}: {} bytes before, {} after ({} pages of {} bytes given back; free pages \
+         left inside: {})\n",
+        args.db.display(),
+        r.bytes_before,
+        r.bytes_after,
+        r.bytes_returned() / r.page_size as u64,
+        r.page_size,
+        r.free_pages_left
     );
     write_out(line.as_bytes())?;
     Ok(Outcome::Done)
@@ -410,6 +441,9 @@ mod tests {
         assert!(text.starts_with("records: 7\n"), "{text}");
         assert!(text.contains("cache_hit_rate: 0.7500\n"), "{text}");
         for name in [
+            "free_extents",
+            "free_pages_at_end",
+            "overflow_run_bytes",
             "fill_factor",
             "height",
             "wal_bytes",

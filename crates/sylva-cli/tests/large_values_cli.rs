@@ -1,8 +1,9 @@
 //! `sylva put --value-file FILE` (`-`: standard input) and `sylva get --out FILE` (`-`: standard
 //! output), each command its own process: a value of 10 MB, which no argument could carry (the
 //! kernel refuses arguments over 128 KiB), round-trips byte for byte (issue 23); `sylva dump` and
-//! `sylva load` move a database's records, large values included, and refuse damaged dumps; the
-//! README's sessions for both run as shown.
+//! `sylva load` move a database's records, large values included, and refuse damaged dumps;
+//! `sylva stats` shows the runs and the free space and `sylva compact` gives deleted runs back;
+//! the README's sessions for them run as shown.
 
 use std::io::Write;
 use std::path::Path;
@@ -150,6 +151,93 @@ fn the_readme_large_value_session_runs_as_shown() {
 #[test]
 fn the_readme_dump_and_load_session_runs_as_shown() {
     readme_session_runs_as_shown("### Dump and load");
+}
+
+/// The number on `stats`' line `name: N`.
+fn stat(stats: &str, name: &str) -> u64 {
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_else(|| panic!("no {name} in {stats}"))
+        .parse()
+        .expect("a number")
+}
+
+/// `sylva stats` counts the runs of large values and the free space; after the values are
+/// deleted, `sylva compact` gives their pages back (the file is as long as it says), the
+/// records stay, `check` passes; on a missing database it fails as every command does.
+#[test]
+fn compact_gives_deleted_runs_back_and_stats_show_where_the_space_is() {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let db = temp.path().join("db");
+    let file = temp.path().join("value.bin");
+    std::fs::write(&file, vec![7u8; 300_000]).expect("write");
+    let f = file.to_str().expect("utf8");
+    ok(sylva_at("put", &db, &["keep", "small"], None), "put");
+    for i in 0..6 {
+        let k = format!("big{i}");
+        ok(sylva_at("put", &db, &[&k, "--value-file", f], None), "put");
+    }
+    let stats = String::from_utf8(ok(sylva_at("stats", &db, &[], None), "stats")).expect("utf8");
+    // 300,000 bytes and a 48-byte header: 74 pages of 4 KiB each.
+    assert_eq!(stat(&stats, "overflow_values"), 6, "{stats}");
+    assert_eq!(stat(&stats, "overflow_pages"), 6 * 74, "{stats}");
+    assert_eq!(stat(&stats, "overflow_run_bytes"), 6 * 74 * 4096, "{stats}");
+    for i in 0..6 {
+        ok(
+            sylva_at("delete", &db, &[&format!("big{i}")], None),
+            "delete",
+        );
+    }
+    let stats = String::from_utf8(ok(sylva_at("stats", &db, &[], None), "stats")).expect("utf8");
+    let len = std::fs::metadata(db.join("data.sylva"))
+        .expect("data")
+        .len();
+    assert_eq!(stat(&stats, "file_bytes"), len, "{stats}");
+    assert_eq!(
+        stat(&stats, "free_bytes"),
+        stat(&stats, "free_pages") * 4096
+    );
+    assert!(stat(&stats, "free_extents") >= 1, "{stats}");
+    assert!(
+        stat(&stats, "largest_free_extent_pages") >= 6 * 74,
+        "{stats}"
+    );
+    assert!(stat(&stats, "free_pages_at_end") >= 6 * 74, "{stats}");
+    assert!(stat(&stats, "free_space_pages") >= 1, "{stats}");
+
+    let out = String::from_utf8(ok(sylva_at("compact", &db, &[], None), "compact")).expect("utf8");
+    let after = std::fs::metadata(db.join("data.sylva"))
+        .expect("data")
+        .len();
+    assert!(
+        out.starts_with(&format!(
+            "compacted {}: {len} bytes before, {after} after (",
+            db.display()
+        )) && out.ends_with(")\n")
+            && out.lines().count() == 1,
+        "{out}"
+    );
+    assert!(after + (6 * 74 - 2) * 4096 <= len, "{out}");
+    let stats = String::from_utf8(ok(sylva_at("stats", &db, &[], None), "stats")).expect("utf8");
+    assert_eq!(stat(&stats, "file_bytes"), after, "{stats}");
+    assert_eq!(stat(&stats, "file_pages") * 4096, after, "{stats}");
+    assert!(stat(&stats, "free_pages_at_end") <= 1, "{stats}");
+    assert_eq!(ok(sylva_at("get", &db, &["keep"], None), "get"), b"small\n");
+    ok(sylva_at("check", &db, &[], None), "check");
+
+    let missing = temp.path().join("missing");
+    let o = sylva_at("compact", &missing, &[], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("error: no database at"));
+    assert!(!missing.exists());
+}
+
+/// The README's "Space" session (`sylva stats`' free-space lines, `sylva compact`) runs as
+/// shown.
+#[test]
+fn the_readme_space_session_runs_as_shown() {
+    readme_session_runs_as_shown("### Space");
 }
 
 /// The first console block after `heading` in the README: each `$` line through `sh` with the

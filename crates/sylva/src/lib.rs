@@ -101,7 +101,9 @@ pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
 pub use db::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};
 /// Dump and load streams of a `Db`'s records (`docs/format.md`, "Dump stream").
 pub use db::{verify_dump, DumpReader, DumpWriter, LoadReport};
-pub use db::{Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS};
+pub use db::{
+    CompactReport, Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS,
+};
 pub use durable::{
     BackupReport, Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE,
     PARTIAL_DATA_FILE, WAL_FILE, WAL_FILE_2,

@@ -43,6 +43,9 @@
 //! a checkpoint while writers go on, then the log from that checkpoint; the copy's recovery
 //! replays it. The tree's part is noting the runs it writes without logging their bytes.
 //!
+//! **Space** ([`Db::compact`], [`compact`]): the free pages at the page file's end given back to
+//! the file system while writers go on; pages are not moved, so holes stay (and are reused).
+//!
 //! **Node store.** The tree's logic is unchanged; only its node store differs: [`store`] maps
 //! the tree's latches onto the pool's page-state words (optimistic reads, exclusive writes; a
 //! read of an evicted page loads it) and turns the tree's change notifications into log records.
@@ -113,6 +116,7 @@
 //! [`Error::Poisoned`]: crate::Error::Poisoned
 
 mod batch;
+mod compact;
 mod cursor;
 pub mod dump;
 mod engine;
@@ -142,6 +146,7 @@ use store::PoolStore;
 use batch::BatchOp;
 
 pub use batch::WriteBatch;
+pub use compact::CompactReport;
 pub use cursor::Cursor;
 pub use dump::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use options::{DbOptions, OPTION_KEYS};
@@ -190,6 +195,19 @@ pub struct DbStats {
     pub overflow_pages: u64,
     /// Bytes of out-of-line values (as `overflow_values`).
     pub overflow_bytes: u64,
+    /// The page file's length in bytes (more than `file_pages` pages after a crash kept a
+    /// compaction from truncating it; less while pages allocated at the end are not yet
+    /// written).
+    pub file_bytes: u64,
+    /// Runs of consecutive free pages (free, or freed by a delete or overwrite and free after
+    /// the next checkpoint), as `free_pages` counts them: how scattered the free space is.
+    pub free_extents: u64,
+    /// Pages in the longest such run.
+    pub largest_free_extent: u64,
+    /// Free pages at the end of the file: what [`Db::compact`] gives back to the file system.
+    pub free_pages_at_end: u64,
+    /// Pages holding the free space's own records (region bitmaps; not in `free_pages`).
+    pub free_space_pages: u64,
 }
 
 /// Out-of-line values counted by a walk.
@@ -378,8 +396,9 @@ impl Db {
 
     /// Turns the stored value of `key` in `out` (escaped or a reference) into the value. A run
     /// whose CRC does not match its reference may have been freed and reused under a concurrent
-    /// overwrite: the key is looked up again, and a mismatch on the same reference twice is
-    /// reported. Returns whether the key is (still) there.
+    /// overwrite, and one past the file's end freed and cut off by a compaction: the key is
+    /// looked up again, and the same failure on the same reference twice is reported. Returns
+    /// whether the key is (still) there.
     fn resolve(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         let file = self.tree().store.pool.file();
         let mut tried = None;
@@ -396,7 +415,9 @@ impl Db {
             };
             match overflow::read_value(file, r, out) {
                 Ok(()) => return Ok(true),
-                Err(crate::Error::ChecksumMismatch { .. }) if tried != Some(r) => {
+                Err(crate::Error::ChecksumMismatch { .. } | crate::Error::Corruption { .. })
+                    if tried != Some(r) =>
+                {
                     tried = Some(r);
                     if !self.tree().get_into(key, out)? {
                         return Ok(false);
@@ -545,7 +566,8 @@ impl Db {
         self.durable.backup_to(vfs, dir, after_page_copy)
     }
 
-    /// Counts and cache figures, with the fill factor (which walks every leaf).
+    /// Counts and cache figures, with the fill factor (which walks every leaf), the out-of-line
+    /// values and the free extents.
     pub fn stats(&self) -> DbStats {
         let height = self.tree().height().unwrap_or(0);
         let (record_bytes, runs) = self.record_bytes();
@@ -556,10 +578,18 @@ impl Db {
         s.overflow_bytes = runs.bytes;
         s.tree_pages = s.tree_pages.saturating_sub(runs.pages);
         s.fill_factor = record_bytes as f64 / (s.tree_pages.max(1) * s.page_size as u64) as f64;
+        let file = self.tree().store.pool.file();
+        let free = file.free_extents();
+        s.file_bytes = file.file_len().unwrap_or(0);
+        s.free_extents = free.extents;
+        s.largest_free_extent = free.largest;
+        s.free_pages_at_end = free.at_end;
+        s.free_space_pages = free.space_pages;
         s
     }
 
-    /// Counts and cache figures without the height and fill factor (no page reads).
+    /// Counts and cache figures without the height, fill factor, out-of-line values and free
+    /// extents (no page reads).
     fn quick_stats(&self) -> DbStats {
         let store = &self.tree().store;
         let pool = store.pool.stats();
@@ -590,6 +620,11 @@ impl Db {
             overflow_values: 0,
             overflow_pages: 0,
             overflow_bytes: 0,
+            file_bytes: 0,
+            free_extents: 0,
+            largest_free_extent: 0,
+            free_pages_at_end: 0,
+            free_space_pages: 0,
         }
     }
 

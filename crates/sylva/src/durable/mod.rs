@@ -36,6 +36,8 @@
 //!   returns (group commit: concurrent writers share the fsync); `Batch` hands each boundary's
 //!   fsync to the log sync thread; `Never` syncs at `sync()`, checkpoints and close.
 //! - *Failure* ([`poison`]): any failed write, fsync or background run poisons the store.
+//! - *Compaction* ([`compact`]): checkpoints that take the free pages at the page file's end out
+//!   of it, then the file truncated to what the last one records.
 //! - *Online backup* ([`backup`]): with checkpoints held off, a checkpoint, a fuzzy copy of the
 //!   page file, the log's end noted with writers held back, the runs the engine wrote without
 //!   logging them copied again ([`Engine::note_unlogged_runs`]), the log up to that end.
@@ -62,6 +64,7 @@ mod background;
 pub(crate) mod backup;
 mod cadence;
 mod checkpoint;
+pub(crate) mod compact;
 pub(crate) mod dir;
 pub(crate) mod poison;
 mod recovery;

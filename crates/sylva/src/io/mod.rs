@@ -24,7 +24,9 @@ pub use faulty::{Fault, FaultHandle, FaultyIo};
 pub use mem::MemIo;
 #[doc(hidden)]
 pub use page_file::{decode_free_space_page, decode_meta_page, FreeSpacePage, MetaPage};
-pub use page_file::{Meta, PageFile, FIRST_DATA_PAGE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+pub use page_file::{
+    FreeExtents, Meta, PageFile, ShrinkStep, FIRST_DATA_PAGE, MAX_PAGE_SIZE, MIN_PAGE_SIZE,
+};
 pub use sim::{SimFs, SimOptions, SECTOR};
 pub use vfs::{create_dir_all_durable, parent_dir, LockGuard, OpenFile, Opened, OsFs, Vfs};
 

@@ -14,7 +14,7 @@
 //!   than the acknowledged prefix: every acknowledged write is there with its last acknowledged
 //!   value, unacknowledged ones appear only as a prefix, and a batch all or nothing.
 //!   Acknowledged means: under `SyncMode::Always`, returned; under `Batch` and `Never`, covered
-//!   by a `sync()`, `checkpoint()` or `close()` that returned;
+//!   by a `sync()`, `checkpoint()`, `compact()` or `close()` that returned;
 //! - `check()` passes and counts the model's records.
 //!
 //! Each case is one seed: it picks the sync mode's parameters, the pool (tiny: evictions), the
@@ -140,6 +140,12 @@ pub trait Subject: Sized {
     fn scan(&self, start: &[u8], limit: usize) -> sylva::Result<Vec<(Vec<u8>, Vec<u8>)>>;
     fn sync(&self) -> sylva::Result<()>;
     fn checkpoint(&self) -> sylva::Result<()>;
+    /// Gives free space back to the file system (`Db::compact`), durable as a checkpoint is;
+    /// an engine without compaction checkpoints (the default). The workload calls it in the
+    /// worlds with large values, whose deletes and overwrites free runs.
+    fn compact(&self) -> sylva::Result<()> {
+        self.checkpoint()
+    }
     /// Verifies the engine's files; returns the records it counted.
     fn check(&self) -> sylva::Result<u64>;
     fn close(self) -> sylva::Result<()>;
@@ -559,6 +565,7 @@ pub fn run_case<S: Subject>(
                     d.write(&op).map(|()| config.always)
                 }
                 73..=77 => d.sync().map(|()| true),
+                79 if world.large_values => d.compact().map(|()| true),
                 78..=79 => d.checkpoint().map(|()| true),
                 80 => match db.take().map(S::close) {
                     Some(Ok(())) => {

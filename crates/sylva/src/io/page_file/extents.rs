@@ -153,6 +153,18 @@ impl Extents {
         Some(start)
     }
 
+    /// Takes the lowest page in the set (compaction places the free space's own pages as low
+    /// as it can, [`super::shrink`]); `None` if the set is empty.
+    pub(crate) fn take_lowest(&mut self) -> Option<u64> {
+        let single = self.singles.first().copied();
+        let run = self.by_start.first_key_value().map(|(&s, _)| s);
+        let lowest = match (single, run) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        self.remove(lowest, 1).then_some(lowest)
+    }
+
     /// Removes `[start, start + len)`, which must lie inside one run; returns whether it did.
     pub(crate) fn remove(&mut self, start: u64, len: u64) -> bool {
         let Some((rs, rl)) = self.run_of(start) else {
@@ -263,6 +275,7 @@ mod tests {
         Insert(u64, u64),
         Take(u64),
         Remove(u64, u64),
+        TakeLowest,
     }
 
     fn op() -> impl Strategy<Value = Op> {
@@ -270,6 +283,7 @@ mod tests {
             (0u64..200, 1u64..12).prop_map(|(s, l)| Op::Insert(s, l)),
             (1u64..10).prop_map(Op::Take),
             (0u64..200, 1u64..6).prop_map(|(s, l)| Op::Remove(s, l)),
+            Just(Op::TakeLowest),
         ]
     }
 
@@ -300,6 +314,13 @@ mod tests {
                                 prop_assert_eq!(Some(len), shortest);
                             }
                             None => prop_assert_eq!(shortest, None),
+                        }
+                    }
+                    Op::TakeLowest => {
+                        let lowest = model.iter().next().copied();
+                        prop_assert_eq!(e.take_lowest(), lowest);
+                        if let Some(p) = lowest {
+                            model.remove(&p);
                         }
                     }
                     Op::Remove(s, l) => {

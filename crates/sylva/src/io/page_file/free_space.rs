@@ -70,6 +70,24 @@ pub(super) struct FreeSpace {
     begun: Option<Begun>,
     /// The checkpoint planned and not yet committed or aborted.
     running: Option<Running>,
+    /// The next checkpoint to begin gives back the free run at the file's end
+    /// ([`FreeSpace::shrink_tail`]).
+    shrink: bool,
+    /// What the last checkpoint that began shrinking gave back.
+    shrunk: Shrunk,
+    /// The page count the last meta page written records (at open: the one read): the file
+    /// is never truncated below it ([`super::shrink`]).
+    recorded_count: u64,
+}
+
+/// What a checkpoint that began shrinking the file did ([`FreeSpace::shrink_tail`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Shrunk {
+    /// Pages it took off the file's end.
+    pub(super) pages: u64,
+    /// Free-space pages among the free pages below them that it rewrites elsewhere (the next
+    /// shrink may then take their places too).
+    pub(super) moved: u64,
 }
 
 /// The state a checkpoint records, noted as it began.
@@ -83,6 +101,8 @@ struct Begun {
 
 /// What a planned checkpoint changes once it is durable.
 struct Running {
+    /// The page count its meta page records.
+    page_count: u64,
     written: BTreeSet<u64>,
     new_pages: Vec<u64>,
     released: Vec<u64>,
@@ -159,6 +179,9 @@ impl FreeSpace {
             inline_cap: None,
             begun: None,
             running: None,
+            shrink: false,
+            shrunk: Shrunk::default(),
+            recorded_count: page_count,
         }
     }
 
@@ -427,6 +450,121 @@ impl FreeSpace {
         bits
     }
 
+    /// Asks the next checkpoint to begin to give back the free run at the file's end.
+    pub(super) fn request_shrink(&mut self) {
+        self.shrink = true;
+    }
+
+    /// What the last checkpoint that began shrinking gave back.
+    pub(super) fn shrunk(&self) -> Shrunk {
+        self.shrunk
+    }
+
+    /// The page count the last meta page written records.
+    pub(super) fn recorded_count(&self) -> u64 {
+        self.recorded_count
+    }
+
+    /// Pages of the free run (allocatable now) that ends at the file's end: what the next
+    /// shrinking checkpoint gives back.
+    pub(super) fn free_at_end(&self) -> u64 {
+        let end = self.page_count;
+        match self.free.run_of(end.saturating_sub(1)) {
+            Some((s, l)) if s + l == end => l,
+            _ => 0,
+        }
+    }
+
+    /// The pages not in use (free, deferred, reserved; not the free space's own pages), as
+    /// coalesced runs `(first, pages)` in page order.
+    pub(super) fn not_in_use_runs(&self) -> Vec<(u64, u64)> {
+        let mut runs: Vec<(u64, u64)> = self
+            .free
+            .iter()
+            .chain(self.deferred.iter())
+            .chain(self.recorded.iter())
+            .chain(self.reserved.iter().map(|&p| (p, 1)))
+            .collect();
+        runs.sort_unstable();
+        let mut out: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
+        for (s, l) in runs {
+            match out.last_mut() {
+                Some((ps, pl)) if *ps + *pl == s => *pl += l,
+                _ => out.push((s, l)),
+            }
+        }
+        out
+    }
+
+    /// Takes the free run that ends at the file's end out of the file, for the checkpoint that
+    /// begins (`super::shrink`): the page count drops to its first page, so the checkpoint
+    /// records the shorter file and allocations grow it from there again. Only pages free now
+    /// go (not deferred frees, which the checkpoint in force may still point at, nor the free
+    /// space's own pages, which it reads); the regions they were in are rewritten without
+    /// them. The free space's pages just below, among free pages, have their regions rewritten
+    /// too (their new pages taken as low as possible, [`FreeSpace::begin`]), so that the next
+    /// shrink finds them free. Returns the pages it took (some of which `begin` may keep for
+    /// the checkpoint's own pages).
+    fn shrink_tail(&mut self) -> u64 {
+        let end = self.page_count;
+        let given = self.free_at_end();
+        let start = end - given;
+        let mut moved = 0;
+        let mut p = start;
+        while p > FIRST {
+            if self.space.contains(&(p - 1)) {
+                let region = self.regions.iter().find(|(_, &(page, _))| page == p - 1);
+                if let Some((&r, _)) = region {
+                    self.dirty.insert(r);
+                }
+                moved += 1;
+                p -= 1;
+            } else if let Some((s, _)) = self.free.run_of(p - 1) {
+                p = s;
+            } else {
+                break;
+            }
+        }
+        if given > 0 {
+            self.free.remove(start, given);
+            for r in self.region(start)..=self.region(end - 1) {
+                self.dirty.insert(r);
+            }
+            self.page_count = start;
+        }
+        if self.free.pages() == 0 {
+            // Nowhere lower to move them to: they would come back at the end.
+            moved = 0;
+        }
+        self.shrunk = Shrunk {
+            pages: given,
+            moved,
+        };
+        given
+    }
+
+    /// Whether `id` holds free space (a region or directory page, current, retired or new).
+    pub(super) fn is_space(&self, id: u64) -> bool {
+        self.space.contains(&id)
+    }
+
+    /// Free pages at the file's end, or among free-space pages there: what shrinking
+    /// checkpoints can give back (the free-space pages moved lower first).
+    pub(super) fn free_near_end(&self) -> u64 {
+        let (mut p, mut free) = (self.page_count, 0);
+        while p > FIRST {
+            if self.space.contains(&(p - 1)) {
+                p -= 1;
+            } else if let Some((s, _)) = self.free.run_of(p - 1) {
+                free += p - s;
+                p = s;
+            } else {
+                break;
+            }
+        }
+        free
+    }
+
     /// Gives back what a begun checkpoint took (it will not be planned).
     fn abandon_begun(&mut self) {
         if let Some(b) = self.begun.take() {
@@ -446,13 +584,11 @@ impl FreeSpace {
     /// free-space pages.
     pub(super) fn begin(&mut self) {
         self.abandon_begun();
+        let shrinking = std::mem::take(&mut self.shrink);
+        let tail = if shrinking { self.shrink_tail() } else { 0 };
         let dirty = std::mem::take(&mut self.dirty);
         self.last_dirty = 0..0;
         self.recorded = std::mem::take(&mut self.deferred);
-        let mut bitmaps = BTreeMap::new();
-        for r in dirty.iter().copied().chain([self.region(self.page_count)]) {
-            bitmaps.entry(r).or_insert_with(|| self.bitmap(r));
-        }
         // Enough for every dirty region and the directory, unless the file grows meanwhile
         // (then the checkpoint grows it for the rest). Free when it began, these pages stay
         // marked whatever happens to them.
@@ -463,10 +599,29 @@ impl FreeSpace {
                 .saturating_sub(cap)
                 .div_ceil(entries_per_page(self.page_size));
         while self.reserved.len() < want {
-            match self.free.take(1) {
+            // Shrinking, as low as possible: what is left free at the end is given back next.
+            let page = if shrinking {
+                self.free.take_lowest()
+            } else {
+                self.free.take(1)
+            };
+            match page {
                 Some(p) => self.reserved.push(p),
                 None => break,
             }
+        }
+        if shrinking && self.reserved.len() < want && tail > 0 {
+            // No free page below the run given back: its first pages hold the checkpoint's
+            // own, rather than pages the file would grow by after them.
+            let keep = ((want - self.reserved.len()) as u64).min(tail);
+            self.reserved.extend(self.page_count..self.page_count + keep);
+            self.page_count += keep;
+            self.shrunk.pages -= keep;
+        }
+        // After the reservation: the pages the shrink kept for it are marked.
+        let mut bitmaps = BTreeMap::new();
+        for r in dirty.iter().copied().chain([self.region(self.page_count)]) {
+            bitmaps.entry(r).or_insert_with(|| self.bitmap(r));
         }
         self.begun = Some(Begun {
             page_count: self.page_count,
@@ -538,6 +693,7 @@ impl FreeSpace {
         self.space.extend(ids.iter().copied());
         let laid_out = self.lay_out(b, &written, &ids, (start, end), cap);
         let mut running = Running {
+            page_count: end,
             written,
             new_pages: ids,
             released: Vec::new(),
@@ -682,6 +838,7 @@ impl FreeSpace {
             self.overflow = o;
         }
         self.inline_cap = Some(r.inline_cap);
+        self.recorded_count = r.page_count;
     }
 
     /// The planned checkpoint failed: the current free space stays; its new pages are retired

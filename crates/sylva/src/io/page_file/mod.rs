@@ -68,6 +68,10 @@
 //! counted (nor marked), so a crash then leaves them outside the file. Regions changed after
 //! it began stay dirty for the next checkpoint.
 //!
+//! **Giving space back** ([`shrink`]): a checkpoint may take the free run at the file's end out
+//! of the file (its meta page records the shorter page count), and the file is truncated once
+//! that meta page is durable; a file longer than its page count is valid.
+//!
 //! **Versions.** Page format version 1 kept a free list (every free page id, rewritten whole at
 //! each checkpoint). It is still read: its free pages and the list's own pages (free after the
 //! next checkpoint) become the extents, every region that marks something is dirty, and the
@@ -80,6 +84,7 @@
 mod encoding;
 mod extents;
 mod free_space;
+mod shrink;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -97,6 +102,7 @@ use encoding::{
 };
 pub use encoding::{decode_free_space_page, decode_meta_page, FreeSpacePage, MetaPage};
 use free_space::FreeSpace;
+pub use shrink::{FreeExtents, ShrinkStep};
 
 /// Smallest and largest page sizes.
 pub const MIN_PAGE_SIZE: usize = 4096;

@@ -274,3 +274,62 @@ fn a_free_list_that_loops_is_corruption_not_a_hang() {
         other => panic!("expected corruption, got {:?}", other.map(|_| ())),
     }
 }
+
+/// A shrinking checkpoint (`shrink.rs`) takes only the free run at the end (not deferred frees,
+/// which wait for the checkpoint after theirs), records the shorter file, and the truncation
+/// cuts it; the file reopens with its pages and free space intact and grows from its new end.
+#[test]
+fn a_shrinking_checkpoint_gives_the_free_run_at_the_end_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("pages");
+    let file = PageFile::create(&path, 4096, false).expect("create");
+    let kept: Vec<u64> = (0..10).map(|_| file.allocate()).collect();
+    let run = file.allocate_run(50);
+    for (i, id) in kept.iter().copied().chain(run..run + 50).enumerate() {
+        fill(&file, id, i as u8);
+    }
+    file.checkpoint(b"a").expect("checkpoint");
+    let full = file.file_len().expect("len");
+    file.free_run_deferred(run, 50).expect("free");
+    assert_eq!(file.free_extents().at_end, 50, "deferred frees count as free");
+
+    file.shrink_at_next_checkpoint();
+    file.checkpoint(b"b").expect("checkpoint");
+    assert_eq!(file.last_shrink().pages, 0, "deferred frees wait for their checkpoint");
+    assert!(file.last_shrink().free_near_end >= 49);
+    // That checkpoint's region page went to the end (nothing was free when it began): the
+    // next moves it lower, the one after takes the run, as `Db::compact` goes on.
+    let mut given = 0;
+    for round in 0..4 {
+        file.shrink_at_next_checkpoint();
+        file.checkpoint(b"c").expect("checkpoint");
+        let step = file.last_shrink();
+        given += step.pages;
+        if step.free_near_end <= 1 {
+            assert!(round >= 1, "{step:?}");
+            break;
+        }
+    }
+    assert!(given >= 48, "{given} pages given back");
+    let (before, after) = file.truncate_to_page_count().expect("truncate");
+    assert!(before >= full, "the first shrink's region page grew it: {before} < {full}");
+    assert_eq!(after, file.page_count() * 4096);
+    assert!(before - after >= 48 * 4096, "{before} → {after}");
+    let count = file.page_count();
+    drop(file);
+
+    let (file, meta) = PageFile::open(&path, false).expect("reopen");
+    assert_eq!(meta.user, b"c");
+    assert_eq!(file.page_count(), count);
+    for (i, &id) in kept.iter().enumerate() {
+        assert_eq!(body(&file, id), i as u8);
+        assert!(!file.is_free(id));
+    }
+    assert_eq!(
+        file.page_count(),
+        FIRST_DATA_PAGE + 10 + file.free_pages() + file.free_list_pages(),
+        "every page is in use, free, or holds the free space"
+    );
+    // A run that no hole holds grows the file from its new end.
+    assert_eq!(file.allocate_run(20), count);
+}
