@@ -70,6 +70,10 @@ pub(super) struct FreeSpace {
     begun: Option<Begun>,
     /// The checkpoint planned and not yet committed or aborted.
     running: Option<Running>,
+    /// Pages the file grew by for runs that no free run held: while the free pages in all
+    /// were as many (holes too short), and while they were fewer.
+    pub(super) grown_fragmented: u64,
+    pub(super) grown_short: u64,
 }
 
 /// The state a checkpoint records, noted as it began.
@@ -159,6 +163,8 @@ impl FreeSpace {
             inline_cap: None,
             begun: None,
             running: None,
+            grown_fragmented: 0,
+            grown_short: 0,
         }
     }
 
@@ -316,6 +322,11 @@ impl FreeSpace {
         let first = match self.free.take(n) {
             Some(s) => s,
             None => {
+                if self.free.pages() >= n {
+                    self.grown_fragmented += n;
+                } else {
+                    self.grown_short += n;
+                }
                 let s = self.page_count;
                 self.page_count = s.saturating_add(n);
                 s
@@ -374,6 +385,11 @@ impl FreeSpace {
         }
         self.after.push((sequence, first, n));
         Ok(())
+    }
+
+    /// The lengths of the free runs (allocatable now), for space reports.
+    pub(super) fn free_run_lengths(&self) -> Vec<u64> {
+        self.free.iter().map(|(_, l)| l).collect()
     }
 
     /// Frees waiting for `free_run_after`, as runs (tests and checks).

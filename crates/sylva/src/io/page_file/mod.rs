@@ -783,6 +783,13 @@ impl PageFile {
         self.state.lock().space.waiting_after()
     }
 
+    /// Space report: the free runs' lengths, and the pages the file grew by while free runs
+    /// were too short for a request though as many pages were free, and while fewer were.
+    pub fn space_report(&self) -> (Vec<u64>, u64, u64) {
+        let st = self.state.lock();
+        (st.space.free_run_lengths(), st.space.grown_fragmented, st.space.grown_short)
+    }
+
     /// Makes every write so far durable.
     pub fn sync(&self) -> Result<()> {
         self.io.sync()
