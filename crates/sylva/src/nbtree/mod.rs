@@ -76,10 +76,10 @@
 //!    `sylvaNB\0`, the version, f, σ, the Bloom bits, the head page and `l`) and drops the old
 //!    log segment.
 //!
-//! A long cascade also commits inside itself between HandleFullSNode levels (`cascade`,
-//! "Commit points"): a manifest and meta page naming the s-tree as it stands and the log
-//! position of the checkpoint in force, so the runs it has replaced so far are freed and
-//! reused before it ends.
+//! A cascade also commits inside itself after the children it rewrites (`cascade`, "Commit
+//! points"): a manifest and meta page naming the s-tree as it stands and the log position of
+//! the checkpoint in force, so the runs it has replaced so far are freed and reused (a d-tree's
+//! run is in pieces, `pieces`, and fits holes shorter than itself) before it ends.
 //!
 //! **Recovery**: meta page → head → manifest → d-trees' inner pages and filters; every page of
 //! a live run is marked in use and every other page not free is freed (free space is the
@@ -140,6 +140,7 @@
 pub(crate) mod bloom;
 pub(crate) mod cascade;
 pub(crate) mod dtree;
+mod pieces;
 mod check;
 mod engine;
 pub(crate) mod log;

@@ -336,6 +336,28 @@ impl FreeSpace {
         first
     }
 
+    /// Allocates `n` pages as pieces of at least `min` pages each (the last may be shorter):
+    /// the shortest free run that holds the rest if there is one, else the longest free run
+    /// if it holds `min`, else the rest as new pages at the end of the file. A writer of long
+    /// runs whose readers need only `min` contiguous pages so reuses holes too short for it.
+    pub(super) fn allocate_pieces(&mut self, n: u64, min: u64) -> Vec<(u64, u64)> {
+        let mut pieces = Vec::new();
+        let mut rest = n;
+        while rest > 0 {
+            let (first, len) = match self.free.take(rest) {
+                Some(s) => (s, rest),
+                None => match self.free.take_longest(min) {
+                    Some(run) => run,
+                    None => (self.allocate_run(rest), rest),
+                },
+            };
+            self.mark(first, len);
+            pieces.push((first, len));
+            rest -= len;
+        }
+        pieces
+    }
+
     /// Whether `first..first + n` are data pages that are not deferred frees, reserved or
     /// holding free space (the caller checks the free pages).
     fn in_use(&self, first: u64, n: u64) -> bool {

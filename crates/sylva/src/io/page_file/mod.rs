@@ -712,6 +712,12 @@ impl PageFile {
         self.state.lock().space.allocate_run(n as u64)
     }
 
+    /// Allocates `n` pages in pieces of at least `min` pages (the last may be shorter), in
+    /// order: (first page, pages) of each. Holes of `min` pages or more are reused.
+    pub fn allocate_pieces(&self, n: usize, min: usize) -> Vec<(u64, u64)> {
+        self.state.lock().space.allocate_pieces(n as u64, min as u64)
+    }
+
     /// Marks page `id` in use, as recovery does for a page the log shows allocated after the
     /// last checkpoint: it leaves the free pages, or the file grows to hold it (pages skipped on
     /// the way become free).
