@@ -130,11 +130,12 @@
 //! waits (above); inner pages and filters stay in memory in full (they grow with the data,
 //! about 1% and 10 bits a record, and shrink the leaf cache; past `cache_bytes` the leaf cache
 //! keeps 16 frames and memory goes over the budget); the file's high-water mark holds the live
-//! runs, what a cascade writes between two of its commit points (one HandleFullSNode level,
-//! up to about (f + 1)σ, and the splits below the last), and holes too small for the next
-//! runs (a merged d-tree is larger than the run it replaces, and a run is contiguous): 2.02×
-//! the raw bytes after a 3M-record load against the 1.5× (`docs/results/nbtree.md`,
-//! session 3); the bulk builder (`dtree::Writer`) lives here, not yet shared
+//! runs and what a cascade writes between two of its commit points (after each child it
+//! rewrites, once σ/4 is written: about one child's rewrite, and a split right after its
+//! merge); holes are reused since d-trees are in pieces. Session 3 measured 2.02× the raw bytes
+//! after a 3M-record load (holes too short for contiguous runs: 87% of the file's growth);
+//! pieces and per-child commits give 1.32× in `tests/nbtree_load_space.rs` and are not yet
+//! measured at 3M (`docs/results/nbtree.md`, session 4); the bulk builder (`dtree::Writer`) lives here, not yet shared
 //! with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
 
 pub(crate) mod bloom;
