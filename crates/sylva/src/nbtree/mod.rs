@@ -134,8 +134,8 @@
 //! rewrites, once σ/4 is written: about one child's rewrite, and a split right after its
 //! merge); holes are reused since d-trees are in pieces. Session 3 measured 2.02× the raw bytes
 //! after a 3M-record load (holes too short for contiguous runs: 87% of the file's growth);
-//! pieces and per-child commits give 1.32× in `tests/nbtree_load_space.rs` and are not yet
-//! measured at 3M (`docs/results/nbtree.md`, session 4); the bulk builder (`dtree::Writer`) lives here, not yet shared
+//! pieces and per-child commits give 1.45× at 3M and 1.32× in `tests/nbtree_load_space.rs`
+//! (`docs/results/nbtree.md`, session 4); the bulk builder (`dtree::Writer`) lives here, not yet shared
 //! with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
 
 pub(crate) mod bloom;
