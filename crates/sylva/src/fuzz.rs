@@ -276,12 +276,14 @@ pub fn free_space_page(page: &[u8]) {
 /// is walked. Returns whether the bytes were accepted.
 pub fn nbtree_manifest(bytes: &[u8]) -> bool {
     fn walk(n: &crate::nbtree::manifest::RawNode) -> usize {
-        let _ = (&n.keys, &n.start, n.live_records, n.live_bytes, n.dtree);
+        let _ = (&n.keys, &n.start, n.live_records, n.live_bytes, n.dtree, &n.pieces);
         1 + n.children.iter().map(walk).sum::<usize>()
     }
-    match crate::nbtree::manifest::decode(ID, bytes) {
-        Ok(root) => walk(&root) > 0,
-        Err(_) => false,
+    // Both state versions' manifests (version 1 has no pieces).
+    let v1 = crate::nbtree::manifest::decode(ID, bytes, 1).is_ok_and(|root| walk(&root) > 0);
+    match crate::nbtree::manifest::decode(ID, bytes, 2) {
+        Ok(root) => walk(&root) > 0 || v1,
+        Err(_) => v1,
     }
 }
 

@@ -1,9 +1,12 @@
 //! Stored NB-tree stores, opened by every build: `tests/fixtures/nbtree-v1` (state version 1:
-//! a committed s-tree of several levels and 100 writes in the log after the last commit) must
-//! open, replay its log and hold exactly its records; `nbtree-v1-bitflip` (one bit flipped in a
-//! d-tree leaf) must answer every lookup correctly or with `ChecksumMismatch`, and `check()`
-//! must refuse it. `SYLVA_WRITE_FIXTURES=1 cargo test -p sylva --test nbtree_fixtures --
-//! --ignored` writes them again (only for a new format version: they pin the old one).
+//! a committed s-tree of several levels and 100 writes in the log after the last commit) and
+//! `nbtree-v2` (the same writes in state version 2: d-trees in pieces) must open, replay their
+//! log and hold exactly their records, and version 1 must still after its first commit (in
+//! version 2) and a reopen; `nbtree-v1-bitflip` (one bit flipped in a d-tree leaf) must answer
+//! every lookup correctly or with `ChecksumMismatch`, and `check()` must refuse it.
+//! `SYLVA_WRITE_FIXTURES=1 cargo test -p sylva --test nbtree_fixtures -- --ignored` writes
+//! the current version's fixture (`nbtree-v2`) again; the older ones pin their versions and are
+//! not rewritten.
 
 #![allow(clippy::unwrap_used)]
 
@@ -70,7 +73,7 @@ fn write_fixtures() {
     if std::env::var("SYLVA_WRITE_FIXTURES").is_err() {
         return;
     }
-    let dir = fixture("nbtree-v1");
+    let dir = fixture("nbtree-v2");
     let _ = std::fs::remove_dir_all(&dir);
     let nb = NbTree::open(&dir, options(SyncMode::Always)).unwrap();
     write(&nb, 0..3000);
@@ -78,7 +81,12 @@ fn write_fixtures() {
     write(&nb, 3000..3100);
     nb.simulate_crash();
     let _ = std::fs::remove_file(dir.join("LOCK"));
-    let bad = fixture("nbtree-v1-bitflip");
+    if std::env::var("SYLVA_WRITE_FIXTURES").as_deref() != Ok("bitflip") {
+        return;
+    }
+    // `nbtree-v1-bitflip` was made from version 1 and stays; SYLVA_WRITE_FIXTURES=bitflip also
+    // makes `nbtree-v2-bitflip` from the current version.
+    let bad = fixture("nbtree-v2-bitflip");
     let _ = std::fs::remove_dir_all(&bad);
     std::fs::create_dir_all(&bad).unwrap();
     for f in FILES {
@@ -94,7 +102,7 @@ fn write_fixtures() {
         let mut damaged = data.clone();
         damaged[leaf * 4096 + 2000] ^= 0x10;
         std::fs::write(bad.join("data.sylva"), &damaged).unwrap();
-        let trial = copy("nbtree-v1-bitflip");
+        let trial = copy("nbtree-v2-bitflip");
         let nb = NbTree::open(trial.path(), options(SyncMode::Never)).unwrap();
         if model().keys().any(|k| nb.get(k).is_err()) {
             return;
@@ -105,7 +113,26 @@ fn write_fixtures() {
 
 #[test]
 fn the_version_1_fixture_opens_replays_its_log_and_holds_its_records() {
-    let dir = copy("nbtree-v1");
+    opens_replays_and_holds("nbtree-v1");
+}
+
+#[test]
+fn the_version_2_fixture_opens_replays_its_log_and_holds_its_records() {
+    opens_replays_and_holds("nbtree-v2");
+}
+
+fn scan_all(nb: &NbTree) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut got = BTreeMap::new();
+    nb.scan(&[], usize::MAX, &mut |k, v| {
+        got.insert(k.to_vec(), v.to_vec());
+        true
+    })
+    .expect("scan");
+    got
+}
+
+fn opens_replays_and_holds(name: &str) {
+    let dir = copy(name);
     let nb = NbTree::open(dir.path(), options(SyncMode::Never)).unwrap();
     assert_eq!(nb.recovery().records_redone, 110, "{:?}", nb.recovery());
     let mut got = BTreeMap::new();
@@ -118,6 +145,11 @@ fn the_version_1_fixture_opens_replays_its_log_and_holds_its_records() {
     let height = nb.counters().iter().find(|c| c.0 == "height").unwrap().1;
     assert!(height >= 2, "the fixture's s-tree has levels: {height}");
     nb.check().unwrap();
+    // `check` committed (in the current version); a reopen reads that commit.
+    nb.close().expect("close");
+    let nb = NbTree::open(dir.path(), options(SyncMode::Never)).expect("reopen");
+    assert_eq!(scan_all(&nb), model());
+    nb.check().expect("check after reopen");
 }
 
 #[test]

@@ -20,21 +20,27 @@
 //! s-node's d-tree (§3.2.2: nothing older is below it).
 //!
 //! **Commit points** (not in the paper, which has no commits). Every run a cascade replaces
-//! stays named by the durable manifest until the cascade's commit is durable, so without more
-//! the file's high-water mark holds the live runs plus a whole cascade's output (up to W;
-//! `docs/results/nbtree.md`). Between two HandleFullSNode levels (a flush done, every child it
-//! touched written, before going down into the largest child) the s-tree is complete: each
-//! record moved down is in its new child and past its old s-node's start pointer, and the child
-//! about to be handled is merely over σ, which reads and recovery allow (its siblings hold at
-//! most σ more than after its flush). There, once the cascade has written σ since it last
-//! did, it commits inside itself (`Ctx::commit_inside`, `NbEngine::commit_inside`): the log
-//! fsynced, the s-tree published to readers (the frozen roots still
-//! above it), a manifest and a meta page written that name it and the log position of the
-//! checkpoint in force (the frozen roots' records are still in the log after it, and replaying
-//! them over an s-tree that holds some of them already changes nothing: they are the newest
-//! versions). Runs replaced before it are freed once it is durable and no reader holds them,
-//! and the rest of the cascade reuses them. The path above the s-node being handled is kept
-//! in `Ctx::path` (each s-node as it stood when the cascade went down into its child).
+//! stays named by the durable manifest until a commit that no longer names it is durable, so
+//! without more the file's high-water mark holds the live runs plus a whole cascade's output (up
+//! to W; `docs/results/nbtree.md`). The s-tree is complete after each child a flush rewrites:
+//! the flushed s-node's start pointer moves past the records that child took (`move_start`), so
+//! each record moved down is in its new child or still live in its s-node, never in neither nor
+//! (as a different version) in both. At the root, whose flush takes from the frozen roots and
+//! the on-disk part `R`, the old `R` stays until the children are written (its start pointer
+//! moving past what went down; the frozen roots' records are in the log, replayed after a
+//! crash), and the new `R` is written last. A child about to be handled is merely over σ, which
+//! reads and recovery allow. At each of these points (after each child's rewrite, before going
+//! down into the largest child, and after it if the s-node has at most `f` children), once the
+//! cascade has written σ/[`COMMIT_FRACTION`] since it last did, it commits inside itself
+//! (`Ctx::commit_inside`, `NbEngine::commit_inside`): the log fsynced, the s-tree published to
+//! readers (the frozen roots still above it), a manifest and a meta page written that name it and
+//! the log position of the checkpoint in force (the frozen roots' records are still in the log
+//! after it, and replaying them over an s-tree that holds some of them already changes nothing:
+//! they are the newest versions). Runs replaced before it are freed once it is durable and no
+//! reader holds them, and the next child's run reuses them (a run is in pieces, `dtree`, so it
+//! fits holes shorter than itself). The path above the s-node being handled is kept in
+//! `Ctx::path` (each s-node as it stood when the cascade went down into its child, that child
+//! taken out of it so that the path holds no replaced run).
 //!
 //! **Deamortization** (§5.1). With `deamortize=on` a cascade is a [`Job`] that the durability
 //! layer's checkpoint thread runs at nice 10 (the *merger*) while writers fill the next root.
@@ -62,6 +68,12 @@ use super::stree::{is_put, SNode};
 use crate::error::Result;
 use crate::buffer::BufferPool;
 use crate::io::PageFile;
+
+/// A cascade commits inside itself once it has written σ / `COMMIT_FRACTION` since it last did
+/// (module docs, "Commit points"): what it wrote since is what the file's high-water mark holds
+/// beyond the live runs (the runs it replaced wait for the commit), so a smaller fraction means a
+/// smaller file and more commits (three fsyncs each).
+pub(crate) const COMMIT_FRACTION: u64 = 4;
 
 /// A record: key and tagged value.
 pub(crate) type Rec = (Vec<u8>, Vec<u8>);
@@ -140,15 +152,15 @@ impl<'a> Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// A commit point, between HandleFullSNode levels: `node` is complete (its flush done, every
-    /// child it touched written) and the cascade is about to go down into one of its children.
-    /// Commits the whole s-tree as it stands (`node` under the path above it) if the cascade
-    /// wrote at least σ since it last committed.
+    /// A commit point: `node`, the s-node being flushed, is complete (every record it moved so
+    /// far is in the child it went to and behind its start pointer; module docs, "Commit
+    /// points"). Commits the whole s-tree as it stands (`node` under the path above it) if
+    /// the cascade wrote at least [`COMMIT_FRACTION`] of σ since it last committed.
     fn commit_inside(&mut self, node: &SNode) -> Result<()> {
         let Some(commit) = self.commit_point else {
             return Ok(());
         };
-        if self.written - self.committed_at < self.sigma {
+        if self.written - self.committed_at < (self.sigma / COMMIT_FRACTION).max(1) {
             return Ok(());
         }
         let mut tree = node.clone();
@@ -169,10 +181,9 @@ impl Ctx<'_> {
     /// A d-tree writer for at most `bound`, reporting its writes to the job. Its run may
     /// reuse pages of a freed d-tree: the leaf cache forgets them before they are written.
     fn writer(&self, bound: Bound) -> Result<Writer> {
-        let w = Writer::new(self.file, bound, self.bloom_bits, self.job.clone());
+        let w = Writer::new(self.file, bound, self.bloom_bits, self.job.clone(), self.sigma);
         if let Some(pool) = self.pool {
-            let (first, pages) = w.run();
-            if pages > 0 {
+            for &(first, pages) in w.run() {
                 pool.forget_run(first, pages)?;
             }
         }
@@ -333,25 +344,36 @@ fn finish(ctx: &mut Ctx<'_>, w: Writer) -> Result<Option<DTree>> {
     Ok(d)
 }
 
-/// Reads the live records of `node`'s d-tree, merged under `newer` (newer wins), into memory.
-fn merged_in_memory(node: &SNode, newer: Vec<Rec>) -> Result<Vec<Rec>> {
+/// Reads the live records of `node`'s d-tree, merged under `newer` (newer wins), into memory;
+/// with each record, the bytes of the d-tree's record of its key (0: none), which
+/// [`distribute`] takes off the node's live part as the record moves down.
+fn merged_in_memory(node: &SNode, newer: Vec<Rec>) -> Result<(Vec<Rec>, Vec<u64>)> {
     let Some(d) = &node.dtree else {
-        return Ok(newer);
+        let consumed = vec![0; newer.len()];
+        return Ok((newer, consumed));
     };
     let mut out = Vec::with_capacity(newer.len() + node.live_records as usize);
+    let mut consumed = Vec::with_capacity(out.capacity());
     let mut c = d.cursor(&node.start, true)?;
     let mut newer = newer.into_iter().peekable();
     while let Some((k, v)) = c.next_record()? {
         while let Some(n) = newer.next_if(|n| n.0.as_slice() < k) {
             out.push(n);
+            consumed.push(0);
         }
-        if newer.peek().is_some_and(|n| n.0.as_slice() == k) {
-            continue;
+        let own = (k.len() + v.len()) as u64;
+        if let Some(n) = newer.next_if(|n| n.0.as_slice() == k) {
+            out.push(n);
+        } else {
+            out.push((k.to_vec(), v.to_vec()));
         }
-        out.push((k.to_vec(), v.to_vec()));
+        consumed.push(own);
     }
-    out.extend(newer);
-    Ok(out)
+    for n in newer {
+        out.push(n);
+        consumed.push(0);
+    }
+    Ok((out, consumed))
 }
 
 /// Moves a frozen root's records (sorted, one per key) into the s-tree under `root`; returns
@@ -369,9 +391,9 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, root: Arc<SNode>, recs: Vec<Rec>) -> Res
         root
     } else {
         ctx.calls += 1;
-        let moved = merged_in_memory(&root, recs)?;
-        root.set_dtree(None);
+        let (moved, consumed) = merged_in_memory(&root, recs)?;
         if root.is_leaf() {
+            root.set_dtree(None);
             let moved: Vec<Rec> = moved.into_iter().filter(|r| is_put(&r.1)).collect();
             if moved.len() < 2 {
                 let d = write_merge(ctx, &moved, None, true)?;
@@ -386,8 +408,11 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, root: Arc<SNode>, recs: Vec<Rec>) -> Res
             }
         } else {
             // flush(root) moves at most σ bytes, as every flush does (§4.1): the rest stays
-            // in the root's on-disk d-tree `R`, rewritten (the root has no start pointer).
-            let mut moved = moved;
+            // in the root's on-disk d-tree `R`, rewritten once the children are. Until then the
+            // old `R` stays, its start pointer moving past what went down child by child: its
+            // live part and the frozen roots (replayed from the log) hold the rest, so the
+            // s-tree is complete at each commit point on the way.
+            let (mut moved, mut consumed) = (moved, consumed);
             let mut bytes = 0u64;
             let cut = moved
                 .iter()
@@ -397,10 +422,13 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, root: Arc<SNode>, recs: Vec<Rec>) -> Res
                 })
                 .unwrap_or(moved.len());
             let rest = moved.split_off(cut);
+            consumed.truncate(cut);
+            let rest_start = rest.first().map(|r| r.0.clone());
+            distribute(ctx, &mut root, moved, &consumed, rest_start)?;
+            drop(consumed);
             let d = write_merge(ctx, &rest, None, false)?;
             drop(rest);
             root.set_dtree(d);
-            distribute(ctx, &mut root, moved)?;
             if root.children.len() > ctx.fanout {
                 match split_inner(ctx, root)? {
                     Outcome::Split(a, k, b) => grow(k, a, b),
@@ -441,9 +469,42 @@ fn leaf_of(ctx: &mut Ctx<'_>, recs: &[Rec]) -> Result<SNode> {
     Ok(n)
 }
 
+/// Takes records moved down off `node`'s live part: the first `n` of its d-tree's live records
+/// with `bytes` bytes; its start pointer becomes `next` (`None`: nothing of it stays live).
+fn move_start(node: &mut SNode, n: u64, bytes: u64, next: Option<&[u8]>) {
+    if node.dtree.is_none() {
+        return;
+    }
+    match next {
+        None => node.set_dtree(None),
+        Some(k) => {
+            // At the root a frozen root's key may lie below a start pointer a commit point
+            // left (recovered from it): the pointer never moves back over dead records.
+            if k > node.start.as_slice() {
+                node.start = k.to_vec();
+            }
+            node.live_records -= n;
+            node.live_bytes -= bytes;
+        }
+    }
+}
+
 /// flush's second half: routes `moved` (sorted) to `node`'s children, each touched child's
 /// d-tree rewritten as a merge, then HandleFullSNode on the largest child over σ.
-fn distribute(ctx: &mut Ctx<'_>, node: &mut SNode, moved: Vec<Rec>) -> Result<()> {
+///
+/// `consumed[j]` is the bytes of `node`'s own live record that `moved[j]` stands for (0: none;
+/// a frozen root's record at the root); `rest_start` is the first key that stays (`None`: the
+/// node's d-tree moves down whole). After each child is written the node's start pointer moves
+/// past the records it took, so the s-tree is complete there and the cascade may commit
+/// (module docs, "Commit points"): the run the child replaced is freed once that commit is
+/// durable, before the next child's run is allocated.
+fn distribute(
+    ctx: &mut Ctx<'_>,
+    node: &mut SNode,
+    moved: Vec<Rec>,
+    consumed: &[u64],
+    rest_start: Option<Vec<u8>>,
+) -> Result<()> {
     ctx.counters.flushes.fetch_add(1, Ordering::Relaxed);
     let mut lo = 0;
     for i in 0..node.children.len() {
@@ -465,8 +526,16 @@ fn distribute(ctx: &mut Ctx<'_>, node: &mut SNode, moved: Vec<Rec>) -> Result<()
             )?;
             c.set_dtree(d);
             node.children[i] = Arc::new(c);
+            let taken = &consumed[lo..hi];
+            let n = taken.iter().filter(|&&b| b > 0).count() as u64;
+            let next = moved.get(hi).map(|r| r.0.as_slice()).or(rest_start.as_deref());
+            move_start(node, n, taken.iter().sum(), next);
+            ctx.commit_inside(node)?;
         }
         lo = hi;
+    }
+    if moved.is_empty() && rest_start.is_none() {
+        move_start(node, 0, 0, None);
     }
     drop(moved);
     let big = (0..node.children.len())
@@ -474,8 +543,12 @@ fn distribute(ctx: &mut Ctx<'_>, node: &mut SNode, moved: Vec<Rec>) -> Result<()
         .max_by_key(|&i| node.children[i].live_bytes);
     if let Some(i) = big {
         ctx.commit_inside(node)?;
+        // The child leaves `node` (and the path, which commit points fill in): held nowhere
+        // else but by the version readers see, the runs its flush replaces are freed at the
+        // next commit point, not when the cascade comes back up.
+        let child = std::mem::take(&mut node.children[i]);
         ctx.path.push((node.clone(), i));
-        let handled = handle_full(ctx, (*node.children[i]).clone());
+        let handled = handle_full(ctx, Arc::unwrap_or_clone(child));
         ctx.path.pop();
         match handled? {
             Outcome::One(c) => node.children[i] = Arc::new(c),
@@ -484,6 +557,9 @@ fn distribute(ctx: &mut Ctx<'_>, node: &mut SNode, moved: Vec<Rec>) -> Result<()
                 node.children.insert(i + 1, Arc::new(b));
                 node.keys.insert(i, k);
             }
+        }
+        if node.children.len() <= ctx.fanout {
+            ctx.commit_inside(node)?;
         }
     }
     Ok(())
@@ -510,15 +586,8 @@ pub(crate) fn handle_full(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome>
             moved.push((k.to_vec(), v.to_vec()));
         }
     }
-    match next_start {
-        None => node.set_dtree(None),
-        Some(s) => {
-            node.start = s;
-            node.live_records -= moved.len() as u64;
-            node.live_bytes -= moved_bytes;
-        }
-    }
-    distribute(ctx, &mut node, moved)?;
+    let consumed: Vec<u64> = moved.iter().map(|(k, v)| (k.len() + v.len()) as u64).collect();
+    distribute(ctx, &mut node, moved, &consumed, next_start)?;
     if node.children.len() > ctx.fanout {
         split_inner(ctx, node)
     } else {

@@ -154,13 +154,18 @@ impl Checker {
         }
         self.report.d_records += records;
         let file = d.file();
-        let inner_first = e.first + u64::from(e.leaf_pages);
+        let (leaves, inners) = (u64::from(e.leaf_pages), u64::from(e.inner_pages));
         let mut buf = file.buffer(1);
-        for i in 0..u64::from(e.inner_pages) {
-            file.read_page(inner_first + i, &mut buf, PageKind::DTreeInner)?;
-        }
-        for i in 0..u64::from(e.bloom_pages) {
-            file.read_page(inner_first + u64::from(e.inner_pages) + i, &mut buf, PageKind::Bloom)?;
+        for l in leaves..e.pages() {
+            let kind = if l < leaves + inners {
+                PageKind::DTreeInner
+            } else {
+                PageKind::Bloom
+            };
+            let id = d
+                .page_id(l)
+                .ok_or_else(|| bad(format!("d-tree at {}: page {l} outside its pieces", e.first)))?;
+            file.read_page(id, &mut buf, kind)?;
         }
         Ok(())
     }

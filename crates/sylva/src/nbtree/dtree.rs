@@ -1,9 +1,13 @@
-//! d-trees (§3.1, §4.1): immutable B+trees written once, sequentially, into one contiguous run
-//! of pages, and read back by point lookups and sequential cursors.
+//! d-trees (§3.1, §4.1): immutable B+trees written once, sequentially, into a run of pages, and
+//! read back by point lookups and sequential cursors.
 //!
 //! ```text
 //! run: | leaf 0 | leaf 1 | ... | leaf L−1 | inner level 1 ... | inner root | Bloom pages |
 //! ```
+//!
+//! The run is the d-tree's logical page order; on disk it is in *pieces* ([`super::pieces`]) of
+//! at least 1 MiB each (the last may be shorter), so a d-tree can reuse holes shorter than it
+//! (a departure from the paper's one contiguous run; every read is at most 1 MiB anyway).
 //!
 //! Leaves (`DTreeLeaf`) and inner nodes (`DTreeInner`) are slotted nodes (`page::slotted`, the
 //! engine bytes after the 32-byte page header) without fences or prefix truncation; leaves have
@@ -15,9 +19,9 @@
 //! filter's bytes ([`super::bloom`]) fill the `Bloom` pages after the engine header.
 //!
 //! **Writing** ([`Writer`]): the run is allocated up front at an upper bound computed from the
-//! inputs (records, bytes, the largest record and key: a leaf wastes less than one record), the
-//! pages are built in a 1 MiB buffer and written a buffer at a time, and the unused tail is
-//! freed at the end. Inner pages and the filter stay in memory in the [`DTree`] handle (§6.2:
+//! inputs (records, bytes, the largest record and key: a leaf wastes less than one record), in
+//! pieces ([`crate::io::PageFile::allocate_pieces`]), the pages are built in a 1 MiB buffer and
+//! written a buffer (or a piece's end) at a time, and the unused tail is freed at the end. Inner pages and the filter stay in memory in the [`DTree`] handle (§6.2:
 //! inner nodes and filters are cached); lookups read leaves through the leaf cache.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +29,7 @@ use std::sync::Arc;
 
 use super::bloom::{self, Bloom};
 use super::cascade::Job;
+use super::pieces::Pieces;
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
@@ -40,7 +45,7 @@ pub(crate) const TAG_PUT: u8 = 1;
 /// Tag byte of a tombstone.
 pub(crate) const TAG_TOMBSTONE: u8 = 0;
 
-/// Pages per write (1 MiB at 4 KiB pages).
+/// Pages per write (1 MiB at 4 KiB pages), and the shortest piece of a d-tree's run but its last.
 const WRITE_BYTES: usize = 1 << 20;
 /// Pages a scan's cursor reads at a time (a merge reads [`WRITE_BYTES`]).
 const SCAN_PAGES: usize = 4;
@@ -48,7 +53,7 @@ const SCAN_PAGES: usize = 4;
 /// Where a d-tree is and what it holds (the manifest's entry for it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Extent {
-    /// First page of the run.
+    /// First page of the run (of its first piece).
     pub(crate) first: u64,
     pub(crate) leaf_pages: u32,
     pub(crate) inner_pages: u32,
@@ -76,6 +81,8 @@ impl Extent {
 pub(crate) struct DTree {
     file: Arc<PageFile>,
     pub(crate) extent: Extent,
+    /// Where its pages are.
+    pub(crate) pieces: Pieces,
     /// The inner pages' engine bytes, in run order.
     inner: Vec<u8>,
     bloom: Option<Bloom>,
@@ -99,19 +106,21 @@ impl Drop for DTree {
         if retired == 0 {
             return;
         }
-        let (first, n) = (self.extent.first, self.extent.pages() as usize);
-        // An error here means the page file's free space disagrees with the s-tree;
-        // `NbTree::check` reports that, and nothing can be returned from a drop.
-        let _ = if retired == self.written_at {
-            // Written and replaced before any checkpoint recorded it (between two meta pages,
-            // or in a commit that failed and poisoned the store): no durable manifest names
-            // it, and no version holds it any more.
-            self.file.free_run(first, n)
-        } else {
-            // The durable manifest may name it until the checkpoint that replaced it is
-            // durable (module docs of `super`).
-            self.file.free_run_after_checkpoint(retired, first, n)
-        };
+        for &(first, n) in self.pieces.runs() {
+            let n = n as usize;
+            // An error here means the page file's free space disagrees with the s-tree;
+            // `NbTree::check` reports that, and nothing can be returned from a drop.
+            let _ = if retired == self.written_at {
+                // Written and replaced before any checkpoint recorded it (between two meta
+                // pages, or in a commit that failed and poisoned the store): no durable
+                // manifest names it, and no version holds it any more.
+                self.file.free_run(first, n)
+            } else {
+                // The durable manifest may name it until the checkpoint that replaced it is
+                // durable (module docs of `super`).
+                self.file.free_run_after_checkpoint(retired, first, n)
+            };
+        }
     }
 }
 
@@ -129,42 +138,56 @@ impl DTree {
         self.retired_at.store(self.file.next_sequence(), Ordering::Release);
     }
 
-    /// Loads the d-tree the manifest describes: checks the extent, reads its inner pages and
-    /// its filter.
-    pub(crate) fn load(file: &Arc<PageFile>, e: Extent) -> Result<DTree> {
+    /// Loads the d-tree the manifest describes, its pages in the pieces `runs` (in logical
+    /// order): checks the extent, reads its inner pages and its filter.
+    pub(crate) fn load(file: &Arc<PageFile>, e: Extent, runs: Vec<(u64, u64)>) -> Result<DTree> {
         let usable = file.page_size() - PAGE_HEADER_LEN;
-        let end = e.first.checked_add(e.pages());
-        let inner_first = e.first + u64::from(e.leaf_pages);
+        let impossible = |why: &str| {
+            corrupt(
+                e.first,
+                format!(
+                    "impossible d-tree extent {e:?} ({why}) in a file of {} pages",
+                    file.page_count()
+                ),
+            )
+        };
+        let in_file = runs
+            .iter()
+            .all(|&(f, n)| f >= 2 && f.checked_add(n).is_some_and(|end| end <= file.page_count()));
+        if !in_file {
+            return Err(impossible("a piece outside the file's data pages"));
+        }
+        let pieces = Pieces::new(runs).ok_or_else(|| impossible("pieces overlap or are empty"))?;
+        let leaves = u64::from(e.leaf_pages);
+        let inners = u64::from(e.inner_pages);
         let bloom_fits = (e.bloom_len as usize).div_ceil(usable) == e.bloom_pages as usize;
         let root_ok = if e.inner_pages == 0 {
-            e.leaf_pages == 1 && e.root == e.first
+            e.leaf_pages == 1 && pieces.page(0) == Some(e.root)
         } else {
-            e.root + 1 == inner_first + u64::from(e.inner_pages)
+            pieces.page(leaves + inners - 1) == Some(e.root)
         };
-        if e.first < 2
-            || end.is_none_or(|end| end > file.page_count())
+        if pieces.pages() != e.pages()
+            || pieces.page(0) != Some(e.first)
             || e.leaf_pages == 0
             || !bloom_fits
             || !root_ok
             || e.records == 0
         {
-            return Err(corrupt(
-                e.first,
-                format!("impossible d-tree extent {e:?} in a file of {} pages", file.page_count()),
-            ));
+            return Err(impossible("counts"));
         }
-        let inner = read_pages(file, inner_first, e.inner_pages as usize, PageKind::DTreeInner)?;
+        let inner = read_pages(file, &pieces, leaves, e.inner_pages as usize, PageKind::DTreeInner)?;
         let bloom = if e.bloom_pages > 0 {
-            let first = inner_first + u64::from(e.inner_pages);
-            let mut bytes = read_pages(file, first, e.bloom_pages as usize, PageKind::Bloom)?;
+            let first = leaves + inners;
+            let mut bytes = read_pages(file, &pieces, first, e.bloom_pages as usize, PageKind::Bloom)?;
             bytes.truncate(e.bloom_len as usize);
-            Some(Bloom::decode(first, bytes)?)
+            Some(Bloom::decode(pieces.page(first).unwrap_or(e.first), bytes)?)
         } else {
             None
         };
         Ok(DTree {
             file: file.clone(),
             extent: e,
+            pieces,
             inner,
             bloom,
             written_at: 0,
@@ -181,14 +204,18 @@ impl DTree {
         (self.inner.len() + self.bloom.as_ref().map_or(0, Bloom::byte_len)) as u64
     }
 
-    /// The leaf that may hold `key`.
-    fn leaf_for(&self, key: &[u8]) -> Result<u64> {
+    /// The leaf that may hold `key`: its page and its logical number.
+    fn leaf_for(&self, key: &[u8]) -> Result<(u64, u64)> {
         let e = &self.extent;
-        let inner_first = e.first + u64::from(e.leaf_pages);
+        let leaves = u64::from(e.leaf_pages);
         let usable = self.usable();
         let mut id = e.root;
-        while id >= inner_first {
-            let at = (id - inner_first) as usize * usable;
+        let mut at_l = self
+            .pieces
+            .logical(id)
+            .ok_or_else(|| corrupt(id, "root outside its d-tree"))?;
+        while at_l >= leaves {
+            let at = (at_l - leaves) as usize * usable;
             let page = self
                 .inner
                 .get(at..at + usable)
@@ -198,12 +225,19 @@ impl DTree {
             let child = node.child(i)?;
             // Children are written before their parent: a pointer forwards is damage (and
             // would let a loop run forever).
-            if child >= id || child < e.first {
-                return Err(corrupt(id, format!("child {child} outside its d-tree level")));
-            }
+            at_l = self
+                .pieces
+                .logical(child)
+                .filter(|&c| c < at_l)
+                .ok_or_else(|| corrupt(id, format!("child {child} outside its d-tree level")))?;
             id = child;
         }
-        Ok(id)
+        Ok((id, at_l))
+    }
+
+    /// The file page of the d-tree's logical page `l` (leaves, inner pages, filter in order).
+    pub(crate) fn page_id(&self, l: u64) -> Option<u64> {
+        self.pieces.page(l)
     }
 
     /// Whether the filter admits `key` (hash `h`): always without a filter.
@@ -217,7 +251,7 @@ impl DTree {
     /// while a version holds their d-tree, so a failed validation (the pool forgot the page
     /// for a reused run, which cannot happen while this d-tree is held) only retries.
     pub(crate) fn get(&self, key: &[u8], pool: &BufferPool, out: &mut Vec<u8>) -> Result<bool> {
-        let id = self.leaf_for(key)?;
+        let (id, _) = self.leaf_for(key)?;
         let usable = pool.usable_size();
         loop {
             let Some(version) = pool.read_lock(id)? else {
@@ -245,9 +279,9 @@ impl DTree {
     /// reading `pages` leaves at a time.
     pub(crate) fn cursor(self: &Arc<Self>, from: &[u8], sequential: bool) -> Result<Cursor> {
         let leaf = if from.is_empty() {
-            self.extent.first
+            0
         } else {
-            self.leaf_for(from)?
+            self.leaf_for(from)?.1
         };
         let per_read = if sequential {
             (WRITE_BYTES / self.file.page_size()).max(1)
@@ -279,16 +313,24 @@ impl DTree {
     }
 }
 
-/// Reads `n` pages of `kind` from `first` and returns their engine bytes back to back.
-fn read_pages(file: &PageFile, first: u64, n: usize, kind: PageKind) -> Result<Vec<u8>> {
+/// Reads `n` pages of `kind` from logical page `first` and returns their engine bytes back to
+/// back.
+fn read_pages(file: &PageFile, pieces: &Pieces, first: u64, n: usize, kind: PageKind) -> Result<Vec<u8>> {
     let ps = file.page_size();
     let per = (WRITE_BYTES / ps).max(1);
     let mut out = Vec::with_capacity(n * (ps - PAGE_HEADER_LEN));
     let mut buf = file.buffer(per.min(n.max(1)));
     let mut done = 0;
     while done < n {
-        let m = per.min(n - done);
-        file.read_run(first + done as u64, &mut buf, &vec![kind; m])?;
+        let l = first + done as u64;
+        let m = per
+            .min(n - done)
+            .min(pieces.contiguous_from(l) as usize);
+        let id = pieces
+            .page(l)
+            .filter(|_| m > 0)
+            .ok_or_else(|| corrupt(l, "a d-tree page outside its pieces"))?;
+        file.read_run(id, &mut buf, &vec![kind; m])?;
         for p in 0..m {
             out.extend_from_slice(&buf[p * ps + PAGE_HEADER_LEN..(p + 1) * ps]);
         }
@@ -302,9 +344,9 @@ pub(crate) struct Cursor {
     tree: Arc<DTree>,
     buf: AlignedBuf,
     per_read: usize,
-    /// The next leaf to read.
+    /// The next leaf to read (logical).
     next_leaf: u64,
-    /// The first leaf in `buf`, and how many are there.
+    /// The first leaf in `buf` (its page), and how many are there.
     loaded_first: u64,
     loaded: usize,
     /// The leaf (index in `buf`) and slot the cursor is at, and that leaf's record count.
@@ -317,7 +359,7 @@ pub(crate) struct Cursor {
 
 impl Cursor {
     fn leaves_end(&self) -> u64 {
-        self.tree.extent.first + u64::from(self.tree.extent.leaf_pages)
+        u64::from(self.tree.extent.leaf_pages)
     }
 
     /// Moves to the next leaf with records; `count` is 0 at the end.
@@ -332,10 +374,18 @@ impl Cursor {
                     self.loaded = 0;
                     return Ok(());
                 }
-                let n = self.per_read.min((end - self.next_leaf) as usize);
+                let pieces = &self.tree.pieces;
+                let n = self
+                    .per_read
+                    .min((end - self.next_leaf) as usize)
+                    .min(pieces.contiguous_from(self.next_leaf) as usize);
+                let first = pieces
+                    .page(self.next_leaf)
+                    .filter(|_| n > 0)
+                    .ok_or_else(|| corrupt(self.next_leaf, "a d-tree leaf outside its pieces"))?;
                 let file = &self.tree.file;
-                file.read_run(self.next_leaf, &mut self.buf, &vec![PageKind::DTreeLeaf; n])?;
-                self.loaded_first = self.next_leaf;
+                file.read_run(first, &mut self.buf, &vec![PageKind::DTreeLeaf; n])?;
+                self.loaded_first = first;
                 self.loaded = n;
                 self.next_leaf += n as u64;
                 self.page = 0;
@@ -445,19 +495,30 @@ fn pages_bound(b: &Bound, usable: usize, bloom_bits: u32) -> u64 {
     leaves + inner + bloom
 }
 
+/// The shortest piece of a d-tree's run but its last, in pages: 1 MiB (a reader's sequential
+/// read), or σ/8 when that is less (a store of small σ, whose d-trees are a few σ: they still
+/// reuse holes, in at most about 16 pieces each).
+pub(crate) fn min_piece(page_size: usize, sigma: u64) -> usize {
+    (WRITE_BYTES.min(usize::try_from(sigma / 8).unwrap_or(usize::MAX)) / page_size).max(1)
+}
+
 /// Builds a d-tree from records in ascending key order into a fresh run.
 pub(crate) struct Writer {
     file: Arc<PageFile>,
     ps: usize,
     usable: usize,
     bloom_bits: u32,
+    /// The run allocated (`capacity` pages), and the first page (for errors).
+    pieces: Pieces,
     first: u64,
     capacity: u64,
-    /// Pages built so far (the next page's offset in the run).
+    /// Pages built so far (the next page's logical number).
     built: u64,
-    /// Pages not yet written: `buf[..pending × ps]`, starting at page `built − pending`.
+    /// Pages not yet written: `buf[..pending × ps]`, to pages from `pending_first` on (one
+    /// piece).
     buf: AlignedBuf,
     pending: usize,
+    pending_first: u64,
     kinds: Vec<(PageKind, u64)>,
     /// The current leaf's records: key and tagged value lengths, bytes back to back.
     leaf_lens: Vec<(u16, u16)>,
@@ -473,21 +534,26 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// A writer whose output holds at most what `bound` says; its writes are steps of `job`
-    /// (at most the job's `step_bytes` each) when there is one.
+    /// (at most the job's `step_bytes` each) when there is one. Its pieces are at least
+    /// [`min_piece`] pages long for a store of σ `sigma`.
     pub(crate) fn new(
         file: &Arc<PageFile>,
         bound: Bound,
         bloom_bits: u32,
         job: Option<Arc<Job>>,
+        sigma: u64,
     ) -> Writer {
         let ps = file.page_size();
         let usable = ps - PAGE_HEADER_LEN;
         let capacity = pages_bound(&bound, usable, bloom_bits);
-        let first = if capacity > 0 {
-            file.allocate_run(capacity as usize)
+        let runs = if capacity > 0 {
+            file.allocate_pieces(capacity as usize, min_piece(ps, sigma))
         } else {
-            0
+            Vec::new()
         };
+        let first = runs.first().map_or(0, |r| r.0);
+        // Allocated from disjoint free runs, they cannot overlap.
+        let pieces = Pieces::new(runs).unwrap_or_default();
         let write_bytes = job
             .as_ref()
             .map_or(WRITE_BYTES, |j| (j.step_bytes as usize).min(WRITE_BYTES));
@@ -497,11 +563,13 @@ impl Writer {
             ps,
             usable,
             bloom_bits,
+            pieces,
             first,
             capacity,
             built: 0,
             buf: file.buffer(per.min(capacity.max(1) as usize)),
             pending: 0,
+            pending_first: 0,
             kinds: Vec::new(),
             leaf_lens: Vec::new(),
             leaf_bytes: Vec::new(),
@@ -514,9 +582,9 @@ impl Writer {
         }
     }
 
-    /// The run allocated for the d-tree: first page and pages (0 pages: none).
-    pub(crate) fn run(&self) -> (u64, u64) {
-        (self.first, self.capacity)
+    /// The run allocated for the d-tree: its pieces, (first page, pages) each.
+    pub(crate) fn run(&self) -> &[(u64, u64)] {
+        self.pieces.runs()
     }
 
     /// Records pushed so far.
@@ -558,10 +626,17 @@ impl Writer {
                 format!("a d-tree outgrew its run of {} pages", self.capacity),
             ));
         }
-        if (self.pending + 1) * self.ps > self.buf.len() {
+        let id = self
+            .pieces
+            .page(self.built)
+            .ok_or_else(|| corrupt(self.first, "a d-tree page outside its pieces"))?;
+        let contiguous = self.pending_first + self.pending as u64 == id;
+        if (self.pending + 1) * self.ps > self.buf.len() || (self.pending > 0 && !contiguous) {
             self.write_pending()?;
         }
-        let id = self.first + self.built;
+        if self.pending == 0 {
+            self.pending_first = id;
+        }
         let at = self.pending * self.ps;
         self.buf[at..at + self.ps].fill(0);
         self.pending += 1;
@@ -574,7 +649,7 @@ impl Writer {
         if self.pending == 0 {
             return Ok(());
         }
-        let first = self.first + self.built - self.pending as u64;
+        let first = self.pending_first;
         let n = self.pending;
         self.file.write_frames(first, &mut self.buf[..n * self.ps], &self.kinds)?;
         self.pending = 0;
@@ -623,8 +698,8 @@ impl Writer {
     /// the d-tree (`None` when no record was pushed).
     pub(crate) fn finish(mut self) -> Result<Option<DTree>> {
         if self.stats.records == 0 {
-            if self.capacity > 0 {
-                self.file.free_run(self.first, self.capacity as usize)?;
+            for &(first, n) in self.pieces.runs() {
+                self.file.free_run(first, n as usize)?;
             }
             return Ok(None);
         }
@@ -638,6 +713,7 @@ impl Writer {
             level = self.build_level(&level, &mut inner)?;
         }
         let root = level.first().map_or(self.first, |l| l.1);
+        let first = self.first;
         let inner_pages = self.built - leaf_pages;
         let filter = bloom::build(&self.hashes, self.bloom_bits);
         let bloom_pages = filter.len().div_ceil(self.usable);
@@ -647,12 +723,11 @@ impl Writer {
             self.buf[start..start + chunk.len()].copy_from_slice(chunk);
         }
         self.write_pending()?;
-        if self.built < self.capacity {
-            self.file
-                .free_run(self.first + self.built, (self.capacity - self.built) as usize)?;
+        for (f, n) in self.pieces.truncate(self.built) {
+            self.file.free_run(f, n as usize)?;
         }
         let extent = Extent {
-            first: self.first,
+            first,
             leaf_pages: leaf_pages as u32,
             inner_pages: inner_pages as u32,
             bloom_pages: bloom_pages as u32,
@@ -671,6 +746,7 @@ impl Writer {
         Ok(Some(DTree {
             file: self.file.clone(),
             extent,
+            pieces: std::mem::take(&mut self.pieces),
             inner,
             bloom,
             written_at: self.file.next_sequence(),

@@ -10,7 +10,7 @@ use parking_lot::{Mutex, MutexGuard, RwLock};
 use super::cascade::{self, Counters, Job, Rec};
 use super::dtree::{TAG_PUT, TAG_TOMBSTONE};
 use super::log::{self, Record};
-use super::manifest::{self, State};
+use super::manifest::{self, State, STATE_VERSION};
 use super::stree::{RootTree, SNode, Version};
 use crate::buffer::{BufferPool, PoolOptions};
 use crate::durable::Engine;
@@ -59,12 +59,14 @@ impl Covered {
     }
 }
 
-/// The manifest in force: its head page and run.
+/// The manifest in force: its head page and run, and the state version it was written with
+/// (a commit that writes no new manifest names it with that version).
 #[derive(Debug, Clone, Copy)]
 struct InForce {
     head: u64,
     first: u64,
     pages: u64,
+    version: u32,
 }
 
 pub(crate) struct NbEngine {
@@ -134,7 +136,7 @@ impl NbEngine {
             None => (SNode::default(), None),
             Some(s) => {
                 let (bytes, first, pages) = manifest::read(&file, s.head)?;
-                let raw = manifest::decode(s.head, &bytes)?;
+                let raw = manifest::decode(s.head, &bytes, s.version)?;
                 let root = manifest::load(&file, raw)?;
                 (
                     root,
@@ -142,6 +144,7 @@ impl NbEngine {
                         head: s.head,
                         first,
                         pages,
+                        version: s.version,
                     }),
                 )
             }
@@ -324,10 +327,16 @@ impl NbEngine {
             bloom_bits: self.params.bloom_bits,
             head,
             covered_lsn: self.covered.lock().in_force(),
+            version: STATE_VERSION,
         };
         let seq = self.file.next_sequence();
         self.file.checkpoint(&state.encode())?;
-        let old = self.in_force.lock().replace(InForce { head, first, pages });
+        let old = self.in_force.lock().replace(InForce {
+            head,
+            first,
+            pages,
+            version: STATE_VERSION,
+        });
         if let Some(old) = old {
             // The meta page just written (`seq`, durable) no longer names it.
             self.file.free_run_after_checkpoint(seq, old.head, 1)?;
@@ -462,7 +471,7 @@ fn reconcile_free_space(file: &PageFile, root: &SNode, m: Option<InForce>) -> Re
 /// Every d-tree run under `n`, as (first page, pages).
 pub(crate) fn collect_runs(n: &SNode, out: &mut Vec<(u64, u64)>) {
     if let Some(d) = &n.dtree {
-        out.push((d.extent.first, d.extent.pages()));
+        out.extend_from_slice(d.pieces.runs());
     }
     for c in &n.children {
         collect_runs(c, out);
@@ -536,12 +545,14 @@ impl Engine for NbEngine {
             *self.job_owned.lock() = Some(generation);
         }
         drop(w);
-        let head = if changes {
+        let (head, version) = if changes {
             let head = self.file.allocate();
             *self.pending_head.lock() = Some(head);
-            head
+            (head, STATE_VERSION)
         } else {
-            self.in_force.lock().map_or(0, |m| m.head)
+            self.in_force
+                .lock()
+                .map_or((0, STATE_VERSION), |m| (m.head, m.version))
         };
         State {
             fanout: self.params.fanout as u32,
@@ -549,6 +560,7 @@ impl Engine for NbEngine {
             bloom_bits: self.params.bloom_bits,
             head,
             covered_lsn: lsn,
+            version,
         }
         .encode()
     }
@@ -595,7 +607,12 @@ impl NbEngine {
         let bytes = manifest::encode(&self.version().root);
         let (first, pages) = manifest::write(&self.file, head, &bytes)?;
         *self.dirty.lock() = false;
-        let old = self.in_force.lock().replace(InForce { head, first, pages });
+        let old = self.in_force.lock().replace(InForce {
+            head,
+            first,
+            pages,
+            version: STATE_VERSION,
+        });
         if let Some(old) = old {
             // The checkpoint in force names them until this one is durable.
             let seq = self.file.next_sequence();

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! state (meta page owner area, 56 bytes)
-//!   0..8   "sylvaNB\0"        8..12  version u32 (1)
+//!   0..8   "sylvaNB\0"        8..12  version u32 (2; 1 is read)
 //!   12..16 fanout f u32        16..24 σ in bytes u64
 //!   24..28 Bloom bits per key  28..32 zero
 //!   32..40 manifest head page u64 (0: an empty s-tree)
@@ -18,6 +18,8 @@
 //!   | start len u16 | start | live records u64 | live bytes u64
 //!   | d-tree (if flag 2): first u64 | leaf pages u32 | inner pages u32 | Bloom pages u32
 //!     | root u64 | records u64 | bytes u64 | max record u32 | max key u32 | Bloom bytes u32
+//!     | pieces u32 | pieces × (first page u64 | pages u32)   (version 2; version 1 has no
+//!       pieces: one run of the d-tree's pages from its first page)
 //!   followed by the children (keys + 1 of them, unless a leaf)
 //! ```
 
@@ -31,7 +33,9 @@ use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::PageFile;
 
 pub(crate) const STATE_MAGIC: &[u8; 8] = b"sylvaNB\0";
-pub(crate) const STATE_VERSION: u32 = 1;
+pub(crate) const STATE_VERSION: u32 = 2;
+/// The oldest state version this build reads (version 1: d-trees in one run each).
+pub(crate) const STATE_VERSION_MIN: u32 = 1;
 pub(crate) const STATE_LEN: usize = 56;
 const HEAD_MAGIC: &[u8; 4] = b"NBmh";
 const MANIFEST_MAGIC: &[u8; 4] = b"NBmf";
@@ -46,13 +50,16 @@ pub(crate) struct State {
     pub(crate) bloom_bits: u32,
     pub(crate) head: u64,
     pub(crate) covered_lsn: u64,
+    /// The version it was written with (a new state is [`STATE_VERSION`]): how to read the
+    /// manifest it names.
+    pub(crate) version: u32,
 }
 
 impl State {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = vec![0u8; STATE_LEN];
         b[0..8].copy_from_slice(STATE_MAGIC);
-        b[8..12].copy_from_slice(&STATE_VERSION.to_le_bytes());
+        b[8..12].copy_from_slice(&self.version.to_le_bytes());
         b[12..16].copy_from_slice(&self.fanout.to_le_bytes());
         b[16..24].copy_from_slice(&self.sigma.to_le_bytes());
         b[24..28].copy_from_slice(&self.bloom_bits.to_le_bytes());
@@ -80,7 +87,7 @@ impl State {
             return Err(not_nb(what));
         }
         let version = u32::from_le_bytes([user[8], user[9], user[10], user[11]]);
-        if version != STATE_VERSION {
+        if !(STATE_VERSION_MIN..=STATE_VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 path: path.to_path_buf(),
                 found: version,
@@ -102,6 +109,7 @@ impl State {
             bloom_bits: u32_at(24),
             head: u64_at(32),
             covered_lsn: u64_at(40),
+            version,
         }))
     }
 }
@@ -145,6 +153,12 @@ fn encode_node(n: &SNode, out: &mut Vec<u8>, count: &mut u32) {
         out.extend_from_slice(&e.max_record.to_le_bytes());
         out.extend_from_slice(&e.max_key.to_le_bytes());
         out.extend_from_slice(&e.bloom_len.to_le_bytes());
+        let runs = d.pieces.runs();
+        out.extend_from_slice(&(runs.len() as u32).to_le_bytes());
+        for &(first, pages) in runs {
+            out.extend_from_slice(&first.to_le_bytes());
+            out.extend_from_slice(&(pages as u32).to_le_bytes());
+        }
     }
     for c in &n.children {
         encode_node(c, out, count);
@@ -159,6 +173,8 @@ pub(crate) struct RawNode {
     pub(crate) live_records: u64,
     pub(crate) live_bytes: u64,
     pub(crate) dtree: Option<Extent>,
+    /// The d-tree's pieces, (first page, pages) each in logical order (empty without one).
+    pub(crate) pieces: Vec<(u64, u64)>,
     pub(crate) children: Vec<RawNode>,
 }
 
@@ -166,6 +182,7 @@ struct Reader<'a> {
     b: &'a [u8],
     at: usize,
     page: u64,
+    version: u32,
 }
 
 impl Reader<'_> {
@@ -202,10 +219,16 @@ impl Reader<'_> {
     }
 }
 
-/// Decodes manifest bytes (`page`: where they were read, for errors). Checks the encoding's
-/// own consistency (lengths, counts, depth, key order); the extents are checked when loaded.
-pub(crate) fn decode(page: u64, bytes: &[u8]) -> Result<RawNode> {
-    let mut r = Reader { b: bytes, at: 0, page };
+/// Decodes manifest bytes of state version `version` (`page`: where they were read, for
+/// errors). Checks the encoding's own consistency (lengths, counts, depth, key order); the
+/// extents are checked when loaded.
+pub(crate) fn decode(page: u64, bytes: &[u8], version: u32) -> Result<RawNode> {
+    let mut r = Reader {
+        b: bytes,
+        at: 0,
+        page,
+        version,
+    };
     if r.take(4)? != MANIFEST_MAGIC {
         return Err(Error::Corruption {
             page,
@@ -271,6 +294,21 @@ fn decode_node(r: &mut Reader<'_>, depth: usize, seen: &mut u32) -> Result<RawNo
     } else {
         None
     };
+    let mut pieces = Vec::new();
+    if let Some(e) = &dtree {
+        if r.version < 2 {
+            pieces.push((e.first, e.pages()));
+        } else {
+            let n = r.u32()? as usize;
+            // Each piece takes 12 bytes: a count beyond what is left is damage.
+            if n == 0 || n > (r.b.len() - r.at) / 12 {
+                return Err(bad(format!("a d-tree of {n} pieces")));
+            }
+            for _ in 0..n {
+                pieces.push((r.u64()?, u64::from(r.u32()?)));
+            }
+        }
+    }
     if dtree.is_none() && (live_records != 0 || !start.is_empty()) {
         return Err(bad("live records without a d-tree".into()));
     }
@@ -294,6 +332,7 @@ fn decode_node(r: &mut Reader<'_>, depth: usize, seen: &mut u32) -> Result<RawNo
         live_records,
         live_bytes,
         dtree,
+        pieces,
         children,
     })
 }
@@ -301,7 +340,7 @@ fn decode_node(r: &mut Reader<'_>, depth: usize, seen: &mut u32) -> Result<RawNo
 /// Loads the d-trees of a decoded s-tree.
 pub(crate) fn load(file: &Arc<PageFile>, raw: RawNode) -> Result<SNode> {
     let dtree = match raw.dtree {
-        Some(e) => Some(Arc::new(DTree::load(file, e)?)),
+        Some(e) => Some(Arc::new(DTree::load(file, e, raw.pieces)?)),
         None => None,
     };
     let children = raw

@@ -76,10 +76,10 @@
 //!    `sylvaNB\0`, the version, f, σ, the Bloom bits, the head page and `l`) and drops the old
 //!    log segment.
 //!
-//! A long cascade also commits inside itself between HandleFullSNode levels (`cascade`,
-//! "Commit points"): a manifest and meta page naming the s-tree as it stands and the log
-//! position of the checkpoint in force, so the runs it has replaced so far are freed and
-//! reused before it ends.
+//! A cascade also commits inside itself after the children it rewrites (`cascade`, "Commit
+//! points"): a manifest and meta page naming the s-tree as it stands and the log position of
+//! the checkpoint in force, so the runs it has replaced so far are freed and reused (a d-tree's
+//! run is in pieces, `pieces`, and fits holes shorter than itself) before it ends.
 //!
 //! **Recovery**: meta page → head → manifest → d-trees' inner pages and filters; every page of
 //! a live run is marked in use and every other page not free is freed (free space is the
@@ -130,16 +130,18 @@
 //! waits (above); inner pages and filters stay in memory in full (they grow with the data,
 //! about 1% and 10 bits a record, and shrink the leaf cache; past `cache_bytes` the leaf cache
 //! keeps 16 frames and memory goes over the budget); the file's high-water mark holds the live
-//! runs, what a cascade writes between two of its commit points (one HandleFullSNode level,
-//! up to about (f + 1)σ, and the splits below the last), and holes too small for the next
-//! runs (a merged d-tree is larger than the run it replaces, and a run is contiguous): 2.02×
-//! the raw bytes after a 3M-record load against the issue's 1.5× (`docs/results/nbtree.md`,
-//! session 3); the bulk builder (`dtree::Writer`) lives here, not yet shared
+//! runs and what a cascade writes between two of its commit points (after each child it
+//! rewrites, once σ/4 is written: about one child's rewrite, and a split right after its
+//! merge); holes are reused since d-trees are in pieces. Session 3 measured 2.02× the raw bytes
+//! after a 3M-record load (holes too short for contiguous runs: 87% of the file's growth);
+//! pieces and per-child commits give 1.45× at 3M and 1.32× in `tests/nbtree_load_space.rs`
+//! (`docs/results/nbtree.md`, session 4); the bulk builder (`dtree::Writer`) lives here, not yet shared
 //! with `Db` or TreeLine. Not built: a memory-bound test at 8× the budget.
 
 pub(crate) mod bloom;
 pub(crate) mod cascade;
 pub(crate) mod dtree;
+mod pieces;
 mod check;
 mod engine;
 pub(crate) mod log;

@@ -4,11 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use super::engine::{NbEngine, Params};
+use super::engine::{collect_runs, NbEngine, Params};
 use super::log;
 use super::options::{check_params, NbTreeOptions};
 use super::scan::scan;
-use super::stree::{is_put, Found};
+use super::stree::{is_put, Found, SNode};
 use crate::btree::{max_key_len, max_value_len};
 use crate::durable::{self, dir, Durable, RecoveryReport};
 use crate::error::Result;
@@ -334,7 +334,7 @@ impl NbTree {
         let file = &e.file;
         let l = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let pool = e.pool.stats();
-        vec![
+        let mut out = vec![
             ("height", v.root.height() as u64),
             ("active_bytes", v.active.bytes()),
             ("frozen_roots", v.frozen.len() as u64),
@@ -364,8 +364,46 @@ impl NbTree {
             ("file_pages", file.page_count()),
             ("free_pages", file.free_pages()),
             ("checkpoints", self.durable.checkpoints()),
-        ]
+        ];
+        out.extend(space_counters(e, &v.root));
+        out
     }
+}
+
+/// Where the file's pages are (issue 22's space target): pages of the live runs (the
+/// s-tree's d-trees and the manifest in force), pages freed but waiting for a checkpoint, the
+/// free runs by length (under 16 pages, under 256 (1 MiB at 4 KiB), under 4,096, longer: count
+/// and pages of each), and the pages the file grew by while the free runs were too short for a
+/// request though as many pages were free (`grown_fragmented_pages`) or while fewer were.
+fn space_counters(e: &NbEngine, root: &SNode) -> Vec<(&'static str, u64)> {
+    let mut runs = e.manifest_runs();
+    collect_runs(root, &mut runs);
+    let (free, fragmented, short) = e.file.space_report();
+    let mut buckets = [(0u64, 0u64); 4];
+    for l in free {
+        let b = match l {
+            0..16 => 0,
+            16..256 => 1,
+            256..4096 => 2,
+            _ => 3,
+        };
+        buckets[b].0 += 1;
+        buckets[b].1 += l;
+    }
+    vec![
+        ("live_run_pages", runs.iter().map(|r| r.1).sum()),
+        ("waiting_free_pages", e.file.pages_waiting_for_checkpoint()),
+        ("free_runs_lt16", buckets[0].0),
+        ("free_pages_lt16", buckets[0].1),
+        ("free_runs_lt256", buckets[1].0),
+        ("free_pages_lt256", buckets[1].1),
+        ("free_runs_lt4096", buckets[2].0),
+        ("free_pages_lt4096", buckets[2].1),
+        ("free_runs_ge4096", buckets[3].0),
+        ("free_pages_ge4096", buckets[3].1),
+        ("grown_fragmented_pages", fragmented),
+        ("grown_short_pages", short),
+    ]
 }
 
 impl KvStore for NbTree {

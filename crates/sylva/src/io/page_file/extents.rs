@@ -165,6 +165,18 @@ impl Extents {
         self.remove(lowest, 1).then_some(lowest)
     }
 
+    /// Takes the longest run if it is at least `min` (≥ 2) pages long (the lowest address
+    /// among equals): its (start, length).
+    pub(crate) fn take_longest(&mut self, min: u64) -> Option<(u64, u64)> {
+        let &(len, _) = self.by_len.iter().next_back()?;
+        if len < min.max(2) {
+            return None;
+        }
+        let &(len, start) = self.by_len.range((len, 0)..).next()?;
+        self.cut(start, len);
+        Some((start, len))
+    }
+
     /// Removes `[start, start + len)`, which must lie inside one run; returns whether it did.
     pub(crate) fn remove(&mut self, start: u64, len: u64) -> bool {
         let Some((rs, rl)) = self.run_of(start) else {

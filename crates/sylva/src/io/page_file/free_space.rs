@@ -78,6 +78,10 @@ pub(super) struct FreeSpace {
     /// The page count the last meta page written records (at open: the one read): the file
     /// is never truncated below it ([`super::shrink`]).
     recorded_count: u64,
+    /// Pages the file grew by for runs that no free run held: while the free pages in all
+    /// were as many (holes too short), and while they were fewer.
+    pub(super) grown_fragmented: u64,
+    pub(super) grown_short: u64,
 }
 
 /// What a checkpoint that began shrinking the file did ([`FreeSpace::shrink_tail`]).
@@ -182,6 +186,8 @@ impl FreeSpace {
             shrink: false,
             shrunk: Shrunk::default(),
             recorded_count: page_count,
+            grown_fragmented: 0,
+            grown_short: 0,
         }
     }
 
@@ -339,6 +345,11 @@ impl FreeSpace {
         let first = match self.free.take(n) {
             Some(s) => s,
             None => {
+                if self.free.pages() >= n {
+                    self.grown_fragmented += n;
+                } else {
+                    self.grown_short += n;
+                }
                 let s = self.page_count;
                 self.page_count = s.saturating_add(n);
                 s
@@ -346,6 +357,28 @@ impl FreeSpace {
         };
         self.mark(first, n);
         first
+    }
+
+    /// Allocates `n` pages as pieces of at least `min` pages each (the last may be shorter):
+    /// the shortest free run that holds the rest if there is one, else the longest free run
+    /// if it holds `min`, else the rest as new pages at the end of the file. A writer of long
+    /// runs whose readers need only `min` contiguous pages so reuses holes too short for it.
+    pub(super) fn allocate_pieces(&mut self, n: u64, min: u64) -> Vec<(u64, u64)> {
+        let mut pieces = Vec::new();
+        let mut rest = n;
+        while rest > 0 {
+            let (first, len) = match self.free.take(rest) {
+                Some(s) => (s, rest),
+                None => match self.free.take_longest(min) {
+                    Some(run) => run,
+                    None => (self.allocate_run(rest), rest),
+                },
+            };
+            self.mark(first, len);
+            pieces.push((first, len));
+            rest -= len;
+        }
+        pieces
     }
 
     /// Whether `first..first + n` are data pages that are not deferred frees, reserved or
@@ -397,6 +430,11 @@ impl FreeSpace {
         }
         self.after.push((sequence, first, n));
         Ok(())
+    }
+
+    /// The lengths of the free runs (allocatable now), for space reports.
+    pub(super) fn free_run_lengths(&self) -> Vec<u64> {
+        self.free.iter().map(|(_, l)| l).collect()
     }
 
     /// Frees waiting for `free_run_after`, as runs (tests and checks).

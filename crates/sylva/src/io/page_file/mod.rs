@@ -718,6 +718,12 @@ impl PageFile {
         self.state.lock().space.allocate_run(n as u64)
     }
 
+    /// Allocates `n` pages in pieces of at least `min` pages (the last may be shorter), in
+    /// order: (first page, pages) of each. Holes of `min` pages or more are reused.
+    pub fn allocate_pieces(&self, n: usize, min: usize) -> Vec<(u64, u64)> {
+        self.state.lock().space.allocate_pieces(n as u64, min as u64)
+    }
+
     /// Marks page `id` in use, as recovery does for a page the log shows allocated after the
     /// last checkpoint: it leaves the free pages, or the file grows to hold it (pages skipped on
     /// the way become free).
@@ -787,6 +793,13 @@ impl PageFile {
     /// Pages freed with [`PageFile::free_run_after_checkpoint`] that wait for their checkpoint.
     pub fn pages_waiting_for_checkpoint(&self) -> u64 {
         self.state.lock().space.waiting_after()
+    }
+
+    /// Space report: the free runs' lengths, and the pages the file grew by while free runs
+    /// were too short for a request though as many pages were free, and while fewer were.
+    pub fn space_report(&self) -> (Vec<u64>, u64, u64) {
+        let st = self.state.lock();
+        (st.space.free_run_lengths(), st.space.grown_fragmented, st.space.grown_short)
     }
 
     /// Makes every write so far durable.
