@@ -23,7 +23,8 @@
 //!   lets go) and whose other bits are the admission sequence (older first); a probe policy says
 //!   when to collect completions (every loop, a fixed interval, the mean latency of the last
 //!   second, or the paper's linear model over the outstanding I/Os of the last 1000 µs in 20
-//!   slices, `(w0, r0) = Tβ`); the same model says when to yield ([`sched::Prober::idle_for`]).
+//!   slices, `(w0, r0) = Tβ`). With nothing ready, the worker yields by waiting on the ring
+//!   for the first completion (the paper spins while its model expects one within `t`).
 //!   [`fit`] finds β by least squares from a calibration run.
 //!
 //! Departures from the paper, each for a reason measured or forced here: the device is reached

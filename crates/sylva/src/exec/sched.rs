@@ -13,10 +13,10 @@
 //!   paper's model: the outstanding reads and writes of the last [`WINDOW_NS`], counted in
 //!   [`SLICES`] slices by when they were submitted, form `T = w‖r`, and `(w0, r0) = Tβ`
 //!   estimates how many have completed; probe when either is at least 1.
-//! - **Yielding** (IV.C): [`Prober::idle_for`] says whether nothing is likely to complete in
-//!   the next `t` (the model evaluated at `now + t`); with no ready operation the worker then
-//!   waits, bounded by `t`, instead of spinning (a completion or a new operation ends the wait
-//!   early).
+//! - **Yielding** (IV.C) is the worker's (`super::worker`): with no ready operation it waits in
+//!   the kernel, bounded by `t`, instead of spinning; a completion or a new operation ends the
+//!   wait. The paper asks its model whether anything completes within `t` and spins if so; a
+//!   wait on the ring is woken by the completion, so no estimate is needed to yield.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -390,24 +390,6 @@ impl Prober {
                 let (w0, r0) = self.estimate_at(m, now);
                 w0 >= 1.0 || r0 >= 1.0
             }
-        }
-    }
-
-    /// Whether nothing is likely to complete before `now + t`, so a worker with nothing ready
-    /// may wait up to `t` (Algorithm 2, lines 11–14). With nothing outstanding, always.
-    pub fn idle_for(&self, now: u64, t: Duration) -> bool {
-        let Some(oldest) = self.outstanding.oldest_submitted() else {
-            return true;
-        };
-        let later = now + t.as_nanos() as u64;
-        match &self.policy {
-            ProbePolicy::Model(m) => {
-                let (w0, r0) = self.estimate_at(m, later);
-                w0 < 1.0 && r0 < 1.0
-            }
-            ProbePolicy::Avg => self.mean_latency().is_some_and(|mean| oldest + mean > later),
-            // Without a model, an outstanding I/O may complete at any moment.
-            ProbePolicy::Every | ProbePolicy::Fixed(_) => false,
         }
     }
 

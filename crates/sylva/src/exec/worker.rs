@@ -10,10 +10,13 @@
 //! cost one read. When the read completes ([`BufferPool::complete_load`]), the page's waiters
 //! become ready in their admission order; a failed read fails those tasks only.
 //!
-//! Probing and yielding follow the [`Prober`]: after each attempt, completions are collected
-//! when the policy says some may be due; with nothing ready, the worker waits for a completion,
-//! bounded by the yield interval if the policy expects none sooner, or probes in a loop with
-//! yielding off.
+//! Probing and yielding: after each attempt, completions are collected when the [`Prober`]'s
+//! policy says some may be due. With nothing ready, a yielding worker (`yield_for`) waits in
+//! the kernel for the first completion or a new task, at most the yield interval; with
+//! yielding off it probes in a loop. Algorithm 2 (lines 11–14) spins while the model expects a
+//! completion within `t` and sleeps a fixed `t` otherwise, because an SPDK poller cannot be
+//! woken by its device; a wait on the ring returns when a completion comes, so the worker
+//! yields as soon as nothing is ready, at the cost of a wake-up when the completion arrives.
 //!
 //! **Write-backs.** Making room for a load never writes a dirty victim back on this thread:
 //! the pool hands the worker victims whose records the log holds durably
@@ -489,15 +492,12 @@ impl<'a, T: Task> Worker<'a, T> {
             }
             return Ok(false);
         }
-        // Nothing ready: every task waits on a load.
-        let now = self.now();
+        // Nothing ready: every task waits on an I/O. Yielding, wait in the kernel for the first
+        // completion (or a new task), at most `t`: a wait returns as soon as one has come, so it
+        // costs what a probe does when one has, and spares the probes in a loop that an
+        // overdue read cost otherwise (one system call each: 14 probes an operation at a tenth
+        // of the maximum rate, `docs/results/patree.md`). Not yielding, probe in a loop.
         match self.options.yield_for {
-            Some(t) if self.prober.idle_for(now, t) => self.sleep(Some(t), source, closed, sink)?,
-            Some(_) if self.prober.should_probe(now) => {
-                self.counters.probes += 1;
-                self.collect(0, None, sink)?;
-            }
-            // Not due yet by the policy, but nothing else to do: wait for the first.
             Some(t) => self.sleep(Some(t), source, closed, sink)?,
             None => {
                 self.counters.probes += 1;

@@ -66,7 +66,11 @@ impl Task for SumPages {
 
 /// Runs 300 tasks and checks their sums; `overlap`: more than one read was in flight on
 /// average (not with `Inline` probed every turn, whose reads complete when submitted).
-fn run_tasks(backend: &mut dyn Backend, options: WorkerOptions, overlap: bool) {
+fn run_tasks(
+    backend: &mut dyn Backend,
+    options: WorkerOptions,
+    overlap: bool,
+) -> super::worker::WorkerCounters {
     let dir = tempfile::tempdir().expect("tempdir");
     let (p, ids) = pool(dir.path(), 200, 16);
     // 300 tasks of 5 pages each, scattered; each page's word is its index times 7.
@@ -113,6 +117,7 @@ fn run_tasks(backend: &mut dyn Backend, options: WorkerOptions, overlap: bool) {
         !overlap || c.outstanding_sum > c.turns,
         "more than one read in flight on average: {c:?}"
     );
+    c
 }
 
 fn options() -> WorkerOptions {
@@ -143,7 +148,9 @@ fn tasks_run_over_io_uring_with_each_probe_policy() {
         ProbePolicy::Avg,
     ] {
         match Uring::new(64) {
-            Ok(mut ring) => run_tasks(&mut ring, WorkerOptions { probe, ..options() }, true),
+            Ok(mut ring) => {
+                run_tasks(&mut ring, WorkerOptions { probe, ..options() }, true);
+            }
             Err(e) => return eprintln!("skipped: io_uring unavailable here: {e}"),
         }
     }
@@ -387,4 +394,114 @@ fn dirty_victims_are_written_back_by_the_worker_over_io_uring() {
         Ok(mut ring) => deferred_write_backs(&mut ring),
         Err(e) => eprintln!("skipped: io_uring unavailable here: {e}"),
     }
+}
+
+/// `Inline` whose completions arrive some time after submission, as a device's would: 100 µs
+/// and 900 µs in turn (a mean of 500, and half the reads late by it); counts the calls that
+/// found nothing due.
+struct Delayed {
+    inner: Inline,
+    submitted: u64,
+    pending: std::collections::VecDeque<(std::time::Instant, super::Completion)>,
+    empty_calls: u64,
+}
+
+impl Backend for Delayed {
+    fn register(&mut self, io: std::sync::Arc<dyn crate::io::Io>) -> Result<super::FileId> {
+        self.inner.register(io)
+    }
+
+    unsafe fn submit(&mut self, tag: u64, request: super::Request) -> Result<()> {
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { self.inner.submit(tag, request) }?;
+        let mut out = Vec::new();
+        self.inner.complete(0, None, &mut out)?;
+        self.submitted += 1;
+        let delay = if self.submitted % 2 == 0 { 100 } else { 900 };
+        let due = std::time::Instant::now() + Duration::from_micros(delay);
+        self.pending.extend(out.into_iter().map(|c| (due, c)));
+        Ok(())
+    }
+
+    fn complete(
+        &mut self,
+        min: usize,
+        timeout: Option<Duration>,
+        out: &mut Vec<super::Completion>,
+    ) -> Result<usize> {
+        let start = std::time::Instant::now();
+        let mut n = 0;
+        loop {
+            let now = std::time::Instant::now();
+            let mut i = 0;
+            while i < self.pending.len() {
+                if self.pending[i].0 <= now {
+                    out.extend(self.pending.remove(i).map(|(_, c)| c));
+                    n += 1;
+                } else {
+                    i += 1;
+                }
+            }
+            if n >= min || self.pending.is_empty() {
+                break;
+            }
+            match timeout {
+                Some(t) if now >= start + t => break,
+                _ => std::thread::sleep(Duration::from_micros(20)),
+            }
+        }
+        if n == 0 {
+            self.empty_calls += 1;
+        }
+        Ok(n)
+    }
+
+    fn outstanding(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn waker(&self) -> super::Waker {
+        self.inner.waker()
+    }
+
+    fn enters(&self) -> u64 {
+        0
+    }
+}
+
+/// Yielding, a worker with nothing ready waits for the first completion instead of probing in
+/// a loop: reads late by the mean latency cost a few calls that find nothing, where a spinning
+/// worker, or one probing each turn while a read is overdue, makes many (one system call each
+/// on the ring).
+#[test]
+fn a_yielding_worker_waits_instead_of_probing_in_a_loop() {
+    let empty_calls = |yield_for| {
+        let mut backend = Delayed {
+            inner: Inline::new(),
+            submitted: 0,
+            pending: Default::default(),
+            empty_calls: 0,
+        };
+        // One task at a time, so that nothing else is ready while a read is out.
+        let options = WorkerOptions {
+            inflight: 1,
+            probe: ProbePolicy::Avg,
+            yield_for,
+            ..options()
+        };
+        let c = run_tasks(&mut backend, options, false);
+        (backend.empty_calls, c.reads)
+    };
+    let (yielding, reads) = empty_calls(Some(Duration::from_micros(100)));
+    let (spinning, _) = empty_calls(None);
+    eprintln!("calls that found nothing: yielding {yielding}, spinning {spinning}; {reads} reads");
+    // A wait ends at a completion or after 100 µs: a read of 900 µs costs at most nine.
+    assert!(
+        yielding <= 10 * reads,
+        "a yielding worker called its backend {yielding} times for nothing over {reads} reads"
+    );
+    assert!(
+        spinning > 10 * yielding,
+        "spinning ({spinning} calls for nothing) should probe far more than yielding ({yielding})"
+    );
 }
