@@ -15,11 +15,12 @@
 //! (`deamortize=on`), even rounds inside the insert. The test asserts by the children's counters
 //! that kills landed in runs that cascaded, split and committed. So that this holds however
 //! loaded the machine is (a kill timed by the clock alone lands before the first commit when
-//! fsyncs are slow), every fourth round is an *event round*: the parent waits until the child
-//! has reported five cascades and five commits, then for the child's next cascade to begin, and
-//! kills it within 20 ms of that report (on the merger thread, odd rounds, the kill so lands
-//! inside a merge or its commit; inside the insert, even rounds, right after a commit and the
-//! log's rotation). The other rounds kill at a random moment up to 150 ms after the first ack.
+//! fsyncs are slow), a quarter of the rounds (3 and 4 of every 8) are *event rounds*: the parent
+//! waits until the child has reported five cascades and five commits, then for the child's next
+//! cascade to begin, and kills it within 20 ms of that report (on the merger thread, odd rounds,
+//! the kill so lands inside a merge or its commit; inside the insert, even rounds, right after a
+//! commit and the log's rotation). The other rounds kill at a random moment up to 150 ms after
+//! the first ack.
 //! An event round that does not reach its events within a minute fails the test.
 //!
 //! Rounds: `SYLVA_CRASH_ROUNDS` (default 50); seed of the kill delays: `SYLVA_CRASH_SEED`.
@@ -375,11 +376,11 @@ fn crash_rounds(mode_name: &str) {
     let (mut cascades, mut splits, mut commits, mut acked) = (0, 0, 0, 0);
     let mut missed = Vec::new();
     for round in 0..rounds {
-        // Every fourth round waits for events (five cascades and five commits each, so that the
-        // commits reported exceed the rounds from 16 rounds on, 60 against the default 50,
-        // however slow the machine);
-        // the others kill by the clock, a third of them within 5 ms of the first ack.
-        let kill = if round % 4 == 3 {
+        // A quarter of the rounds, half of them deamortized, wait for events (five cascades and
+        // five commits each, so that the commits reported exceed the rounds from 12 rounds on,
+        // 60 against the default 50, however slow the machine); the others kill by the clock,
+        // a third of them within 5 ms of the first ack.
+        let kill = if matches!(round % 8, 3 | 4) {
             Kill {
                 delay: Duration::from_millis(delays.below(20)),
                 events: Some(5),
