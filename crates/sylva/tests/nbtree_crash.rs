@@ -18,10 +18,10 @@
 //! fsyncs are slow), a quarter of the rounds (3 and 4 of every 8) are *event rounds*: the parent
 //! waits until the child has reported five cascades and five commits, then for the child's next
 //! cascade to begin, and kills it within 20 ms of that report (on the merger thread, odd rounds,
-//! the kill so lands inside a merge or its commit; inside the insert, even rounds, right after a
-//! commit and the log's rotation). The other rounds kill at a random moment up to 150 ms after
-//! the first ack.
-//! An event round that does not reach its events within a minute fails the test.
+//! the kill so usually lands inside a merge or its commit, the child reporting every 16
+//! operations; inside the insert, even rounds, right after a commit and the log's rotation). The
+//! other rounds kill at a random moment up to 150 ms after the first ack. An event round that
+//! does not reach its events within a minute fails the test.
 //!
 //! Rounds: `SYLVA_CRASH_ROUNDS` (default 50); seed of the kill delays: `SYLVA_CRASH_SEED`.
 
