@@ -13,9 +13,15 @@
 //! σ is 64 KiB, so a child commits (cascades: flushes, splits, a new manifest, the log's
 //! rotation) every few hundred writes; odd rounds run the cascade on the merger thread
 //! (`deamortize=on`), even rounds inside the insert. The test asserts by the children's counters
-//! that kills landed in runs that cascaded, split and committed; so that this holds however fast
-//! the machine is, the rounds with the longest delays (a quarter) also wait until the child has
-//! cascaded five times.
+//! that kills landed in runs that cascaded, split and committed. So that this holds however
+//! loaded the machine is (a kill timed by the clock alone lands before the first commit when
+//! fsyncs are slow), a quarter of the rounds (3 and 4 of every 8) are *event rounds*: the parent
+//! waits until the child has reported five cascades and five commits, then for the child's next
+//! cascade to begin, and kills it within 20 ms of that report (on the merger thread, odd rounds,
+//! the kill so usually lands inside a merge or its commit, the child reporting every 16
+//! operations; inside the insert, even rounds, right after a commit and the log's rotation). The
+//! other rounds kill at a random moment up to 150 ms after the first ack. An event round that
+//! does not reach its events within a minute fails the test.
 //!
 //! Rounds: `SYLVA_CRASH_ROUNDS` (default 50); seed of the kill delays: `SYLVA_CRASH_SEED`.
 
@@ -191,6 +197,17 @@ struct Progress {
     last_synced: Option<u64>,
     /// Cascades, splits and commits at the child's last report.
     stats: (u64, u64, u64),
+    /// Whether the round's events (if any) were reported before the kill.
+    reached: bool,
+}
+
+/// When a round's kill comes: `delay` after the first ack, or, with `events`, after the child
+/// has reported that many cascades and commits and then the start of one more cascade, plus
+/// `delay`.
+#[derive(Debug, Clone, Copy)]
+struct Kill {
+    delay: Duration,
+    events: Option<u64>,
 }
 
 struct ChildGuard(Option<Child>);
@@ -204,15 +221,9 @@ impl Drop for ChildGuard {
     }
 }
 
-/// Runs a child for round `round` and kills it `delay` after its first ack, and not before it
-/// reported `min_cascades` cascades (waiting up to a minute for them).
-fn run_child(
-    dir: &Path,
-    mode_name: &str,
-    round: u64,
-    delay: Duration,
-    min_cascades: u64,
-) -> Progress {
+/// Runs a child for round `round` and kills it as `kill` says (waiting up to a minute for its
+/// events; `Progress::reached` says whether they came).
+fn run_child(dir: &Path, mode_name: &str, round: u64, kill: Kill) -> Progress {
     let exe = std::env::current_exe().expect("test binary");
     let child = Command::new(exe)
         .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
@@ -270,14 +281,28 @@ fn run_child(
             stderr_of(child)
         );
     }
-    std::thread::sleep(delay);
-    let waited = std::time::Instant::now();
-    while progress.lock().expect("progress").stats.0 < min_cascades
-        && waited.elapsed() < Duration::from_secs(60)
-        && child.try_wait().expect("try_wait").is_none()
-    {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let reached = match kill.events {
+        None => true,
+        Some(n) => {
+            let waited = std::time::Instant::now();
+            let mut wait_for = |done: &dyn Fn((u64, u64, u64)) -> bool| loop {
+                if done(progress.lock().expect("progress").stats) {
+                    return true;
+                }
+                if waited.elapsed() > Duration::from_secs(60)
+                    || child.try_wait().expect("try_wait").is_some()
+                {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            };
+            wait_for(&|s| s.0 >= n && s.2 >= n) && {
+                let cascades = progress.lock().expect("progress").stats.0;
+                wait_for(&|s| s.0 > cascades)
+            }
+        }
+    };
+    std::thread::sleep(kill.delay);
     if let Some(status) = child.try_wait().expect("try_wait") {
         panic!(
             "round {round}: the child stopped ({status}); stderr:\n{}",
@@ -288,10 +313,12 @@ fn run_child(
     child.wait().expect("reap child");
     guard.0 = None;
     reader.join().expect("reader thread");
-    Arc::try_unwrap(progress)
+    let mut progress = Arc::try_unwrap(progress)
         .expect("reader finished")
         .into_inner()
-        .expect("progress")
+        .expect("progress");
+    progress.reached = reached;
+    progress
 }
 
 fn contents(nb: &NbTree) -> Model {
@@ -347,21 +374,31 @@ fn crash_rounds(mode_name: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut model = Model::new();
     let (mut cascades, mut splits, mut commits, mut acked) = (0, 0, 0, 0);
+    let mut missed = Vec::new();
     for round in 0..rounds {
-        // The longest quarter also waits for the child to have cascaded a few times, so that
-        // kills land in runs that cascade however fast the machine is.
-        let (delay, min_cascades) = match delays.below(4) {
-            0 => (delays.below(5), 0),
-            1 | 2 => (delays.below(150), 0),
-            _ => (200 + delays.below(600), 5),
+        // A quarter of the rounds, half of them deamortized, wait for events (five cascades and
+        // five commits each, so that the commits reported exceed the rounds from 12 rounds on,
+        // 60 against the default 50, however slow the machine); the others kill by the clock,
+        // a third of them within 5 ms of the first ack.
+        let kill = if matches!(round % 8, 3 | 4) {
+            Kill {
+                delay: Duration::from_millis(delays.below(20)),
+                events: Some(5),
+            }
+        } else {
+            let ms = match delays.below(3) {
+                0 => delays.below(5),
+                _ => delays.below(150),
+            };
+            Kill {
+                delay: Duration::from_millis(ms),
+                events: None,
+            }
         };
-        let p = run_child(
-            dir.path(),
-            mode_name,
-            round,
-            Duration::from_millis(delay),
-            min_cascades,
-        );
+        let p = run_child(dir.path(), mode_name, round, kill);
+        if !p.reached {
+            missed.push(round);
+        }
         cascades += p.stats.0;
         splits += p.stats.1;
         commits += p.stats.2;
@@ -395,6 +432,11 @@ fn crash_rounds(mode_name: &str) {
          had cascaded {cascades} times, split {splits} s-nodes and committed {commits} times when \
          killed; {} records at the end",
         model.len()
+    );
+    assert!(
+        missed.is_empty(),
+        "event rounds {missed:?}: the child did not report five cascades, five commits and \
+         one more cascade within a minute"
     );
     assert!(
         cascades > rounds && splits > 0 && commits > rounds,

@@ -3,7 +3,11 @@
 //! `nbtree-v2` (the same writes in state version 2: d-trees in pieces) must open, replay their
 //! log and hold exactly their records, and version 1 must still after its first commit (in
 //! version 2) and a reopen; `nbtree-v1-bitflip` (one bit flipped in a d-tree leaf) must answer
-//! every lookup correctly or with `ChecksumMismatch`, and `check()` must refuse it.
+//! every lookup correctly or with `ChecksumMismatch`, and `check()` must refuse it. A copy of
+//! `nbtree-v2` with one bit flipped, in each of its pages in turn (d-tree leaves and inner
+//! nodes, Bloom pages, manifest pages, meta and free-space pages), must be refused with
+//! `ChecksumMismatch` or `Corruption` (the newest meta page: `LogCorruption`, the log no longer
+//! reaching back to the checkpoint before) or answer exactly the fixture's records.
 //! `SYLVA_WRITE_FIXTURES=1 cargo test -p sylva --test nbtree_fixtures -- --ignored` writes
 //! the current version's fixture (`nbtree-v2`) again; the older ones pin their versions and are
 //! not rewritten.
@@ -166,4 +170,140 @@ fn the_bit_flipped_fixture_is_refused_page_by_page_never_misread() {
     }
     assert!(refused > 0, "no lookup reached the damaged leaf");
     assert!(matches!(nb.check(), Err(Error::ChecksumMismatch { .. })));
+}
+
+/// Damage is refused, never misread: `Err` must be `ChecksumMismatch` or `Corruption`, or
+/// `LogCorruption` where the newest meta page is damaged and the log no longer reaches back to
+/// the checkpoint before it (whose records, without the log, would be a wrong answer).
+fn refused(what: &str, e: Error) -> &'static str {
+    match e {
+        Error::ChecksumMismatch { .. } => "ChecksumMismatch",
+        Error::Corruption { .. } => "Corruption",
+        Error::LogCorruption { detail, .. } if detail.contains("newest checkpoint is damaged") => {
+            "LogCorruption"
+        }
+        e => panic!("{what}: damage gave {e:?}, not ChecksumMismatch or Corruption"),
+    }
+}
+
+/// What opening a copy of `nbtree-v2` with one bit flipped came to.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// `open` refused the store (with this error).
+    RefusedAtOpen(&'static str),
+    /// The store opened; some lookups, the scan or `check()` refused (never misread).
+    RefusedLater {
+        lookups_refused: usize,
+        scan: bool,
+        check: bool,
+    },
+    /// The store opened and held exactly its records, `check()` clean: the damage was in a page
+    /// nothing reads (a free page, or the older meta page).
+    Unharmed,
+}
+
+/// Opens a copy of `nbtree-v2` with byte `at` of `data.sylva` XORed with `bit`, and reads all
+/// of it: every answer is the fixture's record or a refusal.
+fn open_flipped(at: usize, bit: u8) -> Outcome {
+    let dir = copy("nbtree-v2");
+    let path = dir.path().join("data.sylva");
+    let mut data = std::fs::read(&path).unwrap();
+    data[at] ^= bit;
+    std::fs::write(&path, &data).unwrap();
+    let what = format!("byte {at} of page {}", at / 4096);
+    let nb = match NbTree::open(dir.path(), options(SyncMode::Never)) {
+        Ok(nb) => nb,
+        Err(e) => return Outcome::RefusedAtOpen(refused(&what, e)),
+    };
+    let mut lookups_refused = 0;
+    for (k, v) in model() {
+        match nb.get(&k) {
+            Ok(got) => assert_eq!(got, Some(v), "{what}: key {k:?} misread"),
+            Err(e) => {
+                refused(&what, e);
+                lookups_refused += 1;
+            }
+        }
+    }
+    let mut got = BTreeMap::new();
+    let scan = nb.scan(&[], usize::MAX, &mut |k, v| {
+        got.insert(k.to_vec(), v.to_vec());
+        true
+    });
+    let scan = match scan {
+        Ok(_) => {
+            assert_eq!(got, model(), "{what}: the scan misread");
+            false
+        }
+        Err(e) => {
+            refused(&what, e);
+            true
+        }
+    };
+    let check = match nb.check() {
+        Ok(_) => false,
+        Err(e) => {
+            refused(&what, e);
+            true
+        }
+    };
+    if lookups_refused == 0 && !scan && !check {
+        Outcome::Unharmed
+    } else {
+        Outcome::RefusedLater {
+            lookups_refused,
+            scan,
+            check,
+        }
+    }
+}
+
+/// One bit flipped in each page of `nbtree-v2` in turn (a copy per page): a d-tree leaf or
+/// inner page, a Bloom page, a manifest page and a meta page of the live store are each refused
+/// with `ChecksumMismatch` or `Corruption`, never a panic or a wrong answer; the older meta page
+/// and free pages are not read, so their damage changes nothing.
+#[test]
+fn one_bit_flipped_in_any_page_of_the_version_2_fixture_is_refused_never_misread() {
+    let data = std::fs::read(fixture("nbtree-v2").join("data.sylva")).unwrap();
+    let pages = data.len() / 4096;
+    let newer_meta = (0..2)
+        .max_by_key(|&m| u64::from_le_bytes(data[m * 4096 + 40..m * 4096 + 48].try_into().unwrap()))
+        .unwrap();
+    let mut by_kind: BTreeMap<u8, Vec<(usize, Outcome)>> = BTreeMap::new();
+    for page in 0..pages {
+        let base = page * 4096;
+        let kind = data[base + 6];
+        // Meta pages: the manifest head's page id in the state; others: a byte of the engine's
+        // bytes near their start (slots, a Bloom header, the manifest head's fields).
+        let at = if kind == 1 { base + 80 + 32 } else { base + 40 };
+        by_kind
+            .entry(kind)
+            .or_default()
+            .push((page, open_flipped(at, 0x04)));
+    }
+    eprintln!("{by_kind:#?}");
+    let outcomes = |kind: u8| by_kind.get(&kind).map(Vec::as_slice).unwrap_or_default();
+    // The newer meta page names the live manifest.
+    let meta = outcomes(1);
+    assert!(
+        matches!(meta[newer_meta].1, Outcome::RefusedAtOpen(_)),
+        "{meta:?}"
+    );
+    assert_eq!(
+        meta[1 - newer_meta].1,
+        Outcome::Unharmed,
+        "the older meta page is not read"
+    );
+    for (kind, name) in [
+        (32, "d-tree leaf"),
+        (33, "d-tree inner"),
+        (34, "Bloom"),
+        (35, "manifest"),
+    ] {
+        assert!(
+            outcomes(kind).iter().any(|o| o.1 != Outcome::Unharmed),
+            "no {name} page's damage was refused: {:?}",
+            outcomes(kind)
+        );
+    }
 }
