@@ -428,7 +428,7 @@ pub(crate) enum Form {
 /// How `value` is stored under `key`; an error for a value longer than a database created
 /// before out-of-line values takes.
 pub(crate) fn form(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<Form> {
-    let max_inline = tree.limits().max_value;
+    let max_inline = tree.max_inline_value(key.len());
     if !tree.store.escaped {
         if value.len() > max_inline {
             tree.limits().check_key(key)?;
