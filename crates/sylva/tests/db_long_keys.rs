@@ -236,7 +236,10 @@ fn long_keys_survive_a_crash() {
             let limit = db.limits().max_key;
             for i in 0..600u64 {
                 let tag = round * 1000 + i;
-                let k = key(rng.below(400), 200 + rng.below((limit - 199) as u64) as usize);
+                let k = key(
+                    rng.below(400),
+                    200 + rng.below((limit - 199) as u64) as usize,
+                );
                 match rng.below(5) {
                     0 => {
                         db.delete(&k).expect("delete");

@@ -64,11 +64,12 @@ impl State {
         let (version, flags) = match (self.tags, self.long_keys) {
             (None, _) => (UNTAGGED_STATE_VERSION, 0),
             (Some(Tags::FirstByte), _) => (FIRST_BYTE_STATE_VERSION, FLAG_TAGGED),
-            (Some(Tags::RefShape), false) => (REF_SHAPE_STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE),
-            (Some(Tags::RefShape), true) => (
-                STATE_VERSION,
-                FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS,
-            ),
+            (Some(Tags::RefShape), false) => {
+                (REF_SHAPE_STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE)
+            }
+            (Some(Tags::RefShape), true) => {
+                (STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS)
+            }
         };
         b[8..12].copy_from_slice(&version.to_le_bytes());
         b[12] = self.layout.code();
