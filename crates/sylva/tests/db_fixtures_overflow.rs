@@ -163,6 +163,14 @@ fn recovers_exactly(version: u32) {
     assert_eq!(db.check().expect("check").records, want.len() as u64);
     let s = db.stats();
     assert!(s.overflow_values >= 10, "{s:?}");
+    // A database created before long keys (state version 5) keeps its key limit: its leaves may
+    // hold records longer than the long-key limits allow beside long fences.
+    let max_key = sylva::btree::max_key_len(4096 - 32);
+    assert_eq!(db.limits().max_key, max_key);
+    match db.put(&vec![b'k'; max_key + 1], b"v") {
+        Err(sylva::Error::InvalidArgument { limit, .. }) => assert_eq!(limit, max_key),
+        other => panic!("a key past the old limit: {other:?}"),
+    }
     // Larger values still go in: the database takes values of any size.
     db.put(b"later", &vec![1u8; 100_000]).expect("put");
     db.close().expect("close");

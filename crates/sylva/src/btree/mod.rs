@@ -70,16 +70,20 @@
 //!   neighbour under the same parent (the left one for the last child) if the union fits one
 //!   page. Merges cascade to inner nodes; the tree never shrinks in height (an inner root may
 //!   end up with no keys and only its upper child).
-//! - Limits: a record must fit in a quarter page, split as keys up to 1/16 of the page
+//! - Limits ([`limits`](self::limits) states the condition a split relies on): by default a
+//!   record must fit in a quarter page, split as keys up to 1/16 of the page
 //!   ([`max_key_len`]: 256 bytes at 4 KiB) and values up to the rest of the quarter after a
 //!   10-byte slot ([`max_value_len`]: 758 bytes at 4 KiB). Fences are stored untruncated, so a
-//!   node must hold two maximal fences plus records; the split keeps that true.
+//!   node must hold two maximal fences plus records; the split keeps that true. `crate::db`'s
+//!   trees of state version 5 use the long-key limits ([`long_max_key_len`]: 777 bytes with a
+//!   4 KiB page's node), which bound a record's key and value together.
 
 mod adapt;
 mod check;
 mod floor;
 mod kv;
 mod leaf;
+pub mod limits;
 mod merge;
 pub mod options;
 mod records;
@@ -94,5 +98,6 @@ pub use crate::sync::{Abort, Latch, Olc};
 pub use check::CheckReport;
 pub use options::{Layout, Options};
 pub use store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit};
-pub use tree::{max_key_len, max_value_len, BTree};
+pub use limits::{long_max_key_len, long_max_record_len, max_key_len, max_value_len};
+pub use tree::BTree;
 pub(crate) use tree::Deleted;

@@ -26,6 +26,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::adapt::Seen;
+use super::limits::{max_key_len, max_record_len, max_value_len};
 use super::options::Options;
 use super::store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit, REPLACED_MAX};
 use crate::error::{Error, Result};
@@ -34,7 +35,7 @@ use crate::page::build::{Builder, NodeSpec};
 use crate::page::dense::{Dense, DenseMut, KIND_DENSE_LEAF};
 use crate::page::fingerprint;
 use crate::page::semidense::{SemiDense, SemiDenseMut, KIND_SEMI_DENSE_LEAF};
-use crate::page::slotted::{Slotted, SlottedMut, SLOT_LEN_HEADS};
+use crate::page::slotted::{Slotted, SlottedMut};
 use crate::page::{corrupt, PageId, KIND_FP_LEAF, KIND_INNER};
 use crate::sync::{backoff, Abort, Olc};
 
@@ -54,7 +55,9 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) semidense: bool,
     pub(crate) adaptive: bool,
     pub(crate) records: AtomicU64,
-    limits: Limits,
+    pub(super) limits: Limits,
+    /// The longest `key ++ value` of a record (`super::limits`).
+    pub(super) max_record: usize,
     pub(crate) splits: AtomicU64,
     pub(crate) merges: AtomicU64,
     pub(crate) conversions: AtomicU64,
@@ -71,16 +74,6 @@ impl<L: NodeLatch> Drop for WriteGuard<L> {
     fn drop(&mut self) {
         self.0.unlock();
     }
-}
-
-/// The largest key a tree with `page_size`-byte pages accepts: 1/16 of the page.
-pub fn max_key_len(page_size: usize) -> usize {
-    page_size / 16
-}
-
-/// The largest value: what is left of a quarter page after the largest key and a slot.
-pub fn max_value_len(page_size: usize) -> usize {
-    page_size / 4 - page_size / 16 - SLOT_LEN_HEADS
 }
 
 /// Calls `f` until it does not ask for a restart.
@@ -245,6 +238,7 @@ impl<S: NodeStore> BTree<S> {
             adaptive: options.layout.adaptive(),
             records: AtomicU64::new(records),
             limits: Limits::variable(max_key_len(ps), max_value_len(ps)),
+            max_record: max_record_len(ps),
             splits: AtomicU64::new(0),
             merges: AtomicU64::new(0),
             conversions: AtomicU64::new(0),
@@ -516,6 +510,9 @@ impl<S: NodeStore> BTree<S> {
     pub(crate) fn put_logged_in_gate(&self, key: &[u8], value: &[u8]) -> Result<u64> {
         self.limits.check_key(key)?;
         self.limits.check_value(value)?;
+        if key.len() + value.len() > self.max_record {
+            return Err(super::limits::record_too_long(key.len(), value.len(), self.max_record));
+        }
         retry(|| self.put_attempt(key, value))
     }
 

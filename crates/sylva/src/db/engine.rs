@@ -17,6 +17,8 @@ pub(crate) struct PagedTree {
     pub(crate) tree: BTree<PoolStore>,
     /// The node layout (recorded at each checkpoint: an existing database keeps its own).
     pub(crate) layout: btree::Layout,
+    /// The tree has the long-key limits (state version 5, [`super::state`]).
+    pub(crate) long_keys: bool,
     /// During redo: the last write batch whose end the log has not shown yet.
     pub(super) pending_batch: Option<Vec<OwnedOp>>,
     /// During redo: leaf records held back to be applied grouped by page.
@@ -53,6 +55,7 @@ impl Engine for PagedTree {
             records: self.tree.records.load(Ordering::Relaxed),
             checkpoint_lsn: lsn,
             tags: self.tree.store.escaped.then_some(self.tree.store.tags),
+            long_keys: self.long_keys,
         }
         .encode()
         .to_vec()

@@ -300,13 +300,20 @@ impl Db {
                     page_size: store.page_size_bytes(),
                     redistribute: options.redistribute,
                 };
-                let tree = match state {
+                let mut tree = match state {
                     None => BTree::with_store(store, tree_options)?,
                     Some(s) => BTree::open_store(store, tree_options, s.meta_page, s.records)?,
                 };
+                // A database this build creates takes long keys; one created before keeps its
+                // limits (`btree::limits`).
+                let long_keys = state.is_none_or(|s| s.long_keys);
+                if long_keys {
+                    tree.use_long_keys();
+                }
                 Ok(PagedTree {
                     tree,
                     layout,
+                    long_keys,
                     pending_batch: None,
                     leaf_redo: recovery::LeafRedo::default(),
                 })

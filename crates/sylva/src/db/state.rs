@@ -20,7 +20,15 @@ const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
 /// ([`Tags::RefShape`], flag bit 1), so values shorter than 17 bytes keep their length and
 /// leaves of fixed-size values can be dense again; a version 3 database keeps its first-byte
 /// escapes ([`Tags::FirstByte`]), and a build before version 4 refuses a version 4 database.
-pub(super) const STATE_VERSION: u32 = 4;
+/// Version 5 (issue 23, long keys): version 4 with the tree's long-key limits
+/// ([`crate::btree::long_max_key_len`], flag bit 2): keys up to 777 bytes with 4 KiB pages and
+/// records of a long key force their value out of line. A database created before keeps its
+/// limits (its leaves may hold records longer than the long-key limits allow beside long
+/// fences), and a build before version 5 refuses a version 5 database, whose fences and keys
+/// it would not expect.
+pub(super) const STATE_VERSION: u32 = 5;
+/// The version of a database with [`Tags::RefShape`] and the default key limits.
+const REF_SHAPE_STATE_VERSION: u32 = 4;
 /// The version of a database whose values are escaped by their first byte.
 const FIRST_BYTE_STATE_VERSION: u32 = 3;
 /// The version of a database without out-of-line values.
@@ -29,6 +37,8 @@ const UNTAGGED_STATE_VERSION: u32 = 2;
 const FLAG_TAGGED: u8 = 0x01;
 /// Flag byte 13, bit 1 (version 4): only values of a reference's shape are escaped.
 const FLAG_REF_SHAPE: u8 = 0x02;
+/// Flag byte 13, bit 2 (version 5): the tree has the long-key limits.
+const FLAG_LONG_KEYS: u8 = 0x04;
 const OLDEST_STATE_VERSION: u32 = 1;
 pub(super) const STATE_LEN: usize = 40;
 
@@ -43,16 +53,23 @@ pub(crate) struct State {
     /// Values are tagged and may be out of line ([`super::overflow`]), told apart as `Tags`
     /// says; `None`: stored as they are (a database created before out-of-line values).
     pub(super) tags: Option<Tags>,
+    /// The tree has the long-key limits (version 5; [`crate::btree::long_max_key_len`]).
+    pub(super) long_keys: bool,
 }
 
 impl State {
     pub(super) fn encode(&self) -> [u8; STATE_LEN] {
         let mut b = [0u8; STATE_LEN];
         b[0..8].copy_from_slice(STATE_MAGIC);
-        let (version, flags) = match self.tags {
-            None => (UNTAGGED_STATE_VERSION, 0),
-            Some(Tags::FirstByte) => (FIRST_BYTE_STATE_VERSION, FLAG_TAGGED),
-            Some(Tags::RefShape) => (STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE),
+        let (version, flags) = match (self.tags, self.long_keys) {
+            (None, _) => (UNTAGGED_STATE_VERSION, 0),
+            (Some(Tags::FirstByte), _) => (FIRST_BYTE_STATE_VERSION, FLAG_TAGGED),
+            (Some(Tags::RefShape), false) => {
+                (REF_SHAPE_STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE)
+            }
+            (Some(Tags::RefShape), true) => {
+                (STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS)
+            }
         };
         b[8..12].copy_from_slice(&version.to_le_bytes());
         b[12] = self.layout.code();
@@ -94,7 +111,8 @@ impl State {
             .ok_or_else(|| not_db(format!("unknown layout {}", user[12])))?;
         let known = match version {
             FIRST_BYTE_STATE_VERSION => FLAG_TAGGED,
-            STATE_VERSION => FLAG_TAGGED | FLAG_REF_SHAPE,
+            REF_SHAPE_STATE_VERSION => FLAG_TAGGED | FLAG_REF_SHAPE,
+            STATE_VERSION => FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS,
             _ => 0,
         };
         if version >= FIRST_BYTE_STATE_VERSION && user[13] & !known != 0 {
@@ -114,6 +132,7 @@ impl State {
             records: u64_at(24),
             checkpoint_lsn: u64_at(32),
             tags,
+            long_keys: version >= STATE_VERSION && user[13] & FLAG_LONG_KEYS != 0,
         }))
     }
 }

@@ -1,0 +1,137 @@
+//! A database directory of state version 5 (long keys, issue 23; `docs/format.md`, "Key and
+//! record limits") checked in under `tests/fixtures/db-v5-long-keys/`: opening a copy recovers
+//! exactly its contents, `check` passes, the limits are the long-key ones and the file keeps its
+//! version. A format change that breaks this is a version bump, not a fixture update.
+//!
+//! The fixture: 4 KiB pages; 60 keys of 255 to 777 bytes sharing a 250-byte prefix in groups,
+//! with values from empty to 20 KB (a long key's value goes out of line from a few dozen bytes
+//! up), closed (a checkpoint); reopened, every third key overwritten with another size and every
+//! seventh deleted under `SyncMode::Always`, then abandoned without a checkpoint, as a `kill -9`
+//! would leave it. Written with `regenerate_v5` (ignored):
+//! `cargo test -p sylva --test db_fixtures_long_keys -- --ignored regenerate_v5`.
+
+mod db_common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use db_common::{contents, differences};
+use sylva::{Db, DbOptions, SyncMode};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+const FILES: [&str; 3] = ["data.sylva", "wal.log", "wal.2.log"];
+const KEYS: u64 = 60;
+/// Offsets in a meta page (`docs/format.md`, "Meta pages").
+const META_SEQ: usize = 40;
+const OWNER_AREA: usize = 80;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/db-v5-long-keys")
+}
+
+fn options() -> DbOptions {
+    DbOptions {
+        sync: SyncMode::Always,
+        cache_bytes: 64 * 4096,
+        page_size: 4096,
+        direct_io: false,
+        background: false,
+        ..DbOptions::default()
+    }
+}
+
+/// Key `n`: a 250-byte prefix shared by its group of 10, then `n`, filled to 255–777 bytes.
+fn key(n: u64) -> Vec<u8> {
+    const LENS: [usize; 6] = [255, 300, 500, 700, 776, 777];
+    let mut k = vec![b'a' + (n / 10) as u8; 250];
+    k.extend_from_slice(format!("|{n:04}|").as_bytes());
+    let len = LENS[(n % LENS.len() as u64) as usize];
+    k.resize(len, b'0' + (n % 10) as u8);
+    k
+}
+
+fn value(n: u64, tag: u64) -> Vec<u8> {
+    const LENS: [usize; 8] = [0, 5, 17, 40, 300, 752, 3000, 20_000];
+    let len = LENS[((n + tag) % LENS.len() as u64) as usize];
+    let mut v = format!("{n}#{tag}|").into_bytes();
+    v.resize(len.max(v.len()), b'a' + (n % 26) as u8);
+    v.truncate(len);
+    v
+}
+
+fn model() -> Model {
+    let mut m: Model = (0..KEYS).map(|n| (key(n), value(n, 1))).collect();
+    for n in 0..KEYS {
+        if n.is_multiple_of(7) {
+            m.remove(&key(n));
+        } else if n.is_multiple_of(3) {
+            m.insert(key(n), value(n, 2));
+        }
+    }
+    m
+}
+
+#[test]
+#[ignore = "writes the fixture; run only when adding a format version"]
+fn regenerate_v5() {
+    let dir = dir();
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Db::open(&dir, options()).expect("create");
+    for n in 0..KEYS {
+        db.put(&key(n), &value(n, 1)).expect("put");
+    }
+    db.close().expect("close");
+    let db = Db::open(&dir, options()).expect("reopen");
+    for n in 0..KEYS {
+        if n.is_multiple_of(7) {
+            db.delete(&key(n)).expect("delete");
+        } else if n.is_multiple_of(3) {
+            db.put(&key(n), &value(n, 2)).expect("overwrite");
+        }
+    }
+    db.simulate_crash();
+    let _ = std::fs::remove_file(dir.join("LOCK"));
+}
+
+/// The database state version in the owner area of the page file's newer meta page.
+fn state_version(path: &Path) -> u32 {
+    let b = std::fs::read(path).expect("read the page file");
+    let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let u64_at = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let newer = if u64_at(META_SEQ) >= u64_at(4096 + META_SEQ) {
+        0
+    } else {
+        4096
+    };
+    u32_at(newer + OWNER_AREA + 8)
+}
+
+#[test]
+fn a_version_5_database_with_long_keys_recovers_exactly() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    for f in FILES {
+        std::fs::copy(dir().join(f), scratch.path().join(f)).expect("copy the fixture");
+    }
+    let data = scratch.path().join("data.sylva");
+    assert_eq!(state_version(&data), 5, "the fixture's state version");
+    let db = Db::open(scratch.path(), options()).expect("open the fixture");
+    assert!(db.recovery().records_redone > 0, "{:?}", db.recovery());
+    assert_eq!(db.limits().max_key, 777);
+    let want = model();
+    let got = contents(&db).expect("a full scan");
+    assert!(got == want, "{}", differences(&got, &want, 10));
+    assert_eq!(db.check().expect("check").records, want.len() as u64);
+    assert!(db.stats().overflow_values >= 10, "{:?}", db.stats());
+    let later = vec![b'z'; 777];
+    db.put(&later, &[1u8; 500]).expect("put");
+    db.close().expect("close");
+    assert_eq!(state_version(&data), 5, "the version survives a checkpoint");
+    let db = Db::open(scratch.path(), options()).expect("reopen");
+    assert_eq!(db.get(&later).expect("get"), Some(vec![1u8; 500]));
+    db.check().expect("check");
+}
