@@ -9,6 +9,11 @@
 //! before the store is dropped: a reader holding a stale page id can always read the bytes it
 //! points to (and then fails validation), which is what optimistic reads need. Freed pages are
 //! reused; their latch versions keep counting so no stale reader validates against them.
+//! Chunks and the chunk directory are mapped from the kernel ([`Zeroed`]) rather than taken
+//! from the heap: they read as zeros without being zeroed, and cost memory only where touched.
+//! From the heap, glibc zeroed each reused chunk (and the 512 KiB directory) by hand, which was
+//! most of the cost of creating and dropping a small tree: the NB-tree makes one at each
+//! rotation of its root, TreeLine two at each open, and the power-loss tests millions.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -175,8 +180,48 @@ const CHUNK_BYTES: usize = 1 << 20;
 
 struct Chunk {
     latches: Box<[Latch]>,
-    data: NonNull<u8>,
+    data: Zeroed,
+}
+
+/// `len` bytes of anonymous memory mapped by the kernel: zeros until written, backed only
+/// where touched, unmapped when dropped.
+struct Zeroed {
+    ptr: NonNull<u8>,
     len: usize,
+}
+
+impl Zeroed {
+    /// Maps `len` (> 0) bytes; out of memory ends the process, as a failed allocation does.
+    fn new(len: usize) -> Self {
+        // SAFETY: an anonymous private mapping at an address of the kernel's choosing: nothing
+        // existing is touched.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        match NonNull::new(p.cast::<u8>()).filter(|_| p != libc::MAP_FAILED) {
+            Some(ptr) => Zeroed { ptr, len },
+            None => std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(len, 4096)
+                    .unwrap_or(std::alloc::Layout::new::<u8>()),
+            ),
+        }
+    }
+}
+
+impl Drop for Zeroed {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping made in `new`, once.
+        unsafe {
+            libc::munmap(self.ptr.as_ptr().cast(), self.len);
+        }
+    }
 }
 
 struct Alloc {
@@ -188,7 +233,8 @@ struct Alloc {
 pub struct MemNodeStore {
     page_size: usize,
     chunk_shift: u32,
-    directory: Box<[AtomicPtr<Chunk>]>,
+    /// [`DIRECTORY_LEN`] chunk pointers (null: not made yet); all zero bits is null.
+    directory: Zeroed,
     alloc: Mutex<Alloc>,
 }
 
@@ -205,9 +251,7 @@ impl MemNodeStore {
         MemNodeStore {
             page_size,
             chunk_shift: chunk_pages.trailing_zeros(),
-            directory: (0..DIRECTORY_LEN)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-                .collect(),
+            directory: Zeroed::new(DIRECTORY_LEN * std::mem::size_of::<AtomicPtr<Chunk>>()),
             alloc: Mutex::new(Alloc {
                 next: 0,
                 free: Vec::new(),
@@ -215,10 +259,24 @@ impl MemNodeStore {
         }
     }
 
+    /// The chunk directory.
+    #[inline]
+    fn directory(&self) -> &[AtomicPtr<Chunk>] {
+        // SAFETY: the mapping holds DIRECTORY_LEN pointers, is page-aligned, lives as long as
+        // `self`, and starts as zeros, which is a null `AtomicPtr`; it is only accessed
+        // atomically.
+        unsafe {
+            std::slice::from_raw_parts(
+                self.directory.ptr.as_ptr().cast::<AtomicPtr<Chunk>>(),
+                DIRECTORY_LEN,
+            )
+        }
+    }
+
     #[inline]
     fn chunk(&self, id: PageId) -> Option<(&Chunk, usize)> {
         let c = (id >> self.chunk_shift) as usize;
-        let p = self.directory.get(c)?.load(Ordering::Acquire);
+        let p = self.directory().get(c)?.load(Ordering::Acquire);
         // SAFETY: non-null directory entries point to chunks created by `allocate` and freed
         // only in `Drop`, which has exclusive access.
         let chunk = unsafe { p.as_ref()? };
@@ -253,17 +311,13 @@ impl NodeStore for MemNodeStore {
                 limit: DIRECTORY_LEN << self.chunk_shift,
             });
         }
-        if self.directory[c].load(Ordering::Relaxed).is_null() {
+        if self.directory()[c].load(Ordering::Relaxed).is_null() {
             let pages = 1usize << self.chunk_shift;
-            let len = pages * self.page_size;
-            let data = Box::into_raw(vec![0u8; len].into_boxed_slice()) as *mut u8;
             let chunk = Box::new(Chunk {
                 latches: (0..pages).map(|_| Latch::default()).collect(),
-                // SAFETY: `Box::into_raw` never returns null.
-                data: unsafe { NonNull::new_unchecked(data) },
-                len,
+                data: Zeroed::new(pages * self.page_size),
             });
-            self.directory[c].store(Box::into_raw(chunk), Ordering::Release);
+            self.directory()[c].store(Box::into_raw(chunk), Ordering::Release);
         }
         a.next += 1;
         if let Some(l) = self.latch(id) {
@@ -294,11 +348,11 @@ impl NodeStore for MemNodeStore {
     #[inline]
     fn node(&self, id: PageId) -> Option<(&Latch, NonNull<u8>)> {
         let (c, i) = self.chunk(id)?;
-        if (i + 1) * self.page_size > c.len {
+        if (i + 1) * self.page_size > c.data.len {
             return None;
         }
-        // SAFETY: `i * page_size` is inside the chunk's allocation (checked above).
-        Some((c.latches.get(i)?, unsafe { c.data.add(i * self.page_size) }))
+        // SAFETY: `i * page_size` is inside the chunk's mapping (checked above).
+        Some((c.latches.get(i)?, unsafe { c.data.ptr.add(i * self.page_size) }))
     }
 
     fn pages_in_use(&self) -> u64 {
@@ -309,19 +363,14 @@ impl NodeStore for MemNodeStore {
 
 impl Drop for MemNodeStore {
     fn drop(&mut self) {
-        for e in self.directory.iter() {
+        // Chunks are made in order as pages are first allocated: only those below `next`.
+        let made = self.alloc.get_mut().next.div_ceil(1 << self.chunk_shift) as usize;
+        for e in self.directory().iter().take(made) {
             let p = e.load(Ordering::Relaxed);
             if !p.is_null() {
                 // SAFETY: created by `Box::into_raw` in `allocate`; dropped once, here, with
-                // exclusive access.
-                let chunk = unsafe { Box::from_raw(p) };
-                // SAFETY: `data`/`len` come from a boxed slice leaked in `allocate`.
-                drop(unsafe {
-                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                        chunk.data.as_ptr(),
-                        chunk.len,
-                    ))
-                });
+                // exclusive access (its mapping goes with it).
+                drop(unsafe { Box::from_raw(p) });
             }
         }
     }

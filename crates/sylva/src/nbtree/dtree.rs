@@ -288,6 +288,10 @@ impl DTree {
         } else {
             SCAN_PAGES
         };
+        // No larger than the leaves left: a buffer is zeroed when made, and a small d-tree's
+        // merge spent most of its time zeroing a 1 MiB one.
+        let left = u64::from(self.extent.leaf_pages).saturating_sub(leaf).max(1);
+        let per_read = per_read.min(usize::try_from(left).unwrap_or(usize::MAX));
         let mut c = Cursor {
             tree: self.clone(),
             buf: self.file.buffer(per_read),
