@@ -417,7 +417,7 @@ impl Backend for Delayed {
         let mut out = Vec::new();
         self.inner.complete(0, None, &mut out)?;
         self.submitted += 1;
-        let delay = if self.submitted % 2 == 0 { 100 } else { 900 };
+        let delay = if self.submitted.is_multiple_of(2) { 100 } else { 900 };
         let due = std::time::Instant::now() + Duration::from_micros(delay);
         self.pending.extend(out.into_iter().map(|c| (due, c)));
         Ok(())
