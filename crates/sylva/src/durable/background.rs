@@ -65,7 +65,9 @@ impl Trigger {
 /// The checkpoint thread: checkpoints when a writer asks (the log passed `checkpoint_bytes`),
 /// so no writer spends its own time writing the dirty pages. A failure poisons the database.
 pub(super) fn checkpoint_loop<E: Engine>(core: Arc<Core<E>>, checkpointer: Arc<Trigger>) {
-    lower_thread_priority();
+    if core.engine.checkpoint_at_low_priority() {
+        lower_thread_priority();
+    }
     while checkpointer.wait() {
         if core.poison.check().is_ok() && core.checkpoint_now().is_err() {
             core.poison.set();

@@ -129,6 +129,13 @@ pub(crate) trait Engine: Send + Sync + 'static {
     /// Bytes logged since the last checkpoint began (what triggers the next one).
     fn logged_bytes(&self) -> u64;
 
+    /// Whether the checkpoint thread runs at nice 10: yes unless writers wait for its
+    /// progress step by step (the NB-tree's deamortized merger), where a lower priority than
+    /// the writers' makes each of those waits as long as the scheduler keeps it off the CPU.
+    fn checkpoint_at_low_priority(&self) -> bool {
+        true
+    }
+
     /// For an online backup ([`backup`]): starts (`on`) or ends noting the page runs (first
     /// page, pages) the engine writes to the page file without logging their bytes (made
     /// durable before the record naming them instead), and returns those noted since it

@@ -43,8 +43,11 @@
 //! taken out of it so that the path holds no replaced run).
 //!
 //! **Deamortization** (§5.1). With `deamortize=on` a cascade is a [`Job`] that the durability
-//! layer's checkpoint thread runs at nice 10 (the *merger*) while writers fill the next root.
-//! Its writes go out in steps of at most `step_bytes`, each counted when it completes. An insert
+//! layer's checkpoint thread runs (the *merger*, at the writers' priority, not at the nice 10
+//! other engines' checkpoints get: inserts wait for its steps) while writers fill the next
+//! root. Its writes go out in steps of at most `step_bytes`, each counted when it completes, and
+//! so does the work between them that writes nothing (gathering the frozen roots' records,
+//! reading a d-tree's live part into memory: `Job::gathered`), so that no step is long. An insert
 //! paces itself against the job (`NbTree::put`): after `a` bytes of the new root the job must
 //! have written `W · a / (¾σ)` bytes, W = (h + 1)(2f + 3)σ being the most a cascade can write;
 //! an insert that finds it behind waits for one step (`inline_steps`), and one that finds the
@@ -245,6 +248,19 @@ impl Job {
         self.cv.notify_all();
     }
 
+    /// Counts `bytes` of records the job read or gathered without writing (the frozen roots'
+    /// records, a d-tree's live part read into memory) in `pending`, and after each
+    /// `step_bytes` of them takes a step that writes nothing: an insert that waits for one step
+    /// then waits for that much of this work, not for all of it (its pace still counts only
+    /// the bytes written).
+    pub(crate) fn gathered(&self, pending: &mut u64, bytes: u64) {
+        *pending += bytes;
+        if *pending >= self.step_bytes {
+            *pending = 0;
+            self.advance(0);
+        }
+    }
+
     /// Job `generation` ended (done or failed); whether it was the one running.
     pub(crate) fn finish(&self, generation: u64) -> bool {
         let mut st = self.state.lock();
@@ -347,7 +363,11 @@ fn finish(ctx: &mut Ctx<'_>, w: Writer) -> Result<Option<DTree>> {
 /// Reads the live records of `node`'s d-tree, merged under `newer` (newer wins), into memory;
 /// with each record, the bytes of the d-tree's record of its key (0: none), which
 /// [`distribute`] takes off the node's live part as the record moves down.
-fn merged_in_memory(node: &SNode, newer: Vec<Rec>) -> Result<(Vec<Rec>, Vec<u64>)> {
+fn merged_in_memory(
+    node: &SNode,
+    newer: Vec<Rec>,
+    job: Option<&Job>,
+) -> Result<(Vec<Rec>, Vec<u64>)> {
     let Some(d) = &node.dtree else {
         let consumed = vec![0; newer.len()];
         return Ok((newer, consumed));
@@ -356,7 +376,11 @@ fn merged_in_memory(node: &SNode, newer: Vec<Rec>) -> Result<(Vec<Rec>, Vec<u64>
     let mut consumed = Vec::with_capacity(out.capacity());
     let mut c = d.cursor(&node.start, true)?;
     let mut newer = newer.into_iter().peekable();
+    let mut pending = 0;
     while let Some((k, v)) = c.next_record()? {
+        if let Some(j) = job {
+            j.gathered(&mut pending, (k.len() + v.len()) as u64);
+        }
         while let Some(n) = newer.next_if(|n| n.0.as_slice() < k) {
             out.push(n);
             consumed.push(0);
@@ -391,7 +415,7 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, root: Arc<SNode>, recs: Vec<Rec>) -> Res
         root
     } else {
         ctx.calls += 1;
-        let (moved, consumed) = merged_in_memory(&root, recs)?;
+        let (moved, consumed) = merged_in_memory(&root, recs, ctx.job.as_deref())?;
         if root.is_leaf() {
             root.set_dtree(None);
             let moved: Vec<Rec> = moved.into_iter().filter(|r| is_put(&r.1)).collect();
@@ -577,7 +601,11 @@ pub(crate) fn handle_full(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome>
     let mut next_start = None;
     if let Some(d) = node.dtree.clone() {
         let mut c = d.cursor(&node.start, true)?;
+        let mut pending = 0;
         while let Some((k, v)) = c.next_record()? {
+            if let Some(j) = &ctx.job {
+                j.gathered(&mut pending, (k.len() + v.len()) as u64);
+            }
             if moved_bytes >= ctx.sigma {
                 next_start = Some(k.to_vec());
                 break;

@@ -250,9 +250,16 @@ impl NbEngine {
         drop(cur);
         let mut recs: Vec<Rec> = Vec::new();
         // Oldest first; a newer root's record replaces an older one's.
+        // Steps of the job as they are gathered (`Job::gathered`): inserts pace themselves
+        // against the job from the freeze on.
+        let job = self.params.deamortize.then_some(&*self.job);
+        let mut pending = 0;
         for f in cur_frozen.iter().rev() {
             let mut newer = Vec::new();
             f.tree.walk(&[], None, usize::MAX, &mut |k, v| {
+                if let Some(j) = job {
+                    j.gathered(&mut pending, (k.len() + v.len()) as u64);
+                }
                 newer.push((k.to_vec(), v.to_vec()));
                 true
             })?;
@@ -575,6 +582,11 @@ impl Engine for NbEngine {
             self.max_backlog.fetch_max(backlog, Ordering::Relaxed);
         }
         r
+    }
+
+    fn checkpoint_at_low_priority(&self) -> bool {
+        // Deamortized, inserts wait for the merger's steps (`NbTree::pace`).
+        !self.params.deamortize
     }
 
     fn page_file(&self) -> &PageFile {

@@ -113,7 +113,7 @@
 //!   memory beyond its pool is outside its: a cascade's records in memory while it runs, and
 //!   the inner pages and filters of d-trees a cascade has written but not yet published.
 //! - **Deamortization** (§5.1): the cascade runs on the durability layer's checkpoint thread
-//!   (nice 10) with `deamortize=on`, and inside the filling insert with `deamortize=off` (no
+//!   (at the writers' priority) with `deamortize=on`, and inside the filling insert with `deamortize=off` (no
 //!   background threads). With it on, inserts pace themselves against the cascade's written
 //!   bytes, and one that finds it behind waits for one step of `step_bytes` *run by the merger
 //!   thread*, not by itself: the cascade's place is the merger's stack, not a resumable data
