@@ -113,11 +113,16 @@
 //!   memory beyond its pool is outside its: a cascade's records in memory while it runs, and
 //!   the inner pages and filters of d-trees a cascade has written but not yet published.
 //! - **Deamortization** (§5.1): the cascade runs on the durability layer's checkpoint thread
-//!   (at the writers' priority) with `deamortize=on`, and inside the filling insert with `deamortize=off` (no
-//!   background threads). With it on, inserts pace themselves against the cascade's written
-//!   bytes, and one that finds it behind waits for one step of `step_bytes` *run by the merger
-//!   thread*, not by itself: the cascade's place is the merger's stack, not a resumable data
-//!   structure (`cascade`, with the `inline_steps` / `stalls` / `max_backlog` counters).
+//!   with `deamortize=on`, and inside the filling insert with `deamortize=off` (no background
+//!   threads). With it on, inserts pace themselves against the cascade's written bytes, and one
+//!   that finds it behind waits for one step of `step_bytes` *run by the merger thread*, not by
+//!   itself: the cascade's place is the merger's stack, not a resumable data structure
+//!   (`cascade`, with the `inline_steps` / `stalls` / `max_backlog` counters). Records the
+//!   merger reads or gathers without writing count as steps too, so no wait lasts a whole
+//!   gather. The merger runs at the writers' priority, not at the nice 10 the issue asked: an
+//!   insert waiting for its step waited as long as the scheduler kept a nice-10 thread off the
+//!   CPU (`docs/results/nbtree.md`, session 19: the insert maximum 360–397 ms before, 149–150
+//!   after).
 //!
 //! # Status against issue 22
 //!
