@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use db_common::{contents, differences, options, tagged_value, tmp, Rng};
+use db_common::{assert_same_contents, options, tagged_value, tmp, Rng};
 use sylva::io::{SimFs, SimOptions};
 use sylva::{Db, DbOptions, SyncMode, DATA_FILE};
 
@@ -26,18 +26,6 @@ fn big_key(i: u64) -> Vec<u8> {
 
 fn small_key(i: u64) -> Vec<u8> {
     format!("small{i:05}").into_bytes()
-}
-
-/// Contents equal `want`, every key reads back, and `check` passes (which verifies that every
-/// page below the page count is a meta, free, free-space, tree or run page, exactly once).
-fn check_equal(db: &Db, want: &Model, what: &str) {
-    let got = contents(db).expect("scan");
-    assert!(got == *want, "{what}: {}", differences(&got, want, 5));
-    for (k, v) in want {
-        assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "{what}: get");
-    }
-    let report = db.check().expect("check");
-    assert_eq!(report.records, want.len() as u64, "{what}: records");
 }
 
 /// 300 small records, then `n` values of 64 KiB, whose runs lie at the file's end.
@@ -92,20 +80,20 @@ fn compact_gives_the_runs_at_the_files_end_back() {
     assert_eq!(s.file_bytes, r.bytes_after);
     assert_eq!(s.file_pages * PAGE, r.bytes_after, "{s:?}");
     assert!(s.free_pages_at_end <= 2, "{s:?}");
-    check_equal(&db, &want, "after compact");
+    assert_same_contents(&db, &want, "after compact");
     db.close().expect("close");
 
     let db = Db::open(dir.path(), opts).expect("reopen");
-    check_equal(&db, &want, "reopened");
+    assert_same_contents(&db, &want, "reopened");
     assert!(file_len(dir.path()) <= r.bytes_after + PAGE);
     // The file grows again from its new end.
     let (k, v) = (big_key(999), tagged_value(&big_key(999), 999, BIG));
     db.put(&k, &v).expect("put");
     want.insert(k, v);
-    check_equal(&db, &want, "grown again");
+    assert_same_contents(&db, &want, "grown again");
     db.close().expect("close");
     let db = Db::open(dir.path(), opts).expect("reopen");
-    check_equal(&db, &want, "grown again, reopened");
+    assert_same_contents(&db, &want, "grown again, reopened");
 }
 
 #[test]
@@ -134,7 +122,7 @@ fn stats_count_free_extents_and_compact_leaves_the_holes() {
     );
     let after = db.stats();
     assert!(after.free_extents >= n / 2 - 1, "{after:?}");
-    check_equal(&db, &want, "after compact");
+    assert_same_contents(&db, &want, "after compact");
     // Holes are reused before the file grows.
     let len = file_len(dir.path());
     let (k, v) = (big_key(1), tagged_value(&big_key(1), 7, BIG));
@@ -145,7 +133,7 @@ fn stats_count_free_extents_and_compact_leaves_the_holes() {
         file_len(dir.path()) <= len + 2 * PAGE,
         "a hole took the run"
     );
-    check_equal(&db, &want, "hole reused");
+    assert_same_contents(&db, &want, "hole reused");
 }
 
 #[test]
@@ -157,7 +145,7 @@ fn compact_on_a_new_or_compacted_database_changes_nothing() {
     let r = db.compact().expect("compact");
     assert_eq!((r.bytes_before, r.bytes_after), (len, len), "{r:?}");
     assert_eq!(r.checkpoints, 1, "nothing free at the end: one checkpoint");
-    check_equal(&db, &Model::new(), "new");
+    assert_same_contents(&db, &Model::new(), "new");
     db.close().expect("close");
 
     let db = Db::open(dir.path(), opts).expect("reopen");
@@ -172,7 +160,7 @@ fn compact_on_a_new_or_compacted_database_changes_nothing() {
     let again = db.compact().expect("compact again");
     assert_eq!(again.bytes_before, again.bytes_after, "{again:?}");
     assert_eq!(again.bytes_after, first.bytes_after, "{again:?}");
-    check_equal(&db, &want, "compacted twice");
+    assert_same_contents(&db, &want, "compacted twice");
 }
 
 /// Two writers put, overwrite and delete values small and large (their own keys each, checked
@@ -252,13 +240,13 @@ fn compact_while_two_writers_run() {
         models
     });
     let want: Model = models.into_iter().flatten().collect();
-    check_equal(&db, &want, "after the writers");
+    assert_same_contents(&db, &want, "after the writers");
     let r = db.compact().expect("compact");
     assert_eq!(file_len(dir.path()), r.bytes_after);
-    check_equal(&db, &want, "compacted once more");
+    assert_same_contents(&db, &want, "compacted once more");
     db.close().expect("close");
     let db = Db::open(dir.path(), opts).expect("reopen");
-    check_equal(&db, &want, "reopened");
+    assert_same_contents(&db, &want, "reopened");
 }
 
 fn sim_options() -> DbOptions {
@@ -319,7 +307,7 @@ fn a_crash_at_any_point_of_a_compaction_loses_nothing() {
             let what = format!("crash after {at} of {changes} changes, loss {loss}");
             let db = Db::open_in(&fs, dir, sim_options())
                 .unwrap_or_else(|e| panic!("{what}: open: {e}"));
-            check_equal(&db, &want, &what);
+            assert_same_contents(&db, &want, &what);
             let r = db.compact().expect("compact after the crash");
             let len = fs.read_file(&dir.join(DATA_FILE)).expect("data file").len() as u64;
             assert_eq!(len, r.bytes_after, "{what}");
@@ -327,7 +315,7 @@ fn a_crash_at_any_point_of_a_compaction_loses_nothing() {
                 r.bytes_after <= compacted + 2 * PAGE,
                 "{what}: the runs are given back ({compacted} bytes without a crash): {r:?}"
             );
-            check_equal(&db, &want, &format!("{what}, compacted again"));
+            assert_same_contents(&db, &want, &format!("{what}, compacted again"));
         }
     }
 }
@@ -348,12 +336,12 @@ fn a_file_longer_than_its_page_count_opens_and_is_cut_by_compact() {
     image.extend(std::iter::repeat_n(0xA5u8, 5 * PAGE as usize));
     fs.write_file(&data, &image).expect("extend");
     let db = Db::open_in(&fs, dir, sim_options()).expect("open a longer file");
-    check_equal(&db, &want, "longer file");
+    assert_same_contents(&db, &want, "longer file");
     assert_eq!(db.stats().file_bytes, r.bytes_after + 5 * PAGE);
     let again = db.compact().expect("compact");
     assert_eq!(
         (again.bytes_before, again.bytes_after),
         (r.bytes_after + 5 * PAGE, r.bytes_after)
     );
-    check_equal(&db, &want, "cut");
+    assert_same_contents(&db, &want, "cut");
 }

@@ -19,16 +19,13 @@ mod db_common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use db_common::{contents, differences, ordered_key};
+use db_common::{contents, differences, ordered_key, state_version};
 use sylva::{Db, DbOptions, SyncMode};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 const FILES: [&str; 3] = ["data.sylva", "wal.log", "wal.2.log"];
 const KEYS: u64 = 60;
-/// Offsets in a meta page (`docs/format.md`, "Meta pages").
-const META_SEQ: usize = 40;
-const OWNER_AREA: usize = 80;
 
 /// The fixture of database state `version`.
 fn dir(version: u32) -> PathBuf {
@@ -100,25 +97,6 @@ fn regenerate_v4() {
     }
     db.simulate_crash();
     let _ = std::fs::remove_file(dir.join("LOCK"));
-}
-
-/// The database state version in the owner area of the page file's newer meta page
-/// (`docs/format.md`: meta pages 0 and 1 of 4 KiB, the checkpoint sequence at bytes 40..48,
-/// the owner area from byte 80, the state's version at its bytes 8..12).
-fn state_version(path: &Path) -> u32 {
-    let b = std::fs::read(path).expect("read the page file");
-    let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-    let u64_at = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&b[at..at + 8]);
-        u64::from_le_bytes(w)
-    };
-    let newer = if u64_at(META_SEQ) >= u64_at(4096 + META_SEQ) {
-        0
-    } else {
-        4096
-    };
-    u32_at(newer + OWNER_AREA + 8)
 }
 
 /// The log format version in a segment's header (bytes 8..12).

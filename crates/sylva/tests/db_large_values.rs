@@ -6,23 +6,13 @@ mod db_common;
 
 use std::collections::BTreeMap;
 
-use db_common::{contents, differences, options, tagged_value, tmp, Rng};
+use db_common::{assert_same_contents, options, tagged_value, tmp, Rng};
 use sylva::{Db, DbOptions, Error, KvStore, SyncMode, WriteBatch};
 
 /// The largest value a leaf holds with 4 KiB pages (`sylva::btree::max_value_len`), less the
 /// tag byte an escaped value needs.
 fn leaf_limit() -> usize {
     sylva::btree::max_value_len(4096)
-}
-
-fn check_equal(db: &Db, want: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
-    let got = contents(db).expect("scan");
-    assert!(got == *want, "{what}: {}", differences(&got, want, 5));
-    for (k, v) in want {
-        assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "{what}: get");
-    }
-    let report = db.check().expect("check");
-    assert_eq!(report.records, want.len() as u64, "{what}: records");
 }
 
 #[test]
@@ -62,14 +52,14 @@ fn values_of_every_size_round_trip_through_reopen() {
                 want.insert(k, v);
             }
         }
-        check_equal(&db, &want, "before reopen");
+        assert_same_contents(&db, &want, "before reopen");
         let s = db.stats();
         assert!(s.overflow_values >= 6, "{s:?}");
         assert!(s.overflow_bytes >= (3 << 20) + (1 << 20), "{s:?}");
         db.close().expect("close");
     }
     let db = Db::open(dir.path(), opts).expect("reopen");
-    check_equal(&db, &want, "after reopen");
+    assert_same_contents(&db, &want, "after reopen");
 }
 
 #[test]
@@ -97,7 +87,7 @@ fn overwrites_and_deletes_free_their_runs_and_the_file_stops_growing() {
         }
         // A checkpoint makes the runs freed so far allocatable again.
         db.checkpoint().expect("checkpoint");
-        check_equal(&db, &want, &format!("round {round}"));
+        assert_same_contents(&db, &want, &format!("round {round}"));
         pages_after_round.push(db.stats().file_pages);
     }
     // Six rounds of the same working set: freed runs are reused, so the file does not keep
@@ -120,7 +110,7 @@ fn crashes_recover_exactly_the_synced_runs_without_leaks() {
     let mut rng = Rng::new(11);
     for round in 0..8u64 {
         let db = Db::open(dir.path(), opts).expect("open");
-        check_equal(&db, &want, &format!("after crash {round}"));
+        assert_same_contents(&db, &want, &format!("after crash {round}"));
         for i in 0..30u64 {
             let k = format!("k{:03}", rng.below(50)).into_bytes();
             if rng.below(5) == 0 {
@@ -136,7 +126,7 @@ fn crashes_recover_exactly_the_synced_runs_without_leaks() {
         db.simulate_crash();
     }
     let db = Db::open(dir.path(), opts).expect("open");
-    check_equal(&db, &want, "last");
+    assert_same_contents(&db, &want, "last");
 }
 
 #[test]

@@ -11,7 +11,7 @@ mod db_common;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
-use db_common::{contents, differences, tmp, Rng};
+use db_common::{assert_same_contents, tmp, Rng};
 use sylva::{Db, DbOptions, Error, KvStore, SyncMode, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -42,16 +42,6 @@ fn key(tag: u64, len: usize) -> Vec<u8> {
 
 fn value(tag: u64, len: usize) -> Vec<u8> {
     (0..len).map(|i| (tag as usize * 31 + i) as u8).collect()
-}
-
-fn assert_same(db: &Db, want: &Model, what: &str) {
-    let got = contents(db).expect("scan");
-    assert!(got == *want, "{what}: {}", differences(&got, want, 5));
-    for (k, v) in want {
-        assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "{what}: get");
-    }
-    let report = db.check().expect("check");
-    assert_eq!(report.records, want.len() as u64, "{what}: records");
 }
 
 fn refused<T: std::fmt::Debug>(r: sylva::Result<T>, limit: usize, what: &str) {
@@ -94,7 +84,7 @@ fn keys_up_to_the_limit_at_every_page_size() {
         refused(db.get(&long), limit, "get");
         refused(db.delete(&long), limit, "delete");
         refused(db.write(WriteBatch::new().put(&long, b"x")), limit, "batch");
-        assert_same(&db, &want, &format!("{page_size}"));
+        assert_same_contents(&db, &want, &format!("{page_size}"));
         // Overwrite with another size, then delete some.
         let keys: Vec<Vec<u8>> = want.keys().cloned().collect();
         for (i, k) in keys.iter().enumerate() {
@@ -111,7 +101,7 @@ fn keys_up_to_the_limit_at_every_page_size() {
         db.close().expect("close");
         let db = Db::open(dir.path(), opts).expect("reopen");
         assert_eq!(db.limits().max_key, limit, "the limit survives a reopen");
-        assert_same(&db, &want, &format!("{page_size}, reopened"));
+        assert_same_contents(&db, &want, &format!("{page_size}, reopened"));
     }
 }
 
@@ -136,7 +126,7 @@ fn scans_order_long_keys_sharing_long_prefixes() {
         db.put(&k, &v).expect("put");
         want.insert(k, v);
     }
-    assert_same(&db, &want, "prefixes");
+    assert_same_contents(&db, &want, "prefixes");
     let backward: Vec<Vec<u8>> = db
         .range(Bound::Unbounded, Bound::Unbounded)
         .rev()
@@ -202,7 +192,7 @@ fn many_long_keys_split_every_level() {
     }
     db.close().expect("close");
     let db = Db::open(dir.path(), opts).expect("reopen");
-    assert_same(&db, &want, "after deletes, reopened");
+    assert_same_contents(&db, &want, "after deletes, reopened");
 
     // Random 1 KiB keys with 8 KiB pages.
     let dir = tmp();
@@ -232,7 +222,7 @@ fn long_keys_survive_a_crash() {
         let mut rng = Rng::new(page_size as u64);
         for round in 0..4u64 {
             let db = Db::open(dir.path(), opts).expect("open");
-            assert_same(&db, &want, &format!("{page_size}: round {round}"));
+            assert_same_contents(&db, &want, &format!("{page_size}: round {round}"));
             let limit = db.limits().max_key;
             for i in 0..600u64 {
                 let tag = round * 1000 + i;
@@ -261,6 +251,6 @@ fn long_keys_survive_a_crash() {
         }
         let db = Db::open(dir.path(), opts).expect("open after the last crash");
         assert!(db.recovery().records_redone > 0, "{:?}", db.recovery());
-        assert_same(&db, &want, &format!("{page_size}: recovered"));
+        assert_same_contents(&db, &want, &format!("{page_size}: recovered"));
     }
 }

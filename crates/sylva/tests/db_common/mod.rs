@@ -208,3 +208,35 @@ pub fn join_watching<T>(
     }
     results.into_iter().map(|r| r.expect("joined")).collect()
 }
+
+/// Contents equal `want`, every key reads back, and `check` passes and counts `want`'s records.
+pub fn assert_same_contents(db: &Db, want: &BTreeMap<Vec<u8>, Vec<u8>>, what: &str) {
+    let got = contents(db).expect("scan");
+    assert!(got == *want, "{what}: {}", differences(&got, want, 5));
+    for (k, v) in want {
+        assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "{what}: get");
+    }
+    let report = db.check().expect("check");
+    assert_eq!(report.records, want.len() as u64, "{what}: records");
+}
+
+/// The database state version in the owner area of the page file at `path`'s newer meta page
+/// (`docs/format.md`: meta pages 0 and 1 of 4 KiB, the checkpoint sequence at bytes 40..48, the
+/// owner area from byte 80, the state's version at its bytes 8..12).
+pub fn state_version(path: &std::path::Path) -> u32 {
+    const META_SEQ: usize = 40;
+    const OWNER_AREA: usize = 80;
+    let b = std::fs::read(path).expect("read the page file");
+    let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let u64_at = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let newer = if u64_at(META_SEQ) >= u64_at(4096 + META_SEQ) {
+        0
+    } else {
+        4096
+    };
+    u32_at(newer + OWNER_AREA + 8)
+}
