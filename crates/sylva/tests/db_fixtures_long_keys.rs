@@ -15,8 +15,8 @@ mod db_common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use db_common::{contents, differences, state_version};
-use sylva::{Db, DbOptions, SyncMode};
+use db_common::{contents, differences, fixture_options, state_version};
+use sylva::Db;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -25,17 +25,6 @@ const KEYS: u64 = 60;
 
 fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/db-v5-long-keys")
-}
-
-fn options() -> DbOptions {
-    DbOptions {
-        sync: SyncMode::Always,
-        cache_bytes: 64 * 4096,
-        page_size: 4096,
-        direct_io: false,
-        background: false,
-        ..DbOptions::default()
-    }
 }
 
 /// Key `n`: a 250-byte prefix shared by its group of 10, then `n`, filled to 255–777 bytes.
@@ -74,12 +63,12 @@ fn model() -> Model {
 fn regenerate_v5() {
     let dir = dir();
     let _ = std::fs::remove_dir_all(&dir);
-    let db = Db::open(&dir, options()).expect("create");
+    let db = Db::open(&dir, fixture_options()).expect("create");
     for n in 0..KEYS {
         db.put(&key(n), &value(n, 1)).expect("put");
     }
     db.close().expect("close");
-    let db = Db::open(&dir, options()).expect("reopen");
+    let db = Db::open(&dir, fixture_options()).expect("reopen");
     for n in 0..KEYS {
         if n.is_multiple_of(7) {
             db.delete(&key(n)).expect("delete");
@@ -99,7 +88,7 @@ fn a_version_5_database_with_long_keys_recovers_exactly() {
     }
     let data = scratch.path().join("data.sylva");
     assert_eq!(state_version(&data), 5, "the fixture's state version");
-    let db = Db::open(scratch.path(), options()).expect("open the fixture");
+    let db = Db::open(scratch.path(), fixture_options()).expect("open the fixture");
     assert!(db.recovery().records_redone > 0, "{:?}", db.recovery());
     assert_eq!(db.limits().max_key, 777);
     let want = model();
@@ -111,7 +100,7 @@ fn a_version_5_database_with_long_keys_recovers_exactly() {
     db.put(&later, &[1u8; 500]).expect("put");
     db.close().expect("close");
     assert_eq!(state_version(&data), 5, "the version survives a checkpoint");
-    let db = Db::open(scratch.path(), options()).expect("reopen");
+    let db = Db::open(scratch.path(), fixture_options()).expect("reopen");
     assert_eq!(db.get(&later).expect("get"), Some(vec![1u8; 500]));
     db.check().expect("check");
 }

@@ -19,8 +19,8 @@ mod db_common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use db_common::{contents, differences, ordered_key, state_version};
-use sylva::{Db, DbOptions, SyncMode};
+use db_common::{contents, differences, fixture_options, ordered_key, state_version};
+use sylva::Db;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -30,17 +30,6 @@ const KEYS: u64 = 60;
 /// The fixture of database state `version`.
 fn dir(version: u32) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/db-v{version}-overflow"))
-}
-
-fn options() -> DbOptions {
-    DbOptions {
-        sync: SyncMode::Always,
-        cache_bytes: 64 * 4096,
-        page_size: 4096,
-        direct_io: false,
-        background: false,
-        ..DbOptions::default()
-    }
 }
 
 /// The value of key `n` written in phase `tag` into the fixture of state `version`.
@@ -81,12 +70,12 @@ fn model(version: u32) -> Model {
 fn regenerate_v4() {
     let (version, dir) = (4, dir(4));
     let _ = std::fs::remove_dir_all(&dir);
-    let db = Db::open(&dir, options()).expect("create");
+    let db = Db::open(&dir, fixture_options()).expect("create");
     for n in 0..KEYS {
         db.put(&ordered_key(n), &value(version, n, 1)).expect("put");
     }
     db.close().expect("close");
-    let db = Db::open(&dir, options()).expect("reopen");
+    let db = Db::open(&dir, fixture_options()).expect("reopen");
     for n in 0..KEYS {
         if n.is_multiple_of(7) {
             db.delete(&ordered_key(n)).expect("delete");
@@ -133,7 +122,7 @@ fn recovers_exactly(version: u32) {
         logs.contains(&4),
         "the fixture's logs are version 4: {logs:?}"
     );
-    let db = Db::open(scratch.path(), options()).expect("open the fixture");
+    let db = Db::open(scratch.path(), fixture_options()).expect("open the fixture");
     assert!(db.recovery().records_redone > 0, "{:?}", db.recovery());
     let want = model(version);
     let got = contents(&db).expect("a full scan");
@@ -154,7 +143,7 @@ fn recovers_exactly(version: u32) {
     db.close().expect("close");
     // The database keeps its version (and so its rule for escapes) across a checkpoint.
     assert_eq!(state_version(&scratch.path().join("data.sylva")), version);
-    let db = Db::open(scratch.path(), options()).expect("reopen");
+    let db = Db::open(scratch.path(), fixture_options()).expect("reopen");
     assert_eq!(
         db.get(b"later").expect("get").map(|v| v.len()),
         Some(100_000)

@@ -240,3 +240,16 @@ pub fn state_version(path: &std::path::Path) -> u32 {
     };
     u32_at(newer + OWNER_AREA + 8)
 }
+
+/// The options the stored databases under `tests/fixtures/` were written and are reopened with:
+/// 4 KiB pages, a pool of 64 pages, every write synced, no background threads, buffered I/O.
+pub fn fixture_options() -> DbOptions {
+    DbOptions {
+        sync: SyncMode::Always,
+        cache_bytes: 64 * 4096,
+        page_size: 4096,
+        direct_io: false,
+        background: false,
+        ..DbOptions::default()
+    }
+}
