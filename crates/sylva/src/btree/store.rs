@@ -9,11 +9,11 @@
 //! before the store is dropped: a reader holding a stale page id can always read the bytes it
 //! points to (and then fails validation), which is what optimistic reads need. Freed pages are
 //! reused; their latch versions keep counting so no stale reader validates against them.
-//! Chunks and the chunk directory are mapped from the kernel ([`Zeroed`]) rather than taken
+//! Chunks and the chunk directory are mapped from the kernel (`Zeroed`) rather than taken
 //! from the heap: they read as zeros without being zeroed, and cost memory only where touched.
 //! From the heap, glibc zeroed each reused chunk (and the 512 KiB directory) by hand, which was
-//! most of the cost of creating and dropping a small tree: the NB-tree makes one at each
-//! rotation of its root, TreeLine two at each open, and the power-loss tests millions.
+//! most of the cost of creating and dropping a small tree (the NB-tree makes one at each
+//! rotation of its root, TreeLine two at each open).
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -184,7 +184,9 @@ struct Chunk {
 }
 
 /// `len` bytes of anonymous memory mapped by the kernel: zeros until written, backed only
-/// where touched, unmapped when dropped.
+/// where touched, unmapped when dropped. (The buffer pool's `Region` maps memory too, but it
+/// reserves address space and discards frames; the node store sits below the pool and needs
+/// only this.)
 struct Zeroed {
     ptr: NonNull<u8>,
     len: usize,

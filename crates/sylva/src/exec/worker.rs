@@ -495,8 +495,8 @@ impl<'a, T: Task> Worker<'a, T> {
         // Nothing ready: every task waits on an I/O. Yielding, wait in the kernel for the first
         // completion (or a new task), at most `t`: a wait returns as soon as one has come, so it
         // costs what a probe does when one has, and spares the probes in a loop that an
-        // overdue read cost otherwise (one system call each: 14 probes an operation at a tenth
-        // of the maximum rate, `docs/results/patree.md`). Not yielding, probe in a loop.
+        // overdue read cost otherwise (one system call each; `docs/results/patree.md`,
+        // session 19). Not yielding, probe in a loop.
         match self.options.yield_for {
             Some(t) => self.sleep(Some(t), source, closed, sink)?,
             None => {

@@ -121,8 +121,7 @@
 //!   merger reads or gathers without writing count as steps too, so no wait lasts a whole
 //!   gather. The merger runs at the writers' priority, not at the nice 10 the issue asked: an
 //!   insert waiting for its step waited as long as the scheduler kept a nice-10 thread off the
-//!   CPU (`docs/results/nbtree.md`, session 19: the insert maximum 360–397 ms before, 149–150
-//!   after).
+//!   CPU (measured in `docs/results/nbtree.md`, session 19).
 //!
 //! # Status against issue 22
 //!

@@ -15,8 +15,8 @@ use crate::error::Result;
 use crate::io::{Io, OsFs, Vfs};
 use crate::kv::{KvStore, Limits, Stats, Visitor};
 
-/// A durable, ordered key-value store organised as a Nested B-tree (module docs of
-/// the `nbtree` module docs). Share it between threads by reference; every method may be called
+/// A durable, ordered key-value store organised as a Nested B-tree (the `nbtree` module
+/// docs). Share it between threads by reference; every method may be called
 /// concurrently.
 pub struct NbTree {
     pub(super) durable: Durable<NbEngine>,
