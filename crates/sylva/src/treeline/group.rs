@@ -13,12 +13,20 @@
 //! What the thesis has not got and this needs: the thesis ran without a log (§5.1.1), so its
 //! flushes had no log to wait for.
 //!
-//! **Reads see the group.** A page waiting in a group is newer than the file's copy. Every read
-//! of a segment page or an overflow page first asks [`Store::settle`], which writes the group
-//! out if it holds one of the pages to read; a reorganization writes it out before it reads the
-//! pre segments. A group is only open under the store's exclusive lock and is empty whenever
-//! that lock is released (closing writes it out; a failure drops it and poisons the store, and
-//! a poisoned store serves no reads).
+//! **Reads see the group.** A page waiting in a group is newer than the file's copy. Pages join
+//! under the store's exclusive lock and may wait across its release (an eviction's page waits
+//! for the next log sync), so every read of a segment page or an overflow page first asks
+//! [`Store::settle`], which writes the group out if it holds one of the pages to read; a
+//! reorganization writes it out before it reads the pre segments.
+//!
+//! **A failed write-out fails every later read.** When the log sync or a page write of a
+//! write-out fails, the group's pages are dropped, and the cache entries they carried are
+//! already clean or gone: the file's older pages would answer for them. The store is
+//! poisoned, but by its caller, after the error has travelled up, and a reader can run in
+//! between (a background checkpoint's write-out failing while a scan reads). So the group
+//! remembers the failure before its mutex is released, and [`Store::settle`] refuses every
+//! read from then on: a scan that met the file's older pages returned a deleted record and
+//! missed a put (`power_loss_treeline_with_background_threads`, seed 17179869563).
 //!
 //! **Order.** Pages of a group are written in page order, not in the order they were built: an
 //! overflow page and its base page of one flush may reach disk in either order. Neither the
@@ -28,10 +36,10 @@
 //! records concerned are dirty entries whose log records are still in the log (the checkpoint
 //! that would drop them has not completed).
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use super::store::{Counters, Store};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::page_header::PageKind;
 use crate::io::AlignedBuf;
 
@@ -63,6 +71,8 @@ struct PageGroup {
 pub(crate) struct Groups {
     group: parking_lot::Mutex<PageGroup>,
     waiting: AtomicUsize,
+    /// A write-out failed and dropped its pages (module docs): no page may be read.
+    failed: AtomicBool,
     /// Pages that ever joined the group (a checkpoint's flush takes the lock a group at a time).
     pub(crate) joined: AtomicU64,
 }
@@ -97,14 +107,18 @@ impl Store {
     }
 
     /// Before pages `first..first + n` are read: writes the group out if one of them waits in
-    /// it (module docs).
+    /// it; `Poisoned` once a write-out has failed (module docs).
     pub(crate) fn settle(&self, first: u64, n: u64) -> Result<()> {
-        if self.groups.waiting.load(Ordering::Acquire) == 0 {
-            return Ok(());
+        if self.groups.waiting.load(Ordering::Acquire) != 0 {
+            let mut g = self.groups.group.lock();
+            if g.pages.iter().any(|w| w.id >= first && w.id - first < n) {
+                self.write_out(&mut g)?;
+            }
         }
-        let mut g = self.groups.group.lock();
-        if g.pages.iter().any(|w| w.id >= first && w.id - first < n) {
-            self.write_out(&mut g)?;
+        // Set before `waiting` is cleared and the mutex released: a reader that saw either
+        // sees it.
+        if self.groups.failed.load(Ordering::Acquire) {
+            return Err(Error::Poisoned);
         }
         Ok(())
     }
@@ -115,10 +129,11 @@ impl Store {
         self.write_out(&mut g)
     }
 
-    /// Drops the waiting pages (a failure poisoned the store; recovery decides what is on
-    /// disk).
+    /// Drops the waiting pages after a failure (the caller poisons the store; recovery decides
+    /// what is on disk); from now on no page is read.
     pub(crate) fn drop_group(&self) {
         let mut g = self.groups.group.lock();
+        self.groups.failed.store(true, Ordering::Release);
         g.pages.clear();
         g.max_lsn = 0;
         self.groups.waiting.store(0, Ordering::Release);
@@ -134,6 +149,9 @@ impl Store {
         let mut pages = std::mem::take(&mut g.pages);
         let lsn = std::mem::take(&mut g.max_lsn);
         let r = self.write_pages(&mut pages, lsn);
+        if r.is_err() {
+            self.groups.failed.store(true, Ordering::Release);
+        }
         // Only now: a reader that saw pages waiting waits for the mutex until they are written.
         self.groups.waiting.store(0, Ordering::Release);
         r
@@ -169,5 +187,62 @@ impl Store {
             at = end;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use crate::io::{Fault, FaultyIo, Io, MemIo};
+    use crate::kv::KvStore;
+    use crate::treeline::{TreeLine, TreeLineOptions};
+    use crate::{Error, SyncMode};
+
+    /// The window the module docs close: a write-out fails and drops a page whose delete
+    /// marker its flush had already removed from the cache; until the caller poisons the store,
+    /// a read met the file's older page and found the deleted record.
+    #[test]
+    fn after_a_failed_write_out_no_read_serves_the_older_pages() {
+        let (log0, faults0) = FaultyIo::new(MemIo::new(Vec::new()));
+        let (log1, faults1) = FaultyIo::new(MemIo::new(Vec::new()));
+        let db = TreeLine::open_io(
+            Box::new(MemIo::new(Vec::new())),
+            [Box::new(log0) as Box<dyn Io>, Box::new(log1)],
+            TreeLineOptions {
+                sync: SyncMode::Never,
+                background: false,
+                forecast: false,
+                checkpoint_bytes: 1 << 40,
+                ..TreeLineOptions::default()
+            },
+        )
+        .unwrap();
+        let key = |i: u64| (i * 7919).to_be_bytes();
+        for i in 0..200 {
+            db.put(&key(i), b"value").unwrap();
+        }
+        db.checkpoint().unwrap();
+        let gone = key(100);
+        assert!(db.delete(&gone).unwrap());
+        let store = db.store();
+        {
+            // What an eviction does: the page is written without the record, the marker
+            // leaves the cache, and the page waits in the group for a log sync.
+            let mut inner = store.inner.write();
+            store.flush_key(&mut inner, &gone).unwrap();
+            assert!(inner.cache.get(&gone).unwrap().is_none());
+        }
+        assert!(!store.groups.group.lock().pages.is_empty());
+        faults0.arm(Fault::FailSync);
+        faults1.arm(Fault::FailSync);
+        assert!(store.write_group().is_err(), "the log sync fails");
+        // The store is not poisoned yet (the error has not reached a caller that would).
+        assert!(matches!(db.get(&gone), Err(Error::Poisoned)), "{:?}", db.get(&gone));
+        let mut seen = Vec::new();
+        let r = KvStore::scan(&db, &[], usize::MAX, &mut |k, _| {
+            seen.push(k.to_vec());
+            true
+        });
+        assert!(matches!(r, Err(Error::Poisoned)), "{r:?}; the deleted key seen: {}", seen.contains(&gone.to_vec()));
     }
 }
