@@ -387,17 +387,9 @@ impl Store {
         upper: Option<&[u8]>,
         k: usize,
     ) -> Result<bool> {
-        let slots: Vec<u32> = inner
+        let slots = inner
             .cache
-            .range(&seg.lower, upper)?
-            .into_iter()
-            .filter(|s| {
-                inner
-                    .cache
-                    .entry(*s)
-                    .is_some_and(|e| e.dirty && seg.page_of(e.key) == k)
-            })
-            .collect();
+            .dirty_where(&seg.lower, upper, |key| seg.page_of(key) == k)?;
         if slots.is_empty() {
             return Ok(true);
         }
