@@ -6,7 +6,8 @@
 //! The seed's configuration maps onto TreeLine's options: a cache of the configuration's pool
 //! size (so evictions write pages all the time), goal 2–8 and epsilon 1–3 (reorganizations all
 //! the time), grouping, prefetch and the record cache switched by the seed, histograms of 16
-//! partitions over epochs of 40 inserts (so forecasts shape the reorganizations). Without
+//! partitions over epochs of 40 inserts (so forecasts shape the reorganizations), fuzzy or quiet
+//! checkpoints as the configuration's. Without
 //! background threads except in `power_loss_treeline_with_background_threads`, so a failure
 //! replays exactly:
 //! `SYLVA_SIM_SEED=<seed> cargo test --release -p sylva --test power_loss_treeline replay -- --nocapture`.
@@ -32,7 +33,8 @@ fn options(c: &Config) -> TreeLineOptions {
         goal: 2 + (c.checkpoint_bytes >> 10) as usize % 7,
         epsilon: 1 + c.cache_pages as usize % 3,
         grouping: c.redistribute,
-        prefetch: c.fuzzy,
+        prefetch: c.cache_pages.is_multiple_of(2),
+        fuzzy_checkpoints: c.fuzzy,
         record_cache: c.layout != Layout::Baseline,
         bins: 16,
         epoch_inserts: 40,

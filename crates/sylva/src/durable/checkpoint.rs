@@ -88,7 +88,7 @@ impl<E: Engine> Core<E> {
         // Write most dirty pages while writers go on; with writers held back only the pages
         // dirtied meanwhile are left to write, so writers wait for far less.
         engine.flush(wal.next_lsn())?;
-        let _gate = engine.hold_writers();
+        let _gate = engine.hold_writers_quiet();
         let lsn = wal.next_lsn();
         wal.sync()?;
         let state = engine.begin_checkpoint(lsn);

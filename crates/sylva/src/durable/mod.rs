@@ -114,6 +114,14 @@ pub(crate) trait Engine: Send + Sync + 'static {
     /// Holds writers back until the guard drops.
     fn hold_writers(&self) -> Self::Writers<'_>;
 
+    /// Holds writers back for a quiet checkpoint's last part ([`Engine::hold_writers`] by
+    /// default). An engine that logs a page's image when it writes the page (TreeLine), not
+    /// when it changes it, writes what is dirty here, before `begin_checkpoint`: the flush
+    /// after it then logs no image that the emptied log would lose.
+    fn hold_writers_quiet(&self) -> Self::Writers<'_> {
+        self.hold_writers()
+    }
+
     /// With writers held back, a checkpoint begins at `lsn`: every later change of a page logs
     /// the page's full image first, the count of bytes logged since a checkpoint restarts, and
     /// the returned bytes are what the meta page will record (the engine's state now, and

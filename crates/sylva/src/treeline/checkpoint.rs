@@ -11,8 +11,9 @@
 //!   there: up to 16 reads become one. A page's copy is forgotten once the page is written, and
 //!   the whole pre-read when a reorganization starts or the flush lets the lock go.
 //! - **The lock a group at a time.** The exclusive lock is taken for up to [`GROUP_PAGES`]
-//!   pages and released in between, so readers and writers go on during a checkpoint's first
-//!   flush (its second runs with writers held back and finds little left).
+//!   pages and released in between, so readers and writers go on during a fuzzy checkpoint's
+//!   flush and a quiet one's first (a quiet one's second runs with writers held back and finds
+//!   what they dirtied meanwhile).
 
 use std::sync::atomic::Ordering;
 

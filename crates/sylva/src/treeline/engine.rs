@@ -121,11 +121,16 @@ impl Engine for Store {
         Ok(false)
     }
 
+    /// The gate writers hold shared (a fuzzy checkpoint's rotation of the log).
+    fn hold_writers(&self) -> RwLockWriteGuard<'_, ()> {
+        self.gate.write()
+    }
+
     /// Holds writers back and writes every dirty entry before returning: the quiet checkpoint
     /// then takes its LSN with nothing left to write, so its flush appends no page image after
     /// that LSN (the log it empties next must hold nothing the checkpoint does not cover). A
     /// failure is kept for [`Engine::flush`], which the checkpoint calls next.
-    fn hold_writers(&self) -> RwLockWriteGuard<'_, ()> {
+    fn hold_writers_quiet(&self) -> RwLockWriteGuard<'_, ()> {
         let gate = self.gate.write();
         if self.inner.read().held_flush_error.is_none() {
             if let Err(e) = self.flush_all() {

@@ -56,13 +56,19 @@
 //!
 //! - **Durable.** The thesis ran without a log (§5.1.1); here every write is logged as `Db`'s,
 //!   and recovery, a sketch there, is built, with torn-write repair by page images.
-//! - **Checkpoints are quiet** ([`checkpoint`]): most dirty entries are written while writers
-//!   go on (in key order, a segment's base pages read with one I/O when several are dirty, the
-//!   lock taken for 256 pages at a time), then writers wait while the rest are written, the
-//!   page file is synced and the log emptied.
-//!   (Fuzzy ones, which keep the log from the checkpoint's start, would also work with page
-//!   images logged from that start; not done.) Between checkpoints, the log holds every change
-//!   not yet on its page.
+//! - **Checkpoints are fuzzy** ([`checkpoint`], [`crate::durable`]'s protocol): writers are
+//!   held back only while the log rotates and the checkpoint's LSN `l` is taken; then every
+//!   dirty entry is written while they go on (in key order, a segment's base pages read with
+//!   one I/O when several are dirty, the lock taken for 256 pages at a time), the page file
+//!   and the log are synced, the meta page records `l`, and the log before `l` is dropped.
+//!   Redo starts at `l`. A page written after `l` logs its image at its first write since
+//!   (recovery installs it over a torn write), and that write holds every entry of the page
+//!   dirtied before `l`: a flush writes all of its page's dirty entries, and one that cannot
+//!   place them all reorganizes the segment, whose new pages are written and synced before
+//!   the index takes them. So a later write of the page, torn, loses only entries from `l`
+//!   on, which redo brings back. Quiet checkpoints (`checkpoint=quiet`; and at open and close) write
+//!   most entries while writers go on, then hold them back while the rest are written and
+//!   empty the log. Measured against quiet ones: `docs/results/treeline.md`.
 //! - **One lock, shared by readers.** The cache, the index and page I/O are under one
 //!   reader-writer lock (writers also hold a gate shared, which a checkpoint takes
 //!   exclusively). Cache hits (their clock priorities are atomic) and scans, page reads
@@ -104,11 +110,11 @@
 //!
 //! Built: the record cache, index, pages and models, overflow pages, the four-phase
 //! reorganization with GreedyPLR and 1/2/4/8/16-page segments, insert forecasting, the log
-//! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, quiet
-//! checkpoints, page writes in groups with one log sync ([`group`]), `check()`, counters, the
+//! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, fuzzy
+//! and quiet checkpoints, page writes in groups with one log sync ([`group`]), `check()`, counters, the
 //! `sylva bench` engine `treeline` with its options.
-//! Not built: the segment and page locks of §4.8 (one reader-writer lock instead, above); fuzzy
-//! checkpoints; dropping an open REORG_START at a checkpoint (none can be open at one: a
+//! Not built: the segment and page locks of §4.8 (one reader-writer lock instead, above);
+//! dropping an open REORG_START at a checkpoint (none can be open at one: a
 //! reorganization runs under the lock a checkpoint's flush takes).
 //!
 //! # Invariants (checked by [`TreeLine::check`])
@@ -201,7 +207,7 @@ impl TreeLine {
         let durable_options = durable::Options {
             sync: options.sync,
             checkpoint_bytes: options.checkpoint_bytes,
-            fuzzy_checkpoints: false,
+            fuzzy_checkpoints: options.fuzzy_checkpoints,
             background: options.background,
         };
         let (durable, recovery) =

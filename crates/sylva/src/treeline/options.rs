@@ -55,6 +55,11 @@ pub struct TreeLineOptions {
     pub radius: usize,
     /// A read miss also caches the page's other records at priority 1 (§4.2.1). Default true.
     pub prefetch: bool,
+    /// Fuzzy checkpoints (default true): writers are held back only while the log rotates,
+    /// and the dirty entries are written while they go on (`super` module docs). `false`:
+    /// quiet ones, which hold writers back while the entries dirtied during the first pass
+    /// are written (`checkpoint=quiet`).
+    pub fuzzy_checkpoints: bool,
 }
 
 impl Default for TreeLineOptions {
@@ -80,12 +85,13 @@ impl Default for TreeLineOptions {
             epoch_inserts: 100_000,
             radius: 5,
             prefetch: true,
+            fuzzy_checkpoints: true,
         }
     }
 }
 
 /// The option keys [`TreeLineOptions::set`] accepts.
-pub const OPTION_KEYS: [&str; 21] = [
+pub const OPTION_KEYS: [&str; 22] = [
     "sync",
     "batch_ops",
     "batch_ms",
@@ -107,6 +113,7 @@ pub const OPTION_KEYS: [&str; 21] = [
     "prefetch",
     "reorg_radius",
     "cache_records",
+    "checkpoint",
 ];
 
 
@@ -135,6 +142,13 @@ impl TreeLineOptions {
             "epoch_inserts" => self.epoch_inserts = number(key, value)?,
             "radius" | "reorg_radius" => self.radius = number(key, value)? as usize,
             "prefetch" => self.prefetch = parse_bool(key, value)?,
+            "checkpoint" => {
+                self.fuzzy_checkpoints = match value {
+                    "fuzzy" => true,
+                    "quiet" => false,
+                    _ => return Err(format!("checkpoint '{value}' is not fuzzy or quiet")),
+                }
+            }
             _ => {
                 return Err(format!(
                     "unknown treeline option '{key}'; valid options: {}",
