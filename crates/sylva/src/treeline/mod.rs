@@ -56,19 +56,23 @@
 //!
 //! - **Durable.** The thesis ran without a log (§5.1.1); here every write is logged as `Db`'s,
 //!   and recovery, a sketch there, is built, with torn-write repair by page images.
-//! - **Checkpoints are fuzzy** ([`checkpoint`], [`crate::durable`]'s protocol): writers are
-//!   held back only while the log rotates and the checkpoint's LSN `l` is taken; then every
-//!   dirty entry is written while they go on (in key order, a segment's base pages read with
-//!   one I/O when several are dirty, the lock taken for 256 pages at a time), the page file
-//!   and the log are synced, the meta page records `l`, and the log before `l` is dropped.
-//!   Redo starts at `l`. A page written after `l` logs its image at its first write since
-//!   (recovery installs it over a torn write), and that write holds every entry of the page
-//!   dirtied before `l`: a flush writes all of its page's dirty entries, and one that cannot
-//!   place them all reorganizes the segment, whose new pages are written and synced before
-//!   the index takes them. So a later write of the page, torn, loses only entries from `l`
-//!   on, which redo brings back. Quiet checkpoints (`checkpoint=quiet`; and at open and close) write
-//!   most entries while writers go on, then hold them back while the rest are written and
-//!   empty the log. Measured against quiet ones: `docs/results/treeline.md`.
+//! - **Checkpoints are quiet by default** ([`checkpoint`]): most dirty entries are written
+//!   while writers go on (in key order, a segment's base pages read with one I/O when several
+//!   are dirty, the lock taken for 256 pages at a time), then writers wait while the rest are
+//!   written, the page file is synced and the log emptied. Between checkpoints, the log holds
+//!   every change not yet on its page.
+//! - **Fuzzy checkpoints** (`checkpoint=fuzzy`, [`crate::durable`]'s protocol): writers are held
+//!   back only while the log rotates and the checkpoint's LSN `l` is taken; then every dirty
+//!   entry is written while they go on, the page file and the log are synced, the meta page
+//!   records `l`, and the log before `l` is dropped. Redo starts at `l`. A page written after
+//!   `l` logs its image at its first write since (recovery installs it over a torn write), and
+//!   that write holds every entry of the page dirtied before `l`: a flush writes all of its
+//!   page's dirty entries, and one that cannot place them all reorganizes the segment, whose
+//!   new pages are written and synced before the index takes them. So a later write of the
+//!   page, torn, loses only entries from `l` on, which redo brings back. Not the default: the
+//!   checkpoint's own flush then logs an image of nearly every page it writes, so a load wrote
+//!   1.5× the bytes, and the longest waits of writers were not the checkpoint's
+//!   (`docs/results/treeline.md`, session 20).
 //! - **One lock, shared by readers.** The cache, the index and page I/O are under one
 //!   reader-writer lock (writers also hold a gate shared, which a checkpoint takes
 //!   exclusively). Cache hits (their clock priorities are atomic) and scans, page reads
