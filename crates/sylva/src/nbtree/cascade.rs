@@ -47,19 +47,40 @@
 //! other engines' checkpoints get: inserts wait for its steps) while writers fill the next
 //! root. Its writes go out in steps of at most `step_bytes`, each counted when it completes, and
 //! so does the work between them that writes nothing (gathering the frozen roots' records,
-//! reading a d-tree's live part into memory: `Job::gathered`), so that no step is long. An insert
-//! paces itself against the job (`NbTree::put`): after `a` bytes of the new root the job must
-//! have written `W · a / (¾σ)` bytes, W = (h + 1)(2f + 3)σ being the most a cascade can write;
-//! an insert that finds it behind waits for one step (`inline_steps`), and one that finds the
-//! root full while the job runs waits for the whole job (`stalls`). So a job whose output is at
-//! most W ends before the new root is ¾ full. `max_backlog` is the largest root (in bytes) a
-//! job's end found. Departure: the step runs on the merger thread while the insert waits for
-//! it, not on the insert's own thread: the cascade keeps its place on the merger's stack (the
-//! recursion of HandleFullSNode) rather than in a resumable data structure, so only the thread
-//! that began it can continue it. The insert's delay is the same; the CPU it is charged to is
-//! the merger's. The job ends when its manifest is written; the commit's two fsyncs and meta
-//! page that follow are not paced. With `deamortize=off` the cascade runs inside the insert
-//! that fills the root (§3–4).
+//! merging them, reading a d-tree's live part into memory: `Job::gathered`), so that no step is
+//! long. An insert paces itself against the job (`NbTree::put`, [`pace`]): after `a` bytes of
+//! the new root the job must have written `W · a / (¾σ)` bytes, W = (h + 1)(2f + 3)σ being the
+//! most a cascade can write; an insert that finds it behind waits for one step
+//! (`inline_steps`), and one that finds the root full while the job runs waits for the whole
+//! job (`stalls`). So a job whose output is at most W ends before the new root is ¾ full.
+//! `max_backlog` is the largest root (in bytes) a job's end found.
+//!
+//! - *The job's span.* It begins when the root freezes at σ (`NbEngine::freeze_if_full`; the
+//!   new root's bytes count from there, and again from the commit's beginning, which freezes
+//!   the root once more), so inserts wait for a merger that has not begun: the records that
+//!   reach the new root before the commit begins are frozen with the full one and moved down
+//!   by the same cascade, whose flush of the root moves σ and leaves the rest in the root's
+//!   on-disk d-tree. Letting inserts run on unpaced until σ/4 (tried in session 20) put that
+//!   much more into each cascade, and at σ = 256 KiB siblings then held more than (f + 2)σ
+//!   (`tests/nbtree_deamortized.rs`). It ends when its last d-tree is published
+//!   (`NbEngine::commit_frozen`): no insert waits for what the commit does after the cascade
+//!   (handing memory back, the manifest, the fsyncs, the meta page, dropping the old log
+//!   segment).
+//! - *Commit points' fsyncs are not steps.* While the merger is in one (`Job::set_syncing`: the
+//!   manifest, the page file's two fsyncs and the meta page) an insert behind its pace goes on
+//!   without waiting (`sync_passes`) as long as the root is below σ/2; the inserts after it make
+//!   up the pace, one step each. From σ/2 on every insert behind waits for a step, fsyncs or
+//!   not: the inserts between σ/2 and ¾σ wait for up to (σ/4) / record steps (61K at σ = 32 MiB
+//!   and 137-byte records), while a job has at most about W / `step_bytes` steps that write
+//!   (5,760 at h = 4 and 256 KiB) and fewer that gather, so the bound still holds. A commit
+//!   point's log fsync is skipped: the log is durable past every record the s-tree holds
+//!   (`NbEngine::commit_inside`).
+//!
+//! Departure: the step runs on the merger thread while the insert waits for it, not on the
+//! insert's own thread: the cascade keeps its place on the merger's stack (the recursion of
+//! HandleFullSNode) rather than in a resumable data structure, so only the thread that began it
+//! can continue it. The insert's delay is the same; the CPU it is charged to is the merger's.
+//! With `deamortize=off` the cascade runs inside the insert that fills the root (§3–4).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -77,6 +98,12 @@ use crate::io::PageFile;
 /// beyond the live runs (the runs it replaced wait for the commit), so a smaller fraction means a
 /// smaller file and more commits (three fsyncs each).
 pub(crate) const COMMIT_FRACTION: u64 = 4;
+
+/// The bytes a job with bound `w_bound` must have written once the new root holds `a` of σ
+/// bytes (module docs, "Deamortization"): W spread evenly up to ¾σ.
+pub(crate) fn pace(w_bound: u64, a: u64, sigma: u64) -> u64 {
+    (u128::from(w_bound) * u128::from(a) / u128::from((sigma * 3 / 4).max(1))) as u64
+}
 
 /// A record: key and tagged value.
 pub(crate) type Rec = (Vec<u8>, Vec<u8>);
@@ -216,6 +243,10 @@ pub(crate) struct JobState {
     pub(crate) steps: u64,
     /// Which job (each start takes the next number).
     pub(crate) generation: u64,
+    /// The merger is inside a commit point's durable part (the manifest, the page file's
+    /// fsyncs and the meta page): an insert behind its pace goes on instead of waiting, since
+    /// no step comes before the fsyncs end (module docs, "Deamortization").
+    pub(crate) syncing: bool,
 }
 
 impl Job {
@@ -236,8 +267,17 @@ impl Job {
             done: 0,
             steps: 0,
             generation,
+            syncing: false,
         };
         generation
+    }
+
+    /// The merger enters (`true`) or leaves a commit point's durable part; inserts waiting for
+    /// a step go on when it enters.
+    pub(crate) fn set_syncing(&self, syncing: bool) {
+        let mut st = self.state.lock();
+        st.syncing = syncing;
+        self.cv.notify_all();
     }
 
     /// A step wrote `bytes`.
@@ -276,14 +316,21 @@ impl Job {
         *self.state.lock()
     }
 
-    /// Waits at most `timeout` for the job to take one more step than `seen` or end; whether
-    /// it did.
-    pub(crate) fn wait_step_for(&self, seen: u64, timeout: std::time::Duration) -> bool {
+    /// Waits at most `timeout` for the job to take one more step than `seen` or end (or, with
+    /// `until_syncing`, enter a commit point's fsyncs); whether it did.
+    pub(crate) fn wait_step_for(
+        &self,
+        seen: u64,
+        until_syncing: bool,
+        timeout: std::time::Duration,
+    ) -> bool {
         let mut st = self.state.lock();
-        if st.running && st.steps <= seen {
+        let waited_for =
+            |st: &JobState| !st.running || st.steps > seen || (until_syncing && st.syncing);
+        if !waited_for(&st) {
             self.cv.wait_for(&mut st, timeout);
         }
-        !st.running || st.steps > seen
+        waited_for(&st)
     }
 
 }

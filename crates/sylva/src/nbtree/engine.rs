@@ -100,6 +100,9 @@ pub(crate) struct NbEngine {
     pub(crate) inline_steps: AtomicU64,
     pub(crate) stalls: AtomicU64,
     pub(crate) max_backlog: AtomicU64,
+    /// Inserts behind their pace that went on without waiting because the merger was in a
+    /// commit point's fsyncs (`NbTree::pace`).
+    pub(crate) sync_passes: AtomicU64,
     /// Commits begun (`begin_checkpoint` calls); the durability layer counts those ended.
     pub(crate) commits_begun: AtomicU64,
     /// The job the running commit's `flush` ends.
@@ -176,6 +179,7 @@ impl NbEngine {
             inline_steps: AtomicU64::new(0),
             stalls: AtomicU64::new(0),
             max_backlog: AtomicU64::new(0),
+            sync_passes: AtomicU64::new(0),
             commits_begun: AtomicU64::new(0),
             job_owned: Mutex::new(None),
             dtree_memory: AtomicU64::new(dtree_memory),
@@ -266,7 +270,7 @@ impl NbEngine {
             recs = if recs.is_empty() {
                 newer
             } else {
-                merge_newest(recs, newer)
+                merge_newest(recs, newer, job, &mut pending)
             };
         }
         let commit_point = |root: &SNode| self.commit_inside(root);
@@ -296,6 +300,10 @@ impl NbEngine {
             root,
         });
         drop(w);
+        // Every record is moved down and published: the job ends here, so no insert waits
+        // for what the commit does after it (handing memory back, moving the leaf cache's
+        // budget, the manifest, the fsyncs and the meta page).
+        self.end_job();
         *self.dirty.lock() = true;
         self.dtree_memory
             .store(self.version().root.dtree_memory(), Ordering::Relaxed);
@@ -308,11 +316,21 @@ impl NbEngine {
     /// replayed from where the commit in force covers it (the frozen roots' records are still
     /// there). Once its meta page is durable, the runs the cascade replaced so far are free.
     fn commit_inside(&self, root: &SNode) -> Result<()> {
-        // Every record logged so far durable first: the frozen roots' records, which recovery
-        // from this commit replays, and any the s-tree below now holds (so that what a crash
-        // leaves is the state after a prefix of the writes). The d-trees and the manifest are
-        // made durable by the checkpoint, before its meta page.
-        self.wal.sync()?;
+        // The frozen roots' records durable first: recovery from this commit replays them, and
+        // the s-tree below holds some of them (and no other records), so what a crash leaves is
+        // the state after a prefix of the writes. They were all logged before the running
+        // checkpoint's position (`Covered::begun`: it froze them with writers held back), and the
+        // checkpoint made the log durable up to there before it began (the rotation syncs the
+        // old segment whole; a quiet checkpoint syncs the log first), so this fsync is only a
+        // safeguard: an insert behind its pace would wait for it (`docs/results/nbtree.md`,
+        // session 20). The d-trees and the manifest are made durable by the checkpoint, before
+        // its meta page.
+        if self.wal.durable_below() < self.covered.lock().begun {
+            self.wal.sync()?;
+        }
+        // Inserts behind their pace go on while this commits: no step comes before its fsyncs
+        // end.
+        let _syncing = self.params.deamortize.then(|| Syncing::enter(&self.job));
         let root = Arc::new(root.clone());
         {
             let mut w = self.current.write();
@@ -378,9 +396,19 @@ impl NbEngine {
             root: w.root.clone(),
         });
         // The job begins now: inserts pace themselves against it from here, before the merger
-        // has even woken up to begin the commit.
+        // has even woken up to begin the commit, so what reaches the new root before the commit
+        // freezes it too stays small (module docs of `cascade`, "The job's span").
         self.job.start(self.w_bound(&w.root));
         Ok(true)
+    }
+
+    /// Ends the job the running commit owns, if it has not ended yet, noting the backlog.
+    fn end_job(&self) {
+        let owned = self.job_owned.lock().take();
+        if owned.is_some_and(|g| self.job.finish(g)) {
+            let backlog = self.current.read().active.bytes();
+            self.max_backlog.fetch_max(backlog, Ordering::Relaxed);
+        }
     }
 
     /// W = (h + 1)(2f + 3)σ for an s-tree under `root`: the most a cascade writes.
@@ -402,11 +430,31 @@ fn release_free_memory() {
     }
 }
 
-/// Merges two sorted record lists, `newer` winning on equal keys.
-fn merge_newest(older: Vec<Rec>, newer: Vec<Rec>) -> Vec<Rec> {
+/// While it lives the merger is in a commit point's durable part ([`Job::set_syncing`]).
+struct Syncing<'a>(&'a Job);
+
+impl<'a> Syncing<'a> {
+    fn enter(job: &'a Job) -> Self {
+        job.set_syncing(true);
+        Syncing(job)
+    }
+}
+
+impl Drop for Syncing<'_> {
+    fn drop(&mut self) {
+        self.0.set_syncing(false);
+    }
+}
+
+/// Merges two sorted record lists, `newer` winning on equal keys; counts the merged records as
+/// gathered by `job` (`Job::gathered`).
+fn merge_newest(older: Vec<Rec>, newer: Vec<Rec>, job: Option<&Job>, pending: &mut u64) -> Vec<Rec> {
     let mut out = Vec::with_capacity(older.len() + newer.len());
     let mut newer = newer.into_iter().peekable();
     for o in older {
+        if let Some(j) = job {
+            j.gathered(pending, (o.0.len() + o.1.len()) as u64);
+        }
         while let Some(n) = newer.next_if(|n| n.0 < o.0) {
             out.push(n);
         }
@@ -576,11 +624,7 @@ impl Engine for NbEngine {
         let r = self.flush_inner(lsn);
         self.covered.lock().running = false;
         // Ended, done or failed: inserts waiting for it go on (a failure poisons the store).
-        let owned = self.job_owned.lock().take();
-        if owned.is_some_and(|g| self.job.finish(g)) {
-            let backlog = self.current.read().active.bytes();
-            self.max_backlog.fetch_max(backlog, Ordering::Relaxed);
-        }
+        self.end_job();
         r
     }
 

@@ -119,7 +119,9 @@
 //!   itself: the cascade's place is the merger's stack, not a resumable data structure
 //!   (`cascade`, with the `inline_steps` / `stalls` / `max_backlog` counters). Records the
 //!   merger reads or gathers without writing count as steps too, so no wait lasts a whole
-//!   gather. The merger runs at the writers' priority, not at the nice 10 the issue asked: an
+//!   gather; a commit point's fsyncs are not steps (an insert behind its pace goes on while the
+//!   merger is in them, below half the root), and the job ends when its last d-tree is
+//!   published, so no insert waits for the commit's tail (`cascade`, "Deamortization"). The merger runs at the writers' priority, not at the nice 10 the issue asked: an
 //!   insert waiting for its step waited as long as the scheduler kept a nice-10 thread off the
 //!   CPU (measured in `docs/results/nbtree.md`, session 19).
 //!

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
+use super::cascade;
 use super::engine::{collect_runs, NbEngine, Params};
 use super::log;
 use super::options::{check_params, NbTreeOptions};
@@ -191,11 +192,17 @@ impl NbTree {
         let a = e.version().active.bytes();
         let st = e.job.state();
         if st.running {
-            let required =
-                (u128::from(st.w_bound) * u128::from(a) / u128::from(sigma * 3 / 4)) as u64;
-            if st.done < required {
+            let required = cascade::pace(st.w_bound, a, sigma);
+            // Below half the root an insert behind its pace goes on while the merger is in a
+            // commit point's fsyncs (no step comes before they end); the inserts after them
+            // make up the pace a step each, and from half the root on every insert behind
+            // waits for a step (module docs of `cascade`, "Deamortization").
+            let may_pass = a < sigma / 2;
+            if st.done < required && st.syncing && may_pass {
+                e.sync_passes.fetch_add(1, Ordering::Relaxed);
+            } else if st.done < required {
                 e.inline_steps.fetch_add(1, Ordering::Relaxed);
-                while !e.job.wait_step_for(st.steps, std::time::Duration::from_millis(1)) {
+                while !e.job.wait_step_for(st.steps, may_pass, std::time::Duration::from_millis(1)) {
                     self.durable.check_open()?;
                     if !self.commit_running() {
                         // The merger's request may have come while the last commit was
@@ -351,6 +358,7 @@ impl NbTree {
             ("inline_steps", l(&e.inline_steps)),
             ("stalls", l(&e.stalls)),
             ("max_backlog", l(&e.max_backlog)),
+            ("sync_passes", l(&e.sync_passes)),
             ("lookups", l(&e.lookups)),
             ("leaf_reads", l(&e.leaf_reads)),
             // Leaf reads the leaf cache missed (reads from the file), and its size in pages.
