@@ -126,6 +126,15 @@ pub trait NodeStore: Send + Sync {
     fn tracks_replaced(&self) -> bool {
         false
     }
+    /// For a store that [`NodeStore::tracks_replaced`]: whether it wants to hear that `old` was
+    /// replaced or removed. Only a value it answers `true` for is copied out of the leaf and
+    /// reported, so one it has no use for (`Db`: anything but a reference) costs this call
+    /// and no copy.
+    #[inline]
+    fn tracks_value(&self, old: &[u8]) -> bool {
+        let _ = old;
+        true
+    }
     /// A live put or delete (not redo) is about to log that it replaced or removed a record
     /// whose old value was `old` (only values of at most [`REPLACED_MAX`] bytes are reported).
     /// Called with the leaf still write-latched, before [`NodeStore::log_put`] or

@@ -144,10 +144,11 @@ pub(crate) struct OldValue {
 }
 
 impl OldValue {
-    /// Captures `v` if the store tracks replaced values and `v` is short enough.
+    /// Captures `v` if the store tracks replaced values, wants to hear of this one
+    /// ([`NodeStore::tracks_value`]) and `v` is short enough.
     #[inline]
-    fn capture(track: bool, v: &[u8]) -> Option<Self> {
-        if !track || v.len() > REPLACED_MAX {
+    fn capture(store: &impl NodeStore, track: bool, v: &[u8]) -> Option<Self> {
+        if !track || v.len() > REPLACED_MAX || !store.tracks_value(v) {
             return None;
         }
         let mut bytes = [0u8; REPLACED_MAX];
@@ -639,7 +640,7 @@ impl<S: NodeStore> BTree<S> {
             let put = match s.slot_of(key) {
                 Some(i) => {
                     if track {
-                        *old = s.value(i)?.and_then(|v| OldValue::capture(track, v));
+                        *old = s.value(i)?.and_then(|v| OldValue::capture(&self.store, track, v));
                     }
                     SemiDenseMut::new(id, page)?.put(i, value)?
                 }
@@ -651,7 +652,7 @@ impl<S: NodeStore> BTree<S> {
             let d = Dense::new(id, page)?;
             let slot = d.slot_of(key).filter(|_| d.value_len() == value.len());
             if let Some(i) = slot.filter(|&i| track && d.present(i)) {
-                *old = OldValue::capture(track, d.value(i));
+                *old = OldValue::capture(&self.store, track, d.value(i));
             }
             return Ok(match slot {
                 Some(i) => Put::Done {
@@ -667,7 +668,7 @@ impl<S: NodeStore> BTree<S> {
             .get(view.prefix_len()..)
             .ok_or_else(|| corrupt(id, "key outside the leaf's range"))?;
         if found && track {
-            *old = OldValue::capture(track, view.value(idx)?);
+            *old = OldValue::capture(&self.store, track, view.value(idx)?);
         }
         if view.kind() == KIND_FP_LEAF {
             return fp_leaf_put(&mut node, idx, found, k, value);
@@ -769,7 +770,7 @@ impl<S: NodeStore> BTree<S> {
             return match s.slot_of(key) {
                 Some(i) => {
                     if track {
-                        *old = s.value(i)?.and_then(|v| OldValue::capture(track, v));
+                        *old = s.value(i)?.and_then(|v| OldValue::capture(&self.store, track, v));
                     }
                     SemiDenseMut::new(id, page)?.clear(i)
                 }
@@ -781,7 +782,7 @@ impl<S: NodeStore> BTree<S> {
             return Ok(match d.slot_of(key) {
                 Some(i) => {
                     if track && d.present(i) {
-                        *old = OldValue::capture(track, d.value(i));
+                        *old = OldValue::capture(&self.store, track, d.value(i));
                     }
                     DenseMut::new(id, page)?.clear(i)
                 }
@@ -794,7 +795,7 @@ impl<S: NodeStore> BTree<S> {
             return Ok(false);
         }
         if track {
-            *old = OldValue::capture(track, node.view().value(idx)?);
+            *old = OldValue::capture(&self.store, track, node.view().value(idx)?);
         }
         if node.view().kind() == KIND_FP_LEAF {
             fingerprint::remove(&mut node, idx);

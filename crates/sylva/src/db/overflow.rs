@@ -407,6 +407,15 @@ pub(crate) fn check_run(file: &PageFile, r: ValueRef, scratch: &mut Vec<u8>) -> 
 /// Puts `key` with `value` into the tree of a database, in the stored form its format wants
 /// (module docs); returns the LSN of the put's last record.
 pub(crate) fn put(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<u64> {
+    // The small-value path, ahead of [`form`]: a value shorter than a reference is never
+    // escaped under version 4's rule (nor by a database without tags), so one that fits the
+    // leaf is stored as it is, which is what `form` would answer.
+    if value.len() < REF_LEN
+        && tree.store.tags == Tags::RefShape
+        && value.len() <= tree.max_inline_value(key.len())
+    {
+        return tree.put_logged(key, value);
+    }
     match form(tree, key, value)? {
         Form::AsIs => tree.put_logged(key, value),
         Form::Escaped => ESCAPED.with(|b| {

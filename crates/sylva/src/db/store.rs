@@ -100,18 +100,30 @@ pub(crate) struct PoolLatch<'a> {
     id: u64,
 }
 
+impl PoolLatch<'_> {
+    /// [`NodeLatch::read_lock`] on a non-blocking thread (the PA-Tree mode's worker). Out of
+    /// line and cold: every descent inlines `read_lock` once per level, and other threads'
+    /// descents then carry only the flag's test (inline, this path cost `Db`'s small-value
+    /// puts and gets 10–16 more instructions each; `docs/results/db.md`, session 20).
+    #[cold]
+    #[inline(never)]
+    fn read_lock_nonblocking(self) -> Olc<u64> {
+        match self.pool.read_lock_resident(self.id) {
+            Ok(Resident::Version(v)) => Ok(v),
+            // Not in memory, or held: the worker waits for its load, or for its own
+            // write-back of it, or runs the attempt again later (another thread's hold).
+            Ok(Resident::Evicted | Resident::Busy) => Err(Abort::Miss(self.id)),
+            Ok(Resident::Freed) => Err(Abort::Restart),
+            Err(e) => Err(Abort::Fail(e)),
+        }
+    }
+}
+
 impl NodeLatch for PoolLatch<'_> {
     #[inline]
     fn read_lock(self) -> Olc<u64> {
         if crate::sync::nonblocking() {
-            return match self.pool.read_lock_resident(self.id) {
-                Ok(Resident::Version(v)) => Ok(v),
-                // Not in memory, or held: the worker waits for its load, or for its own
-                // write-back of it, or runs the attempt again later (another thread's hold).
-                Ok(Resident::Evicted | Resident::Busy) => Err(Abort::Miss(self.id)),
-                Ok(Resident::Freed) => Err(Abort::Restart),
-                Err(e) => Err(Abort::Fail(e)),
-            };
+            return self.read_lock_nonblocking();
         }
         match self.pool.read_lock(self.id) {
             Ok(Some(v)) => Ok(v),
@@ -286,10 +298,20 @@ impl PoolStore {
     /// Appends `record`, the record of a put's or delete's leaf change: as it is, or inside a
     /// RUNS record naming the runs the operation wrote and freed, which are freed (deferred)
     /// once it is appended.
+    #[inline]
     fn append_leaf_change(&self, record: &[u8], pages: &[PageId]) -> Result<(u64, u64)> {
         if !RUNS_PENDING.with(Cell::get) {
             return self.append(record, pages);
         }
+        self.append_runs_change(record, pages)
+    }
+
+    /// [`Self::append_leaf_change`] of a change that wrote or freed a run: the record inside
+    /// a RUNS record. Out of line, so that the small-value path (every put and delete of a
+    /// value that is not out of line) is the flag's test and the append alone.
+    #[cold]
+    #[inline(never)]
+    fn append_runs_change(&self, record: &[u8], pages: &[PageId]) -> Result<(u64, u64)> {
         RUNS_PENDING.with(|p| p.set(false));
         let freed = PENDING.with(|p| {
             let mut p = p.borrow_mut();
@@ -442,6 +464,14 @@ impl NodeStore for PoolStore {
     #[inline]
     fn tracks_replaced(&self) -> bool {
         self.escaped
+    }
+
+    /// Only a reference frees anything when it is replaced ([`NodeStore::replaced`] passes
+    /// over every other stored value), so only a value that [`overflow::is_ref`] is copied and
+    /// reported: a small value costs a comparison or two, not a copy.
+    #[inline]
+    fn tracks_value(&self, old: &[u8]) -> bool {
+        overflow::is_ref(old, self.tags)
     }
 
     fn replaced(&self, old: &[u8]) {
