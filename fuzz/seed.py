@@ -81,6 +81,11 @@ def main():
                     put("free_space_page", page)
                 if page[6] == 5:  # the first page of an out-of-line value's run
                     put("overflow_run", page)
+                    # The run's value (a bucket of long keys in a state version 6 database)
+                    # runs on through the next pages, which have no header of their own.
+                    start = i * PAGE + HEADER + 16
+                    length = struct.unpack_from("<I", page, HEADER)[0]
+                    put("key_bucket", data[start:start + length])
                 node(page[HEADER:])
         elif data[:8] == b"sylvaDMP":
             put("dump_stream", data[:64 * 1024])

@@ -193,6 +193,26 @@ pub fn overflow_run_header(data: &[u8]) {
     let _ = crate::db::overflow::decode_run_header(&page, ID);
 }
 
+/// A bucket of long keys (`db::buckets`, a value of a `Db` of state version 6) under a 776-byte
+/// prefix, as a get, put or scan reads it: decoded, every suffix searched, and encoded back to
+/// exactly its bytes (the decoder accepts only what the encoder writes).
+pub fn key_bucket(data: &[u8]) {
+    use crate::db::buckets::{encode, Buckets, MARKER};
+    let b = Buckets::for_tree(777);
+    let mut tree_key = vec![0x5A; b.prefix];
+    tree_key.push(MARKER);
+    let Ok(entries) = b.decode(&tree_key, data) else {
+        return;
+    };
+    for (suffix, _) in &entries {
+        let found = entries.binary_search_by(|(s, _)| s.cmp(suffix));
+        assert!(found.is_ok(), "a bucket's suffix is found again");
+    }
+    let mut again = Vec::new();
+    encode(&entries, &mut again);
+    assert!(again == data, "a decoded bucket encodes back to its bytes");
+}
+
 /// A page file whose meta pages are `data`'s first two pages (at the page size `data`'s
 /// bytes 32..36 name, if legal, else the smallest), each checksummed as page 0 and page 1 as
 /// they are; then open reads the free list, and every data page is read, one allocated and a

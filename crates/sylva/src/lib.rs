@@ -96,6 +96,9 @@ layer!(util);
 layer!(wal);
 
 pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
+/// The longest key of a `Db` created by this build (state version 6), at every page size:
+/// keys longer than its tree takes live in buckets (`docs/format.md`, "Long keys in buckets").
+pub use db::buckets::MAX_KEY_LEN as DB_MAX_KEY_LEN;
 /// The PA-Tree mode (issue 20): a `Db` whose point operations one worker thread runs, many at
 /// a time, and the options of its worker.
 pub use db::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};

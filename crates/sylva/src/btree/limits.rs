@@ -21,8 +21,8 @@
 //! `max_record` = node/4 − slot. 254-byte keys and 752-byte values with a 4 KiB page's 4,064-byte
 //! node; 256 and 758 in memory at 4 KiB.
 //!
-//! **Long keys** ([`long_max_key_len`], [`long_max_record_len`]; `Db` databases of state version
-//! 5, `crate::db::state`): the longest key such that the condition holds for records of a
+//! **Long keys** ([`long_max_key_len`], [`long_max_record_len`]; `Db` databases of state versions
+//! 5 and 6, `crate::db::state`): the longest key such that the condition holds for records of a
 //! longest key and a 17-byte out-of-line value reference (`crate::db::overflow`), and
 //! `max_record` as large as the condition then allows:
 //!
@@ -36,8 +36,11 @@
 //! `max_record − max_value_len` bytes (42 with 4 KiB pages) nothing changes for values: the
 //! small-value path stores them exactly as before. The key limits per page size (page − 32 bytes
 //! of node): 777 bytes (4 KiB pages), 1,596 (8 KiB), 3,235 (16 KiB), 6,511 (32 KiB), 13,065
-//! (64 KiB). With 4 KiB pages the two whole fences are what stops at 777: 1 KiB keys there need
-//! keys or fences out of line (`crate::db::overflow`, "Keys").
+//! (64 KiB). With 4 KiB pages the two whole fences are what stops at 777. These are the tree's
+//! limits: a `Db` of state version 6 takes keys up to 16 KiB at every page size by keeping every
+//! key longer than `max_key − 1` bytes (776 with 4 KiB pages) in a *bucket*, a record under its
+//! first `max_key − 1` bytes whose value holds the keys sharing them (`crate::db::buckets`), so
+//! the tree never sees a key past this limit and the condition above is untouched.
 
 use super::store::NodeStore;
 use super::tree::BTree;
@@ -75,8 +78,8 @@ pub fn long_max_record_len(page_size: usize) -> usize {
 }
 
 impl<S: NodeStore> BTree<S> {
-    /// Switches to the long-key limits of [`super::limits`] (a `Db` of state version 5), before
-    /// any record is put.
+    /// Switches to the long-key limits of [`super::limits`] (a `Db` of state version 5 or 6),
+    /// before any record is put.
     pub(crate) fn use_long_keys(&mut self) {
         let ps = self.options.page_size;
         self.limits.max_key = long_max_key_len(ps);

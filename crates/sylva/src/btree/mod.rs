@@ -75,8 +75,9 @@
 //!   ([`max_key_len`]: 256 bytes at 4 KiB) and values up to the rest of the quarter after a
 //!   10-byte slot ([`max_value_len`]: 758 bytes at 4 KiB). Fences are stored untruncated, so a
 //!   node must hold two maximal fences plus records; the split keeps that true. `crate::db`'s
-//!   trees of state version 5 use the long-key limits ([`long_max_key_len`]: 777 bytes with a
-//!   4 KiB page's node), which bound a record's key and value together.
+//!   trees of state versions 5 and 6 use the long-key limits ([`long_max_key_len`]: 777 bytes
+//!   with a 4 KiB page's node), which bound a record's key and value together; version 6 keeps
+//!   longer keys out of the tree (`crate::db::buckets`).
 
 mod adapt;
 mod check;

@@ -1,5 +1,11 @@
 //! Write batches: puts and deletes applied all or nothing across a crash ([`super::Db::write`]).
 
+use super::buckets::{self, Buckets};
+use super::overflow;
+use super::store::PoolStore;
+use crate::btree::BTree;
+use crate::error::Result;
+
 /// An atomic group of puts and deletes for [`Db::write`](super::Db::write): after a crash either all of them
 /// happened or none.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,5 +45,31 @@ impl WriteBatch {
     /// Whether the batch is empty.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
+    }
+}
+
+/// A batch's put of `key` (a live batch's or one recovery applies again), into its bucket when
+/// it lives in one.
+pub(super) fn apply_put(
+    tree: &BTree<PoolStore>,
+    buckets: Option<Buckets>,
+    key: &[u8],
+    value: &[u8],
+) -> Result<()> {
+    match buckets.filter(|b| b.holds(key)) {
+        Some(b) => buckets::put(tree, b, key, value).map(drop),
+        None => overflow::put(tree, key, value).map(drop),
+    }
+}
+
+/// A batch's delete of `key`, as [`apply_put`].
+pub(super) fn apply_delete(
+    tree: &BTree<PoolStore>,
+    buckets: Option<Buckets>,
+    key: &[u8],
+) -> Result<()> {
+    match buckets.filter(|b| b.holds(key)) {
+        Some(b) => buckets::delete(tree, b, key).map(drop),
+        None => tree.delete(key).map(drop),
     }
 }

@@ -6,7 +6,13 @@
 //! `(lower, upper]`). So a cursor never blocks writers, survives splits and merges, and sees
 //! each record at most once, in order: every record present in the range for the cursor's whole
 //! life is returned; records written meanwhile may or may not be.
+//!
+//! A bucket of long keys ([`super::buckets`]) met in the leaf is read whole and its keys
+//! returned in order before the leaf's next record. A seek to a long key starts at its bucket's
+//! tree key and drops that bucket's keys before it (after it, in reverse); moving on between
+//! leaves is by tree keys (fences) as before.
 
+use std::collections::VecDeque;
 use std::ops::Bound;
 
 use super::Db;
@@ -27,6 +33,11 @@ pub struct Cursor<'db> {
     next: Option<Vec<u8>>,
     /// Where to start: a key to load the first leaf with; `None` once loaded.
     start: Option<Vec<u8>>,
+    /// The key the cursor was last positioned at by a seek, while it is in that leaf: a
+    /// bucket's keys before it (after it, in reverse) are not returned.
+    from: Option<Vec<u8>>,
+    /// The keys of the bucket being returned, in the cursor's order.
+    bucket: VecDeque<(Vec<u8>, Vec<u8>)>,
     done: bool,
 }
 
@@ -49,6 +60,8 @@ impl<'db> Cursor<'db> {
             pos: 0,
             next: None,
             start: None,
+            from: None,
+            bucket: VecDeque::new(),
             done: false,
         };
         c.restart();
@@ -68,6 +81,7 @@ impl<'db> Cursor<'db> {
     pub fn seek(&mut self, key: &[u8]) {
         self.done = false;
         self.leaf.clear();
+        self.bucket.clear();
         self.pos = 0;
         // A key outside the range starts at the range's own end, not leaves away from it.
         let key = if self.reverse {
@@ -90,7 +104,7 @@ impl<'db> Cursor<'db> {
             match &self.upper {
                 Bound::Included(k) | Bound::Excluded(k) => k.clone(),
                 // Longer than any key can be, so above every key.
-                Bound::Unbounded => vec![0xFF; self.db.tree().limits().max_key + 1],
+                Bound::Unbounded => vec![0xFF; self.db.limits().max_key + 1],
             }
         } else {
             match &self.lower {
@@ -160,11 +174,32 @@ impl<'db> Cursor<'db> {
 
     fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         if let Some(start) = self.start.take() {
-            self.load(&start)?;
+            match self.db.buckets() {
+                Some(b) => self.load(&b.position(&start))?,
+                None => self.load(&start)?,
+            }
+            self.from = Some(start);
         }
         loop {
             if self.done {
                 return Ok(None);
+            }
+            if let Some((key, value)) = self.bucket.pop_front() {
+                if self.past_end(&key) {
+                    self.done = true;
+                    return Ok(None);
+                }
+                let before_seek = self.from.as_deref().is_some_and(|f| {
+                    if self.reverse {
+                        key.as_slice() > f
+                    } else {
+                        key.as_slice() < f
+                    }
+                });
+                if self.in_range(&key) && !before_seek {
+                    return Ok(Some((key, value)));
+                }
+                continue;
             }
             let i = if self.reverse {
                 self.pos.checked_sub(1)
@@ -175,6 +210,23 @@ impl<'db> Cursor<'db> {
                 Some(i) => {
                     self.pos = if self.reverse { i } else { i + 1 };
                     let key = self.leaf.key(i);
+                    if let Some(b) = self.db.buckets().filter(|b| b.is_bucket_key(key)) {
+                        let mut buf = Vec::new();
+                        let Some(bytes) = self.db.scan_value(key, self.leaf.value(i), &mut buf)?
+                        else {
+                            continue;
+                        };
+                        for (suffix, value) in b.decode(key, bytes)? {
+                            let mut full = Vec::new();
+                            b.full_key(key, suffix, &mut full);
+                            if self.reverse {
+                                self.bucket.push_front((full, value.to_vec()));
+                            } else {
+                                self.bucket.push_back((full, value.to_vec()));
+                            }
+                        }
+                        continue;
+                    }
                     if self.past_end(key) {
                         self.done = true;
                         return Ok(None);
@@ -193,6 +245,7 @@ impl<'db> Cursor<'db> {
                             self.done = true;
                             return Ok(None);
                         }
+                        self.from = None;
                         self.load(&k)?;
                     }
                     None => {

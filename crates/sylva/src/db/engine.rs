@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::sync::atomic::Ordering;
 
+use super::buckets::Buckets;
 use super::recovery::{LeafRedo, OwnedOp};
 use super::state::State;
 use super::store::{ExclusiveGate, PoolStore};
@@ -19,6 +20,8 @@ pub(crate) struct PagedTree {
     pub(crate) layout: btree::Layout,
     /// The tree has the long-key limits (state version 5, [`super::state`]).
     pub(crate) long_keys: bool,
+    /// Keys longer than the tree takes live in buckets (state version 6, [`super::buckets`]).
+    pub(crate) buckets: Option<Buckets>,
     /// During redo: the last write batch whose end the log has not shown yet.
     pub(super) pending_batch: Option<Vec<OwnedOp>>,
     /// During redo: leaf records held back to be applied grouped by page.
@@ -56,6 +59,7 @@ impl Engine for PagedTree {
             checkpoint_lsn: lsn,
             tags: self.tree.store.escaped.then_some(self.tree.store.tags),
             long_keys: self.long_keys,
+            buckets: self.buckets.is_some(),
         }
         .encode()
         .to_vec()

@@ -1,6 +1,7 @@
 //! `Db` as a [`KvStore`], the contract every engine keeps (what `sylva bench` and the
 //! conformance suite drive).
 
+use super::buckets::Buckets;
 use super::store::PoolStore;
 use super::{overflow, Db};
 use crate::btree::BTree;
@@ -44,6 +45,88 @@ impl Db {
     }
 }
 
+impl Db {
+    /// A scan (`end` `None`, up to `limit` keys) or range map (`[start, end)`) of a database
+    /// with buckets: the tree walked from `start`'s position to after `end`'s, each bucket
+    /// expanded in suffix order and its keys outside `[start, end)` dropped (module docs of
+    /// [`super::buckets`], "Order"); returns the keys shown.
+    fn walk_buckets(
+        &self,
+        b: Buckets,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        visitor: &mut Visitor<'_>,
+    ) -> Result<usize> {
+        if limit == 0 || end.is_some_and(|e| start >= e) {
+            return Ok(0);
+        }
+        let tree_start = b.position(start);
+        let tree_end = end.map(|e| {
+            if b.holds(e) {
+                let mut k = b.tree_key(e);
+                k.push(0);
+                k
+            } else {
+                e.to_vec()
+            }
+        });
+        let tags = self.tags();
+        let (mut n, mut failed) = (0usize, None);
+        let (mut buf, mut full) = (Vec::new(), Vec::new());
+        let mut each = |k: &[u8], v: &[u8]| -> bool {
+            let value = if overflow::is_tagged(v, tags) || b.is_bucket_key(k) {
+                match self.scan_value(k, v, &mut buf) {
+                    Ok(Some(v)) => v,
+                    Ok(None) => return true,
+                    Err(e) => {
+                        failed = Some(e);
+                        return false;
+                    }
+                }
+            } else {
+                v
+            };
+            if !b.is_bucket_key(k) {
+                n += 1;
+                return visitor(k, value) && n < limit;
+            }
+            let entries = match b.decode(k, value) {
+                Ok(e) => e,
+                Err(e) => {
+                    failed = Some(e);
+                    return false;
+                }
+            };
+            for (suffix, v) in entries {
+                b.full_key(k, suffix, &mut full);
+                if full.as_slice() < start {
+                    continue;
+                }
+                if end.is_some_and(|e| full.as_slice() >= e) {
+                    return false;
+                }
+                n += 1;
+                if !visitor(&full, v) || n >= limit {
+                    return false;
+                }
+            }
+            true
+        };
+        let r = self.tree().walk(
+            &tree_start,
+            tree_end.as_deref(),
+            limit.saturating_add(1),
+            &mut each,
+        );
+        let r = match failed {
+            Some(e) => Err(e),
+            None => r.map(|_| n),
+        };
+        self.guard_read(r)
+    }
+}
+
 impl KvStore for Db {
     fn limits(&self) -> Limits {
         Db::limits(self)
@@ -63,11 +146,17 @@ impl KvStore for Db {
 
     fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
+        if let Some(b) = self.buckets() {
+            return self.walk_buckets(b, start, None, limit, visitor);
+        }
         self.resolving(visitor, |tree, v| KvStore::scan(tree, start, limit, v))
     }
 
     fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
         self.check_open()?;
+        if let Some(b) = self.buckets() {
+            return self.walk_buckets(b, start, Some(end), usize::MAX, visitor);
+        }
         self.resolving(visitor, |tree, v| KvStore::map_range(tree, start, end, v))
     }
 

@@ -39,6 +39,10 @@
 //! a run of contiguous pages, the leaf keeping its key and a 17-byte reference; overwrites and
 //! deletes free the run with a deferred free, in the same log record as the leaf change.
 //!
+//! **Long keys** ([`buckets`], state version 6): keys up to 16 KiB at every page size; one longer
+//! than the tree takes (776 bytes with 4 KiB pages) lives in a bucket, a record under its first
+//! 776 bytes whose value, stored as any value, holds every key sharing them with its value.
+//!
 //! **Online backup** ([`Db::backup_to`], [`crate::durable::backup`]): the page file copied after
 //! a checkpoint while writers go on, then the log from that checkpoint; the copy's recovery
 //! replays it. The tree's part is noting the runs it writes without logging their bytes.
@@ -116,6 +120,8 @@
 //! [`Error::Poisoned`]: crate::Error::Poisoned
 
 mod batch;
+pub mod buckets;
+mod check;
 mod compact;
 mod cursor;
 pub mod dump;
@@ -133,17 +139,18 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
-use crate::btree::{self, BTree, CheckReport};
+use crate::btree::{self, BTree};
 use crate::buffer::{BufferPool, PoolOptions};
 use crate::durable::{self, dir, BackupReport, Durable, RecoveryReport};
 use crate::error::Result;
 use crate::io::page_header::PageKind;
-use crate::io::{Io, OsFs, Vfs, FIRST_DATA_PAGE};
+use crate::io::{Io, OsFs, Vfs};
 use crate::kv::Limits;
 use engine::PagedTree;
 use store::PoolStore;
 
 use batch::BatchOp;
+use buckets::Buckets;
 
 pub use batch::WriteBatch;
 pub use compact::CompactReport;
@@ -226,6 +233,10 @@ pub struct Db {
     /// Where the page file lives (for error messages).
     path: PathBuf,
     recovery: RecoveryReport,
+    /// Where keys split between the tree and buckets (state version 6; [`buckets`]).
+    buckets: Option<Buckets>,
+    /// Held by every write of a key in a bucket, before the store's write gate ([`buckets`]).
+    bucket_lock: parking_lot::Mutex<()>,
 }
 
 impl Db {
@@ -310,21 +321,28 @@ impl Db {
                 if long_keys {
                     tree.use_long_keys();
                 }
+                // A database this build creates keeps longer keys in buckets.
+                let buckets = (long_keys && state.is_none_or(|s| s.buckets))
+                    .then(|| Buckets::for_tree(tree.limits().max_key));
                 Ok(PagedTree {
                     tree,
                     layout,
                     long_keys,
+                    buckets,
                     pending_batch: None,
                     leaf_redo: recovery::LeafRedo::default(),
                 })
             },
         )?;
         let layout = durable.engine().layout;
+        let buckets = durable.engine().buckets;
         Ok(Db {
             durable,
             options: DbOptions { layout, ..options },
             path,
             recovery,
+            buckets,
+            bucket_lock: parking_lot::Mutex::new(()),
         })
     }
 
@@ -346,12 +364,29 @@ impl Db {
 
     /// Key and value size limits: values up to 4 GiB − 1 (stored out of line past what fits a
     /// leaf, `db::overflow`); in a database created before out-of-line values, what fits a leaf.
+    /// Keys up to [`buckets::MAX_KEY_LEN`] (16 KiB; state version 6), or what the tree takes in
+    /// a database created before.
     pub fn limits(&self) -> Limits {
         let mut l = self.tree().limits();
         if self.tagged() {
             l.max_value = overflow::MAX_VALUE_LEN;
         }
+        if self.buckets.is_some() {
+            l.max_key = buckets::MAX_KEY_LEN;
+        }
         l
+    }
+
+    /// The buckets of `key`'s database if `key` lives in one ([`buckets`]).
+    #[inline]
+    fn bucket_of(&self, key: &[u8]) -> Option<Buckets> {
+        self.buckets.filter(|b| b.holds(key))
+    }
+
+    /// Where keys split between the tree and buckets, if they do.
+    #[inline]
+    pub(crate) fn buckets(&self) -> Option<Buckets> {
+        self.buckets
     }
 
     /// Whether values are tagged and may be out of line ([`overflow`]).
@@ -392,6 +427,10 @@ impl Db {
     /// Looks `key` up; on a hit copies the value into `out` and returns `true`.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
         self.check_open()?;
+        if let Some(b) = self.bucket_of(key) {
+            let r = buckets::get(self.tree(), b, key, out);
+            return self.guard_read(r);
+        }
         let r = self.tree().get_into(key, out);
         let found = self.guard_read(r)?;
         if !found || !self.tagged() || !overflow::is_tagged(out, self.tags()) {
@@ -401,38 +440,9 @@ impl Db {
         self.guard_read(r)
     }
 
-    /// Turns the stored value of `key` in `out` (escaped or a reference) into the value. A run
-    /// whose CRC does not match its reference may have been freed and reused under a concurrent
-    /// overwrite, and one past the file's end freed and cut off by a compaction: the key is
-    /// looked up again, and the same failure on the same reference twice is reported. Returns
-    /// whether the key is (still) there.
+    /// Turns the stored value of `key` in `out` into the value ([`overflow::resolve`]).
     fn resolve(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        let file = self.tree().store.pool.file();
-        let mut tried = None;
-        loop {
-            if !overflow::is_tagged(out, self.tags()) {
-                return Ok(true);
-            }
-            let r = match overflow::classify(out, 0, self.tags())? {
-                overflow::Stored::Inline(_) => {
-                    out.remove(0);
-                    return Ok(true);
-                }
-                overflow::Stored::Ref(r) => r,
-            };
-            match overflow::read_value(file, r, out) {
-                Ok(()) => return Ok(true),
-                Err(crate::Error::ChecksumMismatch { .. } | crate::Error::Corruption { .. })
-                    if tried != Some(r) =>
-                {
-                    tried = Some(r);
-                    if !self.tree().get_into(key, out)? {
-                        return Ok(false);
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
+        overflow::resolve(self.tree(), key, out)
     }
 
     /// The value of a record a scan read as `stored`: itself, or resolved into `buf`; `None`
@@ -454,6 +464,14 @@ impl Db {
     /// Inserts or overwrites `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.check_open()?;
+        if let Some(b) = self.bucket_of(key) {
+            let r = {
+                let _lock = self.bucket_lock.lock();
+                buckets::put(self.tree(), b, key, value)
+            };
+            let lsn = self.guard(r)?;
+            return self.after_write(1, lsn);
+        }
         let r = overflow::put(self.tree(), key, value);
         let lsn = self.guard(r)?;
         self.after_write(1, lsn)
@@ -462,7 +480,13 @@ impl Db {
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         self.check_open()?;
-        let r = self.tree().delete_logged(key);
+        let r = match self.bucket_of(key) {
+            Some(b) => {
+                let _lock = self.bucket_lock.lock();
+                buckets::delete(self.tree(), b, key)
+            }
+            None => self.tree().delete_logged(key),
+        };
         let (found, lsn) = self.guard(r)?;
         if found {
             self.after_write(1, lsn)?;
@@ -493,6 +517,10 @@ impl Db {
             return Ok(());
         }
         let store = &self.tree().store;
+        let long = batch.ops.iter().any(|op| match op {
+            BatchOp::Put(k, _) | BatchOp::Delete(k) => self.bucket_of(k).is_some(),
+        });
+        let _lock = long.then(|| self.bucket_lock.lock());
         let r = (|| {
             let _gate = store.exclusive();
             let mut buf = Vec::new();
@@ -506,8 +534,8 @@ impl Db {
             store.append_record(&buf)?;
             for op in &batch.ops {
                 match op {
-                    BatchOp::Put(k, v) => drop(overflow::put(self.tree(), k, v)?),
-                    BatchOp::Delete(k) => drop(self.tree().delete(k)?),
+                    BatchOp::Put(k, v) => batch::apply_put(self.tree(), self.buckets, k, v)?,
+                    BatchOp::Delete(k) => batch::apply_delete(self.tree(), self.buckets, k)?,
                 }
             }
             log::batch_end(&mut buf);
@@ -577,8 +605,9 @@ impl Db {
     /// values and the free extents.
     pub fn stats(&self) -> DbStats {
         let height = self.tree().height().unwrap_or(0);
-        let (record_bytes, runs) = self.record_bytes();
+        let (record_bytes, runs, bucket_keys) = self.record_bytes();
         let mut s = self.quick_stats();
+        s.records += bucket_keys;
         s.height = height;
         s.overflow_values = runs.values;
         s.overflow_pages = runs.pages;
@@ -636,10 +665,13 @@ impl Db {
     }
 
     /// Key and value bytes of the records held in tree pages (an out-of-line value counts as
-    /// its reference), and the out-of-line values (a full walk; for `stats`).
-    fn record_bytes(&self) -> (u64, RunCount) {
+    /// its reference), the out-of-line values, and the keys buckets hold beyond one each (a
+    /// full walk; for `stats`).
+    fn record_bytes(&self) -> (u64, RunCount, u64) {
         let mut bytes = 0u64;
         let mut runs = RunCount::default();
+        let mut bucket_keys = 0u64;
+        let mut buf = Vec::new();
         let ps = self.tree().store.pool.file().page_size();
         let (tagged, tags) = (self.tagged(), self.tags());
         let _ = self.tree().walk(&[], None, usize::MAX, &mut |k, v| {
@@ -651,117 +683,16 @@ impl Db {
                     runs.bytes += u64::from(r.len);
                 }
             }
+            if let Some(b) = self.buckets.filter(|b| b.is_bucket_key(k)) {
+                if let Ok(Some(bucket)) = self.scan_value(k, v, &mut buf) {
+                    if let Ok(entries) = b.decode(k, bucket) {
+                        bucket_keys += entries.len().saturating_sub(1) as u64;
+                    }
+                }
+            }
             true
         });
-        (bytes, runs)
-    }
-
-    /// The out-of-line values' references, from a walk of every leaf.
-    fn value_refs(&self) -> Result<Vec<overflow::ValueRef>> {
-        let mut refs = Vec::new();
-        let mut bad = None;
-        let tags = self.tags();
-        if self.tagged() {
-            self.tree().walk(&[], None, usize::MAX, &mut |_, v| {
-                if !overflow::is_ref(v, tags) {
-                    return true;
-                }
-                match overflow::classify(v, 0, tags) {
-                    Ok(overflow::Stored::Ref(r)) => refs.push(r),
-                    Ok(overflow::Stored::Inline(_)) => {}
-                    Err(e) => {
-                        bad = Some(e);
-                        return false;
-                    }
-                }
-                true
-            })?;
-        }
-        match bad {
-            Some(e) => Err(e),
-            None => Ok(refs),
-        }
-    }
-
-    /// Checkpoints, then verifies the tree's structure, every out-of-line value's run (intact,
-    /// agreeing with its reference, referenced exactly once, none of its pages free), and that
-    /// every page of the file is accounted for exactly once: a meta page, free (or holding the
-    /// free space), a run's, or a tree page the tree reaches, each tree page's checksum
-    /// verified. Run it on a quiet database: concurrent writers may cause spurious reports.
-    pub fn check(&self) -> Result<CheckReport> {
-        self.checkpoint()?;
-        let file = self.tree().store.pool.file();
-        let ps = file.page_size();
-        let report = self.tree().check()?;
-        let mut runs: Vec<(u64, u64)> = Vec::new();
-        let mut scratch = Vec::new();
-        for r in self.value_refs()? {
-            overflow::check_run(file, r, &mut scratch)?;
-            runs.push((r.first, r.pages(ps)));
-        }
-        runs.sort_unstable();
-        for pair in runs.windows(2) {
-            if pair[0].0 + pair[0].1 > pair[1].0 {
-                return Err(crate::Error::Corruption {
-                    page: pair[1].0,
-                    detail: format!(
-                        "the run at page {} is referenced twice or overlaps the run at page {}",
-                        pair[1].0, pair[0].0
-                    ),
-                });
-            }
-        }
-        let mut frame = file.buffer(1);
-        let mut runs_left = runs.iter().peekable();
-        let mut tree_pages = 0u64;
-        let mut id = FIRST_DATA_PAGE;
-        while id < file.page_count() {
-            if let Some(&&(first, pages)) = runs_left.peek() {
-                if first == id {
-                    if let Some(p) = (first..first + pages).find(|&p| file.is_free(p)) {
-                        return Err(crate::Error::Corruption {
-                            page: p,
-                            detail: format!("page of the run at page {first} is free"),
-                        });
-                    }
-                    runs_left.next();
-                    id += pages;
-                    continue;
-                }
-            }
-            if !file.is_free(id) {
-                let h = file.read_frame(id, &mut frame)?;
-                if !matches!(h.kind, PageKind::BTreeLeaf | PageKind::BTreeInner) {
-                    return Err(crate::Error::Corruption {
-                        page: id,
-                        detail: format!(
-                            "a page in use of kind {:?} that no leaf refers to (a leaked run?)",
-                            h.kind
-                        ),
-                    });
-                }
-                tree_pages += 1;
-            }
-            id += 1;
-        }
-        if runs_left.peek().is_some() {
-            return Err(crate::Error::Corruption {
-                page: id,
-                detail: "a run lies beyond the file's pages".into(),
-            });
-        }
-        // The tree's pages: its leaves and inner nodes, and the metadata node.
-        let reached = report.leaves + report.inner + 1;
-        if tree_pages != reached {
-            return Err(crate::Error::Corruption {
-                page: 0,
-                detail: format!(
-                    "{tree_pages} pages in use are tree pages, but the tree reaches {reached} \
-                     (leaked pages)"
-                ),
-            });
-        }
-        Ok(report)
+        (bytes, runs, bucket_keys)
     }
 
     /// Checkpoints and closes. Dropping a `Db` does the same but cannot report errors. A

@@ -364,6 +364,10 @@ impl PaDb {
         {
             return self.ready(Err(e), finish_get);
         }
+        // A key in a bucket is read on the calling thread ([`super::buckets`]).
+        if self.db.bucket_of(key).is_some() {
+            return self.ready(self.db.get(key), finish_get);
+        }
         let task = PaTask::Get {
             key: key.to_vec(),
             out: Vec::new(),
@@ -380,14 +384,17 @@ impl PaDb {
         }
     }
 
-    /// The task of a put, or `None` for a value stored out of line, which this writes on the
-    /// calling thread ([`Db::put`]: the run's write is not the worker's).
+    /// The task of a put, or `None` for a value stored out of line or a key in a bucket, which
+    /// this writes on the calling thread ([`Db::put`]: the run's write is not the worker's).
     fn put_task(&self, key: &[u8], value: &[u8]) -> Result<Option<PaTask>> {
         let db = &self.db;
         db.check_open()?;
         let limits = db.limits();
         limits.check_key(key)?;
         limits.check_value(value)?;
+        if db.bucket_of(key).is_some() {
+            return db.put(key, value).map(|()| None);
+        }
         let stored = match overflow::form(db.tree(), key, value)? {
             Form::OutOfLine => return db.put(key, value).map(|()| None),
             Form::AsIs => value.to_vec(),
@@ -418,6 +425,9 @@ impl PaDb {
             .and_then(|()| self.db.limits().check_key(key))
         {
             return self.ready(Err(e), finish_delete);
+        }
+        if self.db.bucket_of(key).is_some() {
+            return self.ready(self.db.delete(key), finish_delete);
         }
         let task = PaTask::Delete { key: key.to_vec() };
         self.queued(task, finish_delete)

@@ -245,8 +245,8 @@ impl PagedTree {
             store.logging.store(true, Ordering::Release);
             for (k, v) in ops {
                 match v {
-                    Some(v) => drop(overflow::put(&self.tree, &k, &v)?),
-                    None => drop(self.tree.delete(&k)?),
+                    Some(v) => super::batch::apply_put(&self.tree, self.buckets, &k, &v)?,
+                    None => super::batch::apply_delete(&self.tree, self.buckets, &k)?,
                 }
             }
             let mut end = Vec::new();

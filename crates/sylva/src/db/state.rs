@@ -26,7 +26,14 @@ const STATE_MAGIC: &[u8; 8] = b"sylvaDB\0";
 /// limits (its leaves may hold records longer than the long-key limits allow beside long
 /// fences), and a build before version 5 refuses a version 5 database, whose fences and keys
 /// it would not expect.
-pub(super) const STATE_VERSION: u32 = 5;
+/// Version 6 (issue 23, keys of 1 KiB at every page size): version 5 with keys longer than the
+/// tree takes in buckets ([`super::buckets`], flag bit 3): keys up to
+/// [`super::buckets::MAX_KEY_LEN`] (16 KiB) at every page size. A database created before keeps
+/// its key limit, and a build before version 6 refuses a version 6 database, whose buckets it
+/// would show as records.
+pub(super) const STATE_VERSION: u32 = 6;
+/// The version of a database with the long-key limits and no buckets.
+const LONG_KEYS_STATE_VERSION: u32 = 5;
 /// The version of a database with [`Tags::RefShape`] and the default key limits.
 const REF_SHAPE_STATE_VERSION: u32 = 4;
 /// The version of a database whose values are escaped by their first byte.
@@ -39,6 +46,8 @@ const FLAG_TAGGED: u8 = 0x01;
 const FLAG_REF_SHAPE: u8 = 0x02;
 /// Flag byte 13, bit 2 (version 5): the tree has the long-key limits.
 const FLAG_LONG_KEYS: u8 = 0x04;
+/// Flag byte 13, bit 3 (version 6): keys longer than the tree takes live in buckets.
+const FLAG_KEY_BUCKETS: u8 = 0x08;
 const OLDEST_STATE_VERSION: u32 = 1;
 pub(super) const STATE_LEN: usize = 40;
 
@@ -55,21 +64,28 @@ pub(crate) struct State {
     pub(super) tags: Option<Tags>,
     /// The tree has the long-key limits (version 5; [`crate::btree::long_max_key_len`]).
     pub(super) long_keys: bool,
+    /// Keys longer than the tree takes live in buckets (version 6; [`super::buckets`]).
+    pub(super) buckets: bool,
 }
 
 impl State {
     pub(super) fn encode(&self) -> [u8; STATE_LEN] {
         let mut b = [0u8; STATE_LEN];
         b[0..8].copy_from_slice(STATE_MAGIC);
-        let (version, flags) = match (self.tags, self.long_keys) {
-            (None, _) => (UNTAGGED_STATE_VERSION, 0),
-            (Some(Tags::FirstByte), _) => (FIRST_BYTE_STATE_VERSION, FLAG_TAGGED),
-            (Some(Tags::RefShape), false) => {
+        let (version, flags) = match (self.tags, self.long_keys, self.buckets) {
+            (None, _, _) => (UNTAGGED_STATE_VERSION, 0),
+            (Some(Tags::FirstByte), _, _) => (FIRST_BYTE_STATE_VERSION, FLAG_TAGGED),
+            (Some(Tags::RefShape), false, _) => {
                 (REF_SHAPE_STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE)
             }
-            (Some(Tags::RefShape), true) => {
-                (STATE_VERSION, FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS)
-            }
+            (Some(Tags::RefShape), true, false) => (
+                LONG_KEYS_STATE_VERSION,
+                FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS,
+            ),
+            (Some(Tags::RefShape), true, true) => (
+                STATE_VERSION,
+                FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS | FLAG_KEY_BUCKETS,
+            ),
         };
         b[8..12].copy_from_slice(&version.to_le_bytes());
         b[12] = self.layout.code();
@@ -112,7 +128,8 @@ impl State {
         let known = match version {
             FIRST_BYTE_STATE_VERSION => FLAG_TAGGED,
             REF_SHAPE_STATE_VERSION => FLAG_TAGGED | FLAG_REF_SHAPE,
-            STATE_VERSION => FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS,
+            LONG_KEYS_STATE_VERSION => FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS,
+            STATE_VERSION => FLAG_TAGGED | FLAG_REF_SHAPE | FLAG_LONG_KEYS | FLAG_KEY_BUCKETS,
             _ => 0,
         };
         if version >= FIRST_BYTE_STATE_VERSION && user[13] & !known != 0 {
@@ -132,7 +149,10 @@ impl State {
             records: u64_at(24),
             checkpoint_lsn: u64_at(32),
             tags,
-            long_keys: version >= STATE_VERSION && user[13] & FLAG_LONG_KEYS != 0,
+            long_keys: version >= LONG_KEYS_STATE_VERSION && user[13] & FLAG_LONG_KEYS != 0,
+            buckets: version >= STATE_VERSION
+                && user[13] & FLAG_LONG_KEYS != 0
+                && user[13] & FLAG_KEY_BUCKETS != 0,
         }))
     }
 }

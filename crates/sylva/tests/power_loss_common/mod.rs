@@ -360,7 +360,7 @@ fn config(rng: &mut Rng) -> Config {
     }
 }
 
-fn key(rng: &mut Rng, fixed: bool) -> Vec<u8> {
+fn key(rng: &mut Rng, fixed: bool, long: bool) -> Vec<u8> {
     if fixed {
         return (rng.below(800) * 3).to_be_bytes().to_vec();
     }
@@ -368,6 +368,15 @@ fn key(rng: &mut Rng, fixed: bool) -> Vec<u8> {
     // keys, splits and merges.
     let n = rng.below(400);
     let mut k = format!("k{:03}", n).into_bytes();
+    if long && n.is_multiple_of(4) {
+        // A key of 780 to 1,080 bytes (issue 23): in a bucket under its first 776 bytes (4 KiB
+        // pages), one of five, so a bucket holds up to 20 keys. No more random draws than a
+        // short key, so the other worlds' seeds make the same calls as before.
+        let mut long = vec![b'0' + (n % 5) as u8; 776];
+        long.extend_from_slice(&k);
+        long.extend(std::iter::repeat_n(b'y', (n % 300) as usize));
+        return long;
+    }
     k.extend(std::iter::repeat_n(b'x', (n % 7 * 3) as usize));
     k
 }
@@ -402,6 +411,8 @@ pub struct World {
     pub background: bool,
     /// Values of up to a few MiB too (an engine with out-of-line values).
     pub large_values: bool,
+    /// Keys past the tree's limit too (a `Db` with buckets of long keys).
+    pub long_keys: bool,
 }
 
 impl World {
@@ -413,6 +424,7 @@ impl World {
             },
             background: (4 << 32..5 << 32).contains(&seed),
             large_values: (5 << 32..6 << 32).contains(&seed),
+            long_keys: (6 << 32..7 << 32).contains(&seed),
         }
     }
 }
@@ -533,7 +545,7 @@ pub fn run_case<S: Subject>(
                 0..=49 => {
                     tag += 1;
                     let op = vec![(
-                        key(&mut rng, config.fixed),
+                        key(&mut rng, config.fixed, world.long_keys),
                         Some(value(
                             &mut rng,
                             tag,
@@ -546,7 +558,7 @@ pub fn run_case<S: Subject>(
                     d.write(&op).map(|()| config.always)
                 }
                 50..=64 => {
-                    let op = vec![(key(&mut rng, config.fixed), None)];
+                    let op = vec![(key(&mut rng, config.fixed, world.long_keys), None)];
                     model.apply(&op);
                     d.write(&op).map(|()| config.always)
                 }
@@ -554,7 +566,7 @@ pub fn run_case<S: Subject>(
                     let op: Op = (0..2 + rng.below(7))
                         .map(|_| {
                             tag += 1;
-                            let k = key(&mut rng, config.fixed);
+                            let k = key(&mut rng, config.fixed, world.long_keys);
                             let v = (rng.below(4) != 0).then(|| {
                                 value(&mut rng, tag, max_value, config.fixed, world.large_values)
                             });
@@ -583,7 +595,7 @@ pub fn run_case<S: Subject>(
                     None => break,
                 },
                 81..=92 => {
-                    let k = key(&mut rng, config.fixed);
+                    let k = key(&mut rng, config.fixed, world.long_keys);
                     match d.get(&k) {
                         Ok(v) if v.as_ref() == model.map.get(&k) => Ok(false),
                         Ok(v) => {
@@ -602,7 +614,7 @@ pub fn run_case<S: Subject>(
                     }
                 }
                 _ => {
-                    let start = key(&mut rng, config.fixed);
+                    let start = key(&mut rng, config.fixed, world.long_keys);
                     let limit = 1 + rng.below(60) as usize;
                     match d.scan(&start, limit) {
                         Ok(got) => {

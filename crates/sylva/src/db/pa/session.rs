@@ -84,6 +84,11 @@ impl<'a> PaSession<'a> {
         if let Err(e) = db.check_open().and_then(|()| db.limits().check_key(key)) {
             return self.finished(tag, Err(e));
         }
+        // A key in a bucket is read on the calling thread (`db::buckets`).
+        if db.bucket_of(key).is_some() {
+            let r = db.get(key).map(PaResult::Got);
+            return self.finished(tag, r);
+        }
         self.queue(
             tag,
             PaTask::Get {
@@ -107,6 +112,10 @@ impl<'a> PaSession<'a> {
         let db = &self.pa.db;
         if let Err(e) = db.check_open().and_then(|()| db.limits().check_key(key)) {
             return self.finished(tag, Err(e));
+        }
+        if db.bucket_of(key).is_some() {
+            let r = db.delete(key).map(PaResult::Deleted);
+            return self.finished(tag, r);
         }
         self.queue(tag, PaTask::Delete { key: key.to_vec() });
     }

@@ -1,0 +1,116 @@
+//! A database directory of state version 6 (keys longer than the tree takes in buckets, issue
+//! 23; `docs/format.md`, "Long keys in buckets") checked in under
+//! `tests/fixtures/db-v6-key-buckets/`: opening a copy recovers exactly its contents, `check`
+//! passes and counts every key of every bucket, the key limit is 16 KiB and the file keeps its
+//! version. A format change that breaks this is a version bump, not a fixture update.
+//!
+//! The fixture: 4 KiB pages; 50 keys of 700 to 3,000 bytes in five groups sharing 800-byte
+//! prefixes (so the keys over 776 bytes of a group share one bucket), with values from empty to
+//! 6 KB, closed (a checkpoint); reopened, every third key overwritten with another size and
+//! every seventh deleted under `SyncMode::Always`, some of it in write batches, then abandoned
+//! without a checkpoint, as a `kill -9` would leave it. Written with `regenerate_v6` (ignored):
+//! `cargo test -p sylva --test db_fixtures_key_buckets -- --ignored regenerate_v6`.
+
+mod db_common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use db_common::{contents, differences, fixture_options, state_version};
+use sylva::{Db, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+const FILES: [&str; 3] = ["data.sylva", "wal.log", "wal.2.log"];
+const KEYS: u64 = 50;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/db-v6-key-buckets")
+}
+
+/// Key `n`: an 800-byte prefix shared by its group of 10, then `n`, filled to 700–3,000 bytes
+/// (the 700- and 776-byte ones kept in the tree, the others in their group's bucket).
+fn key(n: u64) -> Vec<u8> {
+    const LENS: [usize; 8] = [700, 776, 777, 801, 806, 1024, 2000, 3000];
+    let mut k = vec![b'a' + (n / 10) as u8; 800];
+    k.extend_from_slice(format!("|{n:04}|").as_bytes());
+    let len = LENS[(n % LENS.len() as u64) as usize];
+    k.resize(len, b'0' + (n % 10) as u8);
+    k
+}
+
+fn value(n: u64, tag: u64) -> Vec<u8> {
+    const LENS: [usize; 8] = [0, 5, 17, 40, 300, 752, 1500, 6000];
+    let len = LENS[((n + tag) % LENS.len() as u64) as usize];
+    let mut v = format!("{n}#{tag}|").into_bytes();
+    v.resize(len.max(v.len()), b'a' + (n % 26) as u8);
+    v.truncate(len);
+    v
+}
+
+fn model() -> Model {
+    let mut m: Model = (0..KEYS).map(|n| (key(n), value(n, 1))).collect();
+    for n in 0..KEYS {
+        if n.is_multiple_of(7) {
+            m.remove(&key(n));
+        } else if n.is_multiple_of(3) {
+            m.insert(key(n), value(n, 2));
+        }
+    }
+    m
+}
+
+#[test]
+#[ignore = "writes the fixture; run only when adding a format version"]
+fn regenerate_v6() {
+    let dir = dir();
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Db::open(&dir, fixture_options()).expect("create");
+    for n in 0..KEYS {
+        db.put(&key(n), &value(n, 1)).expect("put");
+    }
+    db.close().expect("close");
+    let db = Db::open(&dir, fixture_options()).expect("reopen");
+    for n in 0..KEYS {
+        if n.is_multiple_of(7) {
+            db.delete(&key(n)).expect("delete");
+        } else if n.is_multiple_of(3) {
+            if n.is_multiple_of(2) {
+                db.write(WriteBatch::new().put(&key(n), &value(n, 2)))
+                    .expect("batch");
+            } else {
+                db.put(&key(n), &value(n, 2)).expect("overwrite");
+            }
+        }
+    }
+    db.simulate_crash();
+    let _ = std::fs::remove_file(dir.join("LOCK"));
+}
+
+#[test]
+fn a_version_6_database_with_key_buckets_recovers_exactly() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    for f in FILES {
+        std::fs::copy(dir().join(f), scratch.path().join(f)).expect("copy the fixture");
+    }
+    let data = scratch.path().join("data.sylva");
+    assert_eq!(state_version(&data), 6, "the fixture's state version");
+    let db = Db::open(scratch.path(), fixture_options()).expect("open the fixture");
+    assert!(db.recovery().records_redone > 0, "{:?}", db.recovery());
+    assert_eq!(db.limits().max_key, 16 * 1024);
+    let want = model();
+    let got = contents(&db).expect("a full scan");
+    assert!(got == want, "{}", differences(&got, &want, 10));
+    for (k, v) in &want {
+        assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "get");
+    }
+    assert_eq!(db.check().expect("check").records, want.len() as u64);
+    assert_eq!(db.stats().records, want.len() as u64);
+    let later = vec![b'z'; 1024];
+    db.put(&later, &[1u8; 500]).expect("put");
+    db.close().expect("close");
+    assert_eq!(state_version(&data), 6, "the version survives a checkpoint");
+    let db = Db::open(scratch.path(), fixture_options()).expect("reopen");
+    assert_eq!(db.get(&later).expect("get"), Some(vec![1u8; 500]));
+    db.check().expect("check");
+}
