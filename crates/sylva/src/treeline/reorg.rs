@@ -13,6 +13,16 @@
 //!   page's room, a single page of up to `goal` records. Repeat. The thesis's fourth stop, a
 //!   memory budget for the pages held, is not needed here: the pre segments' pages (at most
 //!   2r + 1 segments of 32 pages) are read whole up front.
+//! - **The range's dirty entries come along** (not in the thesis): the records planned are the
+//!   pre segments' with the cache's dirty entries of the range applied over them (puts win,
+//!   delete markers remove), up to [`DIRTY_BYTES`] of them in key order, and those entries are
+//!   clean once the reorganization is done. A reorganization is what a flush does when its
+//!   page cannot take the page's dirty entries; without this, the first flush of a load (all
+//!   of the cache's entries dirty, in the one segment there is) placed two pages' worth a
+//!   round and reorganized again: 567 reorganizations, two fsyncs each, in one writer's
+//!   eviction, which waited 15 s (`docs/results/treeline.md`, session 20). Their log records
+//!   precede REORG_START, whose sync makes them durable before any post page is written (the
+//!   WAL rule); if the reorganization is voided by a crash, they stay in the log.
 //! - **Forecast.** The goal a reorganization builds with: with `n` records in the range and
 //!   `f` forecast inserts (the frozen histogram over the range × `forecast_epochs`), the pages
 //!   needed are `⌈(n + f) / goal⌉` and the goal `⌈n / pages⌉` spreads the records over them,
@@ -41,6 +51,15 @@ use crate::util::plr::GreedyPlr;
 
 /// Largest segment, in pages.
 pub const MAX_PAGES: usize = 16;
+
+/// The most bytes of dirty cached records a reorganization takes along, counting each as its
+/// key, its value and [`RECORD_OVERHEAD`] (module docs; within the store's fixed allowance,
+/// `store::FIXED_BYTES`: with 1 MiB, `tests/treeline_memory.rs` grew past its bound).
+pub const DIRTY_BYTES: usize = 256 << 10;
+
+/// What a record held as two vectors costs beyond its bytes (their headers and the
+/// allocator's rounding), for [`DIRTY_BYTES`].
+const RECORD_OVERHEAD: usize = 64;
 
 /// A post segment planned by Phase II: `records[start..end]`, from `lower`, on `pages` pages
 /// placed by `model`.
@@ -226,6 +245,8 @@ pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Re
         records.extend(r.records);
         overflows.extend(r.overflows);
     }
+    let on_pages = records.len() as u64;
+    let (records, taken) = take_dirty(inner, records, &lower, upper.as_deref())?;
     // Forecast: the goal that leaves room for the inserts expected in the range.
     let mut goal = o.goal;
     if o.forecast && !records.is_empty() {
@@ -343,7 +364,67 @@ pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Re
     store.wal.append(&inner.log_buf)?;
     store.add_log_bytes(inner.log_buf.len());
     Counters::add(&store.counters.reorganizations, 1);
+    // The entries taken along are on the new pages.
+    inner.disk_records = inner.disk_records + records.len() as u64 - on_pages;
+    for (slot, inserted) in taken {
+        let Some(e) = inner.cache.entry(slot) else {
+            continue;
+        };
+        if e.value.is_some() {
+            if inserted && o.forecast {
+                let x = input(e.key, 0);
+                inner.tracker.record(x);
+            }
+            inner.cache.set_clean(slot);
+        } else {
+            inner.cache.remove(slot)?;
+        }
+    }
     Ok(())
+}
+
+/// Applies the dirty entries of `[lower, upper)`, up to [`DIRTY_BYTES`] of them in key order,
+/// over `records` (the pre segments', sorted and distinct): the records to plan, and the
+/// entries taken with whether each was a put of a key not on the pages (an insert, for the
+/// forecast).
+fn take_dirty(
+    inner: &Inner,
+    records: Vec<Record>,
+    lower: &[u8],
+    upper: Option<&[u8]>,
+) -> Result<(Vec<Record>, Vec<(u32, bool)>)> {
+    let mut budget = DIRTY_BYTES;
+    let mut taken = Vec::new();
+    let mut puts: Vec<Record> = Vec::new();
+    let mut deletes: Vec<Vec<u8>> = Vec::new();
+    for slot in inner.cache.dirty_where(lower, upper, |_| true)? {
+        let Some(e) = inner.cache.entry(slot) else {
+            continue;
+        };
+        let bytes = e.key.len() + e.value.map_or(0, <[u8]>::len) + RECORD_OVERHEAD;
+        if bytes > budget {
+            break;
+        }
+        budget -= bytes;
+        let on_pages = records.binary_search_by(|r| r.0.as_slice().cmp(e.key)).is_ok();
+        match e.value {
+            Some(v) => puts.push((e.key.to_vec(), v.to_vec())),
+            None => deletes.push(e.key.to_vec()),
+        }
+        taken.push((slot, e.value.is_some() && !on_pages));
+    }
+    if taken.is_empty() {
+        return Ok((records, taken));
+    }
+    let mut merged = super::store::merge_records(puts, records);
+    if !deletes.is_empty() {
+        let mut d = deletes.iter().peekable();
+        merged.retain(|(k, _)| {
+            while d.next_if(|x| x.as_slice() < k.as_slice()).is_some() {}
+            d.peek().is_none_or(|x| x.as_slice() != k.as_slice())
+        });
+    }
+    Ok((merged, taken))
 }
 
 #[cfg(test)]
