@@ -383,6 +383,10 @@ pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Re
     Ok(())
 }
 
+/// A cache entry a reorganization took along: its slot, and whether it is a put of a key that
+/// was not on the pages (an insert, for the forecast).
+type Taken = (u32, bool);
+
 /// Applies the dirty entries of `[lower, upper)`, up to [`DIRTY_BYTES`] of them in key order,
 /// over `records` (the pre segments', sorted and distinct): the records to plan, and the
 /// entries taken with whether each was a put of a key not on the pages (an insert, for the
@@ -392,7 +396,7 @@ fn take_dirty(
     records: Vec<Record>,
     lower: &[u8],
     upper: Option<&[u8]>,
-) -> Result<(Vec<Record>, Vec<(u32, bool)>)> {
+) -> Result<(Vec<Record>, Vec<Taken>)> {
     let mut budget = DIRTY_BYTES;
     let mut taken = Vec::new();
     let mut puts: Vec<Record> = Vec::new();
