@@ -16,12 +16,13 @@ mod db_common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use db_common::{contents, differences, fixture_options, state_version};
+use db_common::{
+    fixture_key, fixture_model, fixture_options, fixture_value, open_fixture_copy, state_version,
+};
 use sylva::{Db, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-const FILES: [&str; 3] = ["data.sylva", "wal.log", "wal.2.log"];
 const KEYS: u64 = 50;
 
 fn dir() -> PathBuf {
@@ -31,33 +32,15 @@ fn dir() -> PathBuf {
 /// Key `n`: an 800-byte prefix shared by its group of 10, then `n`, filled to 700–3,000 bytes
 /// (the 700- and 776-byte ones kept in the tree, the others in their group's bucket).
 fn key(n: u64) -> Vec<u8> {
-    const LENS: [usize; 8] = [700, 776, 777, 801, 806, 1024, 2000, 3000];
-    let mut k = vec![b'a' + (n / 10) as u8; 800];
-    k.extend_from_slice(format!("|{n:04}|").as_bytes());
-    let len = LENS[(n % LENS.len() as u64) as usize];
-    k.resize(len, b'0' + (n % 10) as u8);
-    k
+    fixture_key(n, 800, &[700, 776, 777, 801, 806, 1024, 2000, 3000])
 }
 
 fn value(n: u64, tag: u64) -> Vec<u8> {
-    const LENS: [usize; 8] = [0, 5, 17, 40, 300, 752, 1500, 6000];
-    let len = LENS[((n + tag) % LENS.len() as u64) as usize];
-    let mut v = format!("{n}#{tag}|").into_bytes();
-    v.resize(len.max(v.len()), b'a' + (n % 26) as u8);
-    v.truncate(len);
-    v
+    fixture_value(n, tag, &[0, 5, 17, 40, 300, 752, 1500, 6000])
 }
 
 fn model() -> Model {
-    let mut m: Model = (0..KEYS).map(|n| (key(n), value(n, 1))).collect();
-    for n in 0..KEYS {
-        if n.is_multiple_of(7) {
-            m.remove(&key(n));
-        } else if n.is_multiple_of(3) {
-            m.insert(key(n), value(n, 2));
-        }
-    }
-    m
+    fixture_model(KEYS, key, value)
 }
 
 #[test]
@@ -89,18 +72,10 @@ fn regenerate_v6() {
 
 #[test]
 fn a_version_6_database_with_key_buckets_recovers_exactly() {
-    let scratch = tempfile::tempdir().expect("tempdir");
-    for f in FILES {
-        std::fs::copy(dir().join(f), scratch.path().join(f)).expect("copy the fixture");
-    }
-    let data = scratch.path().join("data.sylva");
-    assert_eq!(state_version(&data), 6, "the fixture's state version");
-    let db = Db::open(scratch.path(), fixture_options()).expect("open the fixture");
-    assert!(db.recovery().records_redone > 0, "{:?}", db.recovery());
-    assert_eq!(db.limits().max_key, 16 * 1024);
     let want = model();
-    let got = contents(&db).expect("a full scan");
-    assert!(got == want, "{}", differences(&got, &want, 10));
+    let (scratch, db) = open_fixture_copy(&dir(), 6, &want);
+    let data = scratch.path().join("data.sylva");
+    assert_eq!(db.limits().max_key, 16 * 1024);
     for (k, v) in &want {
         assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "get");
     }

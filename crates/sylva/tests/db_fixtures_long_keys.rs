@@ -15,12 +15,13 @@ mod db_common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use db_common::{contents, differences, fixture_options, state_version};
+use db_common::{
+    fixture_key, fixture_model, fixture_options, fixture_value, open_fixture_copy, state_version,
+};
 use sylva::Db;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-const FILES: [&str; 3] = ["data.sylva", "wal.log", "wal.2.log"];
 const KEYS: u64 = 60;
 
 fn dir() -> PathBuf {
@@ -29,33 +30,15 @@ fn dir() -> PathBuf {
 
 /// Key `n`: a 250-byte prefix shared by its group of 10, then `n`, filled to 255–777 bytes.
 fn key(n: u64) -> Vec<u8> {
-    const LENS: [usize; 6] = [255, 300, 500, 700, 776, 777];
-    let mut k = vec![b'a' + (n / 10) as u8; 250];
-    k.extend_from_slice(format!("|{n:04}|").as_bytes());
-    let len = LENS[(n % LENS.len() as u64) as usize];
-    k.resize(len, b'0' + (n % 10) as u8);
-    k
+    fixture_key(n, 250, &[255, 300, 500, 700, 776, 777])
 }
 
 fn value(n: u64, tag: u64) -> Vec<u8> {
-    const LENS: [usize; 8] = [0, 5, 17, 40, 300, 752, 3000, 20_000];
-    let len = LENS[((n + tag) % LENS.len() as u64) as usize];
-    let mut v = format!("{n}#{tag}|").into_bytes();
-    v.resize(len.max(v.len()), b'a' + (n % 26) as u8);
-    v.truncate(len);
-    v
+    fixture_value(n, tag, &[0, 5, 17, 40, 300, 752, 3000, 20_000])
 }
 
 fn model() -> Model {
-    let mut m: Model = (0..KEYS).map(|n| (key(n), value(n, 1))).collect();
-    for n in 0..KEYS {
-        if n.is_multiple_of(7) {
-            m.remove(&key(n));
-        } else if n.is_multiple_of(3) {
-            m.insert(key(n), value(n, 2));
-        }
-    }
-    m
+    fixture_model(KEYS, key, value)
 }
 
 #[test]
@@ -82,18 +65,10 @@ fn regenerate_v5() {
 
 #[test]
 fn a_version_5_database_with_long_keys_recovers_exactly() {
-    let scratch = tempfile::tempdir().expect("tempdir");
-    for f in FILES {
-        std::fs::copy(dir().join(f), scratch.path().join(f)).expect("copy the fixture");
-    }
-    let data = scratch.path().join("data.sylva");
-    assert_eq!(state_version(&data), 5, "the fixture's state version");
-    let db = Db::open(scratch.path(), fixture_options()).expect("open the fixture");
-    assert!(db.recovery().records_redone > 0, "{:?}", db.recovery());
-    assert_eq!(db.limits().max_key, 777);
     let want = model();
-    let got = contents(&db).expect("a full scan");
-    assert!(got == want, "{}", differences(&got, &want, 10));
+    let (scratch, db) = open_fixture_copy(&dir(), 5, &want);
+    let data = scratch.path().join("data.sylva");
+    assert_eq!(db.limits().max_key, 777);
     assert_eq!(db.check().expect("check").records, want.len() as u64);
     assert!(db.stats().overflow_values >= 10, "{:?}", db.stats());
     let later = vec![b'z'; 777];

@@ -253,3 +253,66 @@ pub fn fixture_options() -> DbOptions {
         ..DbOptions::default()
     }
 }
+
+/// Key `n` of a stored database's workload: `prefix` bytes shared by its group of ten
+/// (`'a' + n / 10`), then `|n|` in four digits, filled with `'0' + n % 10` to the length of
+/// `lens` that `n` picks.
+pub fn fixture_key(n: u64, prefix: usize, lens: &[usize]) -> Vec<u8> {
+    let mut k = vec![b'a' + (n / 10) as u8; prefix];
+    k.extend_from_slice(format!("|{n:04}|").as_bytes());
+    k.resize(
+        lens[(n % lens.len() as u64) as usize],
+        b'0' + (n % 10) as u8,
+    );
+    k
+}
+
+/// The value of key `n` written in round `tag` of a stored database's workload: `n#tag|`,
+/// filled with `'a' + n % 26` and cut to the length of `lens` that `n + tag` picks.
+pub fn fixture_value(n: u64, tag: u64, lens: &[usize]) -> Vec<u8> {
+    let len = lens[((n + tag) % lens.len() as u64) as usize];
+    let mut v = format!("{n}#{tag}|").into_bytes();
+    v.resize(len.max(v.len()), b'a' + (n % 26) as u8);
+    v.truncate(len);
+    v
+}
+
+/// What a stored database holds after its workload's two rounds: keys `0..keys` at round 1,
+/// then every seventh deleted and every third other one rewritten at round 2.
+pub fn fixture_model(
+    keys: u64,
+    key: impl Fn(u64) -> Vec<u8>,
+    value: impl Fn(u64, u64) -> Vec<u8>,
+) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut m: BTreeMap<Vec<u8>, Vec<u8>> = (0..keys).map(|n| (key(n), value(n, 1))).collect();
+    for n in 0..keys {
+        if n.is_multiple_of(7) {
+            m.remove(&key(n));
+        } else if n.is_multiple_of(3) {
+            m.insert(key(n), value(n, 2));
+        }
+    }
+    m
+}
+
+/// Opens a copy of the stored database in `fixture` (its page file and both log segments)
+/// with [`fixture_options`], after checking that its state version is `version`; asserts that
+/// recovery redid records and that the contents are `want`. Returns the copy's directory (kept
+/// while the database is used) and the database.
+pub fn open_fixture_copy(
+    fixture: &std::path::Path,
+    version: u32,
+    want: &BTreeMap<Vec<u8>, Vec<u8>>,
+) -> (tempfile::TempDir, Db) {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    for f in ["data.sylva", "wal.log", "wal.2.log"] {
+        std::fs::copy(fixture.join(f), scratch.path().join(f)).expect("copy the fixture");
+    }
+    let data = scratch.path().join("data.sylva");
+    assert_eq!(state_version(&data), version, "the fixture's state version");
+    let db = Db::open(scratch.path(), fixture_options()).expect("open the fixture");
+    assert!(db.recovery().records_redone > 0, "{:?}", db.recovery());
+    let got = contents(&db).expect("a full scan");
+    assert!(&got == want, "{}", differences(&got, want, 10));
+    (scratch, db)
+}
