@@ -18,8 +18,9 @@ use std::path::{Path, PathBuf};
 
 use db_common::{
     fixture_key, fixture_model, fixture_options, fixture_value, open_fixture_copy, state_version,
+    write_fixture,
 };
-use sylva::{Db, WriteBatch};
+use sylva::Db;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -46,28 +47,7 @@ fn model() -> Model {
 #[test]
 #[ignore = "writes the fixture; run only when adding a format version"]
 fn regenerate_v6() {
-    let dir = dir();
-    let _ = std::fs::remove_dir_all(&dir);
-    let db = Db::open(&dir, fixture_options()).expect("create");
-    for n in 0..KEYS {
-        db.put(&key(n), &value(n, 1)).expect("put");
-    }
-    db.close().expect("close");
-    let db = Db::open(&dir, fixture_options()).expect("reopen");
-    for n in 0..KEYS {
-        if n.is_multiple_of(7) {
-            db.delete(&key(n)).expect("delete");
-        } else if n.is_multiple_of(3) {
-            if n.is_multiple_of(2) {
-                db.write(WriteBatch::new().put(&key(n), &value(n, 2)))
-                    .expect("batch");
-            } else {
-                db.put(&key(n), &value(n, 2)).expect("overwrite");
-            }
-        }
-    }
-    db.simulate_crash();
-    let _ = std::fs::remove_file(dir.join("LOCK"));
+    write_fixture(&dir(), KEYS, key, value, true);
 }
 
 #[test]

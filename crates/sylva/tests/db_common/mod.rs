@@ -316,3 +316,37 @@ pub fn open_fixture_copy(
     assert!(&got == want, "{}", differences(&got, want, 10));
     (scratch, db)
 }
+
+/// Writes a stored database's workload into `dir` (emptied first) with [`fixture_options`]:
+/// keys `0..keys` at round 1, closed; reopened, every seventh deleted and every third other one
+/// rewritten at round 2 (the even ones in a one-put batch when `batches`), then abandoned as a
+/// `kill -9` would leave it ([`fixture_model`] is what it then holds).
+pub fn write_fixture(
+    dir: &std::path::Path,
+    keys: u64,
+    key: impl Fn(u64) -> Vec<u8>,
+    value: impl Fn(u64, u64) -> Vec<u8>,
+    batches: bool,
+) {
+    let _ = std::fs::remove_dir_all(dir);
+    let db = Db::open(dir, fixture_options()).expect("create");
+    for n in 0..keys {
+        db.put(&key(n), &value(n, 1)).expect("put");
+    }
+    db.close().expect("close");
+    let db = Db::open(dir, fixture_options()).expect("reopen");
+    for n in 0..keys {
+        if n.is_multiple_of(7) {
+            db.delete(&key(n)).expect("delete");
+        } else if n.is_multiple_of(3) {
+            if batches && n.is_multiple_of(2) {
+                db.write(WriteBatch::new().put(&key(n), &value(n, 2)))
+                    .expect("batch");
+            } else {
+                db.put(&key(n), &value(n, 2)).expect("overwrite");
+            }
+        }
+    }
+    db.simulate_crash();
+    let _ = std::fs::remove_file(dir.join("LOCK"));
+}
