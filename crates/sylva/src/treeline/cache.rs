@@ -443,8 +443,8 @@ impl RecordCache {
 
     /// Slots of the dirty entries in `[lower, upper)` whose key `keep` accepts, in key order.
     /// `keep` sees the key as the map holds it, so an entry it refuses costs no visit to its
-    /// record in the arena (a page's flush keeps one page's keys of a segment's: the visits
-    /// cost a cache miss each and were most of a flush's CPU, `docs/results/treeline.md`).
+    /// record in the arena (a page's flush keeps one page's keys of a segment's, and each
+    /// visit is a cache miss).
     pub fn dirty_where(
         &self,
         lower: &[u8],

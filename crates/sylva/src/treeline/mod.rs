@@ -70,9 +70,8 @@
 //!   page's dirty entries, and one that cannot place them all reorganizes the segment, whose
 //!   new pages are written and synced before the index takes them. So a later write of the
 //!   page, torn, loses only entries from `l` on, which redo brings back. Not the default: the
-//!   checkpoint's own flush then logs an image of nearly every page it writes, so a load wrote
-//!   1.5× the bytes, and the longest waits of writers were not the checkpoint's
-//!   (`docs/results/treeline.md`, session 20).
+//!   checkpoint's own flush then logs an image of nearly every page it writes, and no gain
+//!   was shown for the extra bytes (`docs/results/treeline.md`, session 20).
 //! - **One lock, shared by readers.** The cache, the index and page I/O are under one
 //!   reader-writer lock (writers also hold a gate shared, which a checkpoint takes
 //!   exclusively). Cache hits (their clock priorities are atomic) and scans, page reads
@@ -115,8 +114,8 @@
 //! Built: the record cache, index, pages and models, overflow pages, the four-phase
 //! reorganization with GreedyPLR and 1/2/4/8/16-page segments, insert forecasting, the log
 //! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, fuzzy
-//! and quiet checkpoints, page writes in groups with one log sync ([`group`]), `check()`, counters, the
-//! `sylva bench` engine `treeline` with its options.
+//! and quiet checkpoints, page writes in groups with one log sync ([`group`]), `check()`,
+//! counters, the `sylva bench` engine `treeline` with its options.
 //! Not built: the segment and page locks of §4.8 (one reader-writer lock instead, above);
 //! dropping an open REORG_START at a checkpoint (none can be open at one: a
 //! reorganization runs under the lock a checkpoint's flush takes).

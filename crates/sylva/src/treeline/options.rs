@@ -58,7 +58,7 @@ pub struct TreeLineOptions {
     /// Fuzzy checkpoints (`checkpoint=fuzzy`): writers are held back only while the log
     /// rotates, and the dirty entries are written while they go on. Default `false`: quiet
     /// ones, which hold writers back while the entries dirtied during their first pass are
-    /// written; fuzzy ones wrote 1.5× the bytes with no gain shown (`super` module docs).
+    /// written (`super` module docs say why).
     pub fuzzy_checkpoints: bool,
 }
 

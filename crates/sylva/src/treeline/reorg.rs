@@ -19,8 +19,8 @@
 //!   clean once the reorganization is done. A reorganization is what a flush does when its
 //!   page cannot take the page's dirty entries; without this, the first flush of a load (all
 //!   of the cache's entries dirty, in the one segment there is) placed two pages' worth a
-//!   round and reorganized again: 567 reorganizations, two fsyncs each, in one writer's
-//!   eviction, which waited 15 s (`docs/results/treeline.md`, session 20). Their log records
+//!   round and reorganized again, hundreds of times, two fsyncs each, within one writer's
+//!   eviction (measured: `docs/results/treeline.md`, session 20). Their log records
 //!   precede REORG_START, whose sync makes them durable before any post page is written (the
 //!   WAL rule); if the reorganization is voided by a crash, they stay in the log.
 //! - **Forecast.** The goal a reorganization builds with: with `n` records in the range and
@@ -54,7 +54,7 @@ pub const MAX_PAGES: usize = 16;
 
 /// The most bytes of dirty cached records a reorganization takes along, counting each as its
 /// key, its value and [`RECORD_OVERHEAD`] (module docs; within the store's fixed allowance,
-/// `store::FIXED_BYTES`: with 1 MiB, `tests/treeline_memory.rs` grew past its bound).
+/// `store::FIXED_BYTES`, which `tests/treeline_memory.rs` holds it to).
 pub const DIRTY_BYTES: usize = 256 << 10;
 
 /// What a record held as two vectors costs beyond its bytes (their headers and the
