@@ -103,8 +103,7 @@ pub(crate) struct PoolLatch<'a> {
 impl PoolLatch<'_> {
     /// [`NodeLatch::read_lock`] on a non-blocking thread (the PA-Tree mode's worker). Out of
     /// line and cold: every descent inlines `read_lock` once per level, and other threads'
-    /// descents then carry only the flag's test (inline, this path cost `Db`'s small-value
-    /// puts and gets 10–16 more instructions each; `docs/results/db.md`, session 20).
+    /// descents then carry only the flag's test (measured: `docs/results/db.md`, session 20).
     #[cold]
     #[inline(never)]
     fn read_lock_nonblocking(self) -> Olc<u64> {
