@@ -105,7 +105,8 @@ pub use db::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_
 /// Dump and load streams of a `Db`'s records (`docs/format.md`, "Dump stream").
 pub use db::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use db::{
-    CompactReport, Cursor, Db, DbOptions, DbStats, WriteBatch, OPTION_KEYS as DB_OPTION_KEYS,
+    CompactReport, Cursor, Db, DbOptions, DbStats, RunCacheStats, WriteBatch,
+    OPTION_KEYS as DB_OPTION_KEYS,
 };
 pub use durable::{
     BackupReport, Due, RecoveryReport, SyncCadence, DATA_FILE, LOCK_FILE, NEW_DATA_FILE,

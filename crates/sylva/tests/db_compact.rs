@@ -28,7 +28,7 @@ fn small_key(i: u64) -> Vec<u8> {
     format!("small{i:05}").into_bytes()
 }
 
-/// 300 small records, then `n` values of 64 KiB, whose runs lie at the file's end.
+/// 300 small records, then `n` values of 64 KiB, whose runs lie at the file's end, checkpointed.
 fn fill(db: &Db, n: u64, want: &mut Model) {
     for i in 0..300 {
         let (k, v) = (small_key(i), tagged_value(&small_key(i), i, 40));
@@ -40,6 +40,8 @@ fn fill(db: &Db, n: u64, want: &mut Model) {
         db.put(&k, &v).expect("put big");
         want.insert(k, v);
     }
+    // The run cache keeps the last runs in memory; a checkpoint puts them in the file.
+    db.checkpoint().expect("checkpoint");
 }
 
 fn file_len(dir: &Path) -> u64 {

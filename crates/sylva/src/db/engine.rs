@@ -67,7 +67,9 @@ impl Engine for PagedTree {
 
     /// Every dirty page of the pool (`flush_all` writes them all, whatever their LSN).
     fn flush(&self, _lsn: u64) -> Result<()> {
-        self.tree.store.pool.flush_all()
+        let store = &self.tree.store;
+        store.runs.flush(&store.pool, &store.wal)?;
+        store.pool.flush_all()
     }
 
     fn page_file(&self) -> &PageFile {

@@ -132,6 +132,7 @@ mod options;
 pub mod overflow;
 mod pa;
 mod recovery;
+pub(crate) mod runcache;
 mod state;
 mod store;
 
@@ -147,6 +148,8 @@ use crate::io::page_header::PageKind;
 use crate::io::{Io, OsFs, Vfs};
 use crate::kv::Limits;
 use engine::PagedTree;
+use runcache::RunCache;
+pub use runcache::RunCacheStats;
 use store::PoolStore;
 
 use batch::BatchOp;
@@ -215,6 +218,8 @@ pub struct DbStats {
     pub free_pages_at_end: u64,
     /// Pages holding the free space's own records (region bitmaps; not in `free_pages`).
     pub free_space_pages: u64,
+    /// The run cache's counters (out-of-line values in memory, `db::runcache`).
+    pub run_cache: RunCacheStats,
 }
 
 /// Out-of-line values counted by a walk.
@@ -304,7 +309,8 @@ impl Db {
                 // A database this build creates tags its values (out-of-line values); one
                 // created before keeps its untagged values.
                 let tags = state.map_or(Some(overflow::Tags::RefShape), |s: state::State| s.tags);
-                let store = PoolStore::new(pool, wal, checkpoint_lsn, tags);
+                let runs = RunCache::new(options.cache_bytes, options.run_cache);
+                let store = PoolStore::new(pool, wal, checkpoint_lsn, tags, runs);
                 let layout = state.map_or(options.layout, |s: state::State| s.layout);
                 let tree_options = btree::Options {
                     layout,
@@ -661,6 +667,7 @@ impl Db {
             largest_free_extent: 0,
             free_pages_at_end: 0,
             free_space_pages: 0,
+            run_cache: store.runs.stats(),
         }
     }
 

@@ -15,8 +15,14 @@ pub struct DbOptions {
     /// paper's weak persistence with its batch of 1,000 updates). Under `Batch` a background
     /// thread runs each boundary's fsync; the batch is durable when it completes.
     pub sync: SyncMode,
-    /// Buffer-pool budget in bytes. Default: min(1 GiB, 25% of RAM).
+    /// Memory for cached pages and out-of-line values in bytes: the buffer pool's budget, of
+    /// which the run cache may take up to three quarters while it holds values (`db::runcache`).
+    /// Default: min(1 GiB, 25% of RAM).
     pub cache_bytes: u64,
+    /// Keep out-of-line values in memory and write their runs back later (the default, `true`),
+    /// or write each run at its put and read every get of one from the file (`false`: as before
+    /// the run cache, kept to measure the difference side by side).
+    pub run_cache: bool,
     /// Page size of a new database (4096..=65536, a power of two). An existing database keeps the
     /// size it was created with. Default 4096.
     pub page_size: usize,
@@ -54,6 +60,7 @@ impl Default for DbOptions {
                 interval: Duration::from_millis(10),
             },
             cache_bytes: default_budget(),
+            run_cache: true,
             page_size: 4096,
             layout: Layout::Adaptive,
             checkpoint_bytes: 1 << 30,
@@ -66,11 +73,12 @@ impl Default for DbOptions {
 }
 
 /// The option keys [`DbOptions::set`] accepts.
-pub const OPTION_KEYS: [&str; 11] = [
+pub const OPTION_KEYS: [&str; 12] = [
     "sync",
     "batch_ops",
     "batch_ms",
     "cache_bytes",
+    "run_cache",
     "page_size",
     "layout",
     "checkpoint_bytes",
@@ -82,7 +90,7 @@ pub const OPTION_KEYS: [&str; 11] = [
 
 impl DbOptions {
     /// Sets one option from its string form: `sync=always|batch|never`, `batch_ops=N`,
-    /// `batch_ms=N`, `cache_bytes=N`, `page_size=N`, `layout=NAME`, `checkpoint_bytes=N`,
+    /// `batch_ms=N`, `cache_bytes=N`, `run_cache=true|false`, `page_size=N`, `layout=NAME`, `checkpoint_bytes=N`,
     /// `checkpoint=fuzzy|quiet`, `direct_io=true|false`, `redistribute=true|false`,
     /// `background=true|false`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
@@ -91,6 +99,7 @@ impl DbOptions {
         }
         match key {
             "cache_bytes" => self.cache_bytes = number(key, value)?,
+            "run_cache" => self.run_cache = parse_bool(key, value)?,
             "page_size" => {
                 let n = number(key, value)? as usize;
                 if !(4096..=65536).contains(&n) || !n.is_power_of_two() {
@@ -144,6 +153,8 @@ mod tests {
         );
         o.set("cache_bytes", "1048576").unwrap();
         assert_eq!(o.cache_bytes, 1 << 20);
+        o.set("run_cache", "false").unwrap();
+        assert!(!o.run_cache);
         assert!(o.set("page_size", "5000").is_err());
         assert!(o.set("sync", "sometimes").is_err());
         assert!(o.set("colour", "blue").is_err());

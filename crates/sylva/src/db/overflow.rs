@@ -321,18 +321,11 @@ pub(crate) fn write_run(
     lsn: u64,
 ) -> Result<()> {
     let ps = file.page_size();
-    let pages = run_pages(value.len(), ps) as usize;
-    let total = pages * ps;
+    let total = run_pages(value.len(), ps) as usize * ps;
     let mut buf = AlignedBuf::new(total.min(IO_CHUNK.next_multiple_of(ps)));
     // The first piece: the header page and as much of the value as fits.
     let head = buf.len().min(total);
-    let in_head = (head - RUN_HEADER_LEN).min(value.len());
-    buf[..head].fill(0);
-    buf[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 4].copy_from_slice(&(value.len() as u32).to_le_bytes());
-    buf[PAGE_HEADER_LEN + 4..PAGE_HEADER_LEN + 8].copy_from_slice(&(pages as u32).to_le_bytes());
-    buf[PAGE_HEADER_LEN + 8..PAGE_HEADER_LEN + 12].copy_from_slice(&crc.to_le_bytes());
-    buf[RUN_HEADER_LEN..RUN_HEADER_LEN + in_head].copy_from_slice(&value[..in_head]);
-    page_header::seal(&mut buf[..ps], PageKind::OverflowValue, first, lsn);
+    let in_head = lay_out(&mut buf[..head], ps, first, value, crc, lsn);
     file.write_raw_run(first, &buf[..head])?;
     // Runs longer than one piece: the rest, piece by piece.
     let mut done = in_head;
@@ -347,6 +340,30 @@ pub(crate) fn write_run(
         page += (bytes / ps) as u64;
     }
     Ok(())
+}
+
+/// Lays out the start of `value`'s run at page `first` in `buf` (whole pages, the first of them
+/// the header page, sealed with `lsn`; the rest of the value follows, then zeros to `buf`'s end)
+/// and returns how many of the value's bytes it took: all of them when `buf` is the whole run.
+pub(crate) fn lay_out(
+    buf: &mut [u8],
+    page_size: usize,
+    first: u64,
+    value: &[u8],
+    crc: u32,
+    lsn: u64,
+) -> usize {
+    let pages = run_pages(value.len(), page_size) as u32;
+    let in_head = (buf.len() - RUN_HEADER_LEN).min(value.len());
+    buf[..PAGE_HEADER_LEN].fill(0);
+    buf[PAGE_HEADER_LEN..PAGE_HEADER_LEN + 4].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    buf[PAGE_HEADER_LEN + 4..PAGE_HEADER_LEN + 8].copy_from_slice(&pages.to_le_bytes());
+    buf[PAGE_HEADER_LEN + 8..PAGE_HEADER_LEN + 12].copy_from_slice(&crc.to_le_bytes());
+    buf[PAGE_HEADER_LEN + 12..RUN_HEADER_LEN].fill(0);
+    buf[RUN_HEADER_LEN..RUN_HEADER_LEN + in_head].copy_from_slice(&value[..in_head]);
+    buf[RUN_HEADER_LEN + in_head..].fill(0);
+    page_header::seal(&mut buf[..page_size], PageKind::OverflowValue, first, lsn);
+    in_head
 }
 
 /// Reads the value `r` refers to into `out` (replacing its contents) and checks it against the
@@ -436,8 +453,18 @@ pub(crate) fn resolve(tree: &BTree<PoolStore>, key: &[u8], out: &mut Vec<u8>) ->
             }
             Stored::Ref(r) => r,
         };
+        if tree.store.runs.get(r, out) {
+            return Ok(true);
+        }
         match read_value(file, r, out) {
-            Ok(()) => return Ok(true),
+            Ok(()) => {
+                let store = &tree.store;
+                if store.runs.enabled() {
+                    store.runs.insert_clean(r, out);
+                    store.runs.make_room(&store.pool, &store.wal)?;
+                }
+                return Ok(true);
+            }
             Err(Error::ChecksumMismatch { .. } | Error::Corruption { .. }) if tried != Some(r) => {
                 tried = Some(r);
                 if !tree.get_into(key, out)? {
@@ -532,34 +559,55 @@ fn put_out_of_line(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<
         });
     }
     let store = &tree.store;
-    let _gate = store.write_gate();
-    let file = store.pool.file();
-    let n = run_pages(value.len(), file.page_size());
-    let first = file.allocate_run(n as usize);
-    let r = ValueRef {
-        first,
-        len: value.len() as u32,
-        crc: crc32c::crc32c(value),
-    };
-    let result = (|| {
-        let freed_at = store.last_free_lsn.load(Ordering::Acquire);
-        if freed_at != 0 && store.wal.durable_below() <= freed_at {
-            store.wal.sync_to(freed_at)?;
-        }
-        store.pool.forget_run(first, n)?;
+    let lsn = {
+        let _gate = store.write_gate();
+        let file = store.pool.file();
+        let n = run_pages(value.len(), file.page_size());
+        let first = file.allocate_run(n as usize);
+        let r = ValueRef {
+            first,
+            len: value.len() as u32,
+            crc: crc32c::crc32c(value),
+        };
         let logged = value.len() <= LOGGED_VALUE_MAX;
-        write_run(file, first, value, r.crc, store.wal.next_lsn())?;
-        if !logged {
-            file.sync()?;
-            store.note_unlogged_run(first, n);
+        let cached = logged && store.runs.enabled();
+        let result = (|| {
+            // The WAL rule for reused pages (module docs): before the run is written, here or
+            // by the run cache's write-back.
+            let freed_at = store.last_free_lsn.load(Ordering::Acquire);
+            let log_before = if freed_at != 0 && store.wal.durable_below() <= freed_at {
+                freed_at
+            } else {
+                0
+            };
+            store.pool.forget_run(first, n)?;
+            if cached {
+                store
+                    .runs
+                    .insert_dirty(r, value, store.wal.next_lsn(), log_before);
+            } else {
+                if log_before != 0 {
+                    store.wal.sync_to(log_before)?;
+                }
+                write_run(file, first, value, r.crc, store.wal.next_lsn())?;
+                if !logged {
+                    file.sync()?;
+                    store.note_unlogged_run(first, n);
+                }
+                store.runs.insert_clean(r, value);
+            }
+            store.note_run_written(r, logged.then_some(value));
+            tree.put_logged_in_gate(key, &r.encode())
+        })();
+        if result.is_err() {
+            store.clear_pending_runs();
+            store.runs.remove(first);
         }
-        store.note_run_written(r, logged.then_some(value));
-        tree.put_logged_in_gate(key, &r.encode())
-    })();
-    if result.is_err() {
-        store.clear_pending_runs();
-    }
-    result
+        result?
+    };
+    // Out of the write gate: the cache's eviction may write runs back.
+    store.runs.make_room(&store.pool, &store.wal)?;
+    Ok(lsn)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use parking_lot::{RwLock, RwLockReadGuard};
 
 use super::log::{self, Image, RunFreed, RunWritten};
 use super::overflow::{self, Stored};
+use super::runcache::RunCache;
 use crate::btree::{NodeLatch, NodeStore, ParentEdit};
 use crate::buffer::{BufferPool, Resident};
 use crate::error::Result;
@@ -90,6 +91,8 @@ pub(crate) struct PoolStore {
     /// [`super::overflow::LOGGED_VALUE_MAX`]), as (first page, pages): the backup copies them
     /// again (`crate::durable::backup`).
     pub(crate) unlogged_runs: parking_lot::Mutex<Option<Vec<(u64, u64)>>>,
+    /// Out-of-line values in memory ([`super::runcache`]).
+    pub(crate) runs: RunCache,
     gate: RwLock<()>,
 }
 
@@ -194,8 +197,10 @@ impl PoolStore {
         wal: Arc<Wal>,
         checkpoint_lsn: u64,
         tags: Option<overflow::Tags>,
+        runs: RunCache,
     ) -> Self {
         PoolStore {
+            runs,
             escaped: tags.is_some(),
             tags: tags.unwrap_or(overflow::Tags::RefShape),
             last_free_lsn: AtomicU64::new(0),
@@ -334,6 +339,7 @@ impl PoolStore {
         let file = self.pool.file();
         for f in freed {
             file.free_run_deferred(f.first, f.pages as usize)?;
+            self.runs.remove(f.first);
         }
         Ok(r)
     }

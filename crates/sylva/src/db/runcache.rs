@@ -1,0 +1,515 @@
+//! The run cache: out-of-line values ([`super::overflow`]) kept in memory, written back later.
+//!
+//! **Why.** A run bypasses the buffer pool (whose frames hold tree nodes, one checked page
+//! each; a run's later pages carry no header), and under direct I/O, the default on a real
+//! disk, it bypasses the OS page cache too. Without this cache every get of an out-of-line
+//! value read the device and every put wrote its run synchronously, a few thousand operations
+//! a second whatever the value's size (`docs/results/db.md`, issue 23).
+//!
+//! **What it holds.** Values, keyed by their run's first page, each with its length and
+//! CRC32C (the reference's), the LSN its run is stamped with, and whether it is *dirty* (not
+//! yet in the file). A get whose reference matches an entry's first page, length and CRC copies
+//! the value out; it needs no CRC of its own, the entry's was computed from the same bytes when
+//! they entered. An entry whose length or CRC differ is another value at the same pages (the
+//! run was freed and its pages reused): the get treats it as a miss, reads the file, and the
+//! CRC check there sends it back to the tree as before.
+//!
+//! **Write-back** (values of at most [`super::overflow::LOGGED_VALUE_MAX`] bytes, which their
+//! log record carries whole). A put allocates the run and enters the value dirty before the
+//! leaf links it (so a reader that finds the reference finds the value), and writes nothing.
+//! The file gets the run later, from whichever comes first:
+//! - *eviction*: the cache is over its budget; the thread that made it so (after its put, out
+//!   of the write gate) takes victims by a clock (second chance), writes the dirty ones sorted
+//!   by page, contiguous runs together in writes of up to 1 MiB (a load's runs are allocated
+//!   one after another at the file's end, so they leave as sequential writes), then drops them;
+//! - *a checkpoint*: [`RunCache::flush`] writes every dirty value before the page file's fsync
+//!   and the meta page, so a run whose record the new checkpoint no longer redoes is in the file.
+//!
+//! Until then the log record is what makes the value durable: recovery rewrites the run from
+//! it. Nothing needs the run in the file earlier. Two rules carry over from the synchronous
+//! write:
+//! - *the WAL rule for reused pages*: a run may be allocated over tree pages a merge freed at
+//!   once, which the durable state may still point at until the freeing record is durable. The
+//!   put notes that record's LSN if it was not durable yet, and the write-back syncs the log up
+//!   to it first;
+//! - *stale writes*: a write-back in progress may be of a value freed meanwhile. Its pages are
+//!   not reused before a checkpoint ends (the free is deferred) and a compaction only cuts
+//!   pages a checkpoint freed, so [`RunCache::flush`] ends by waiting for the write-back lock
+//!   (a barrier): a write that began before the checkpoint lands before it ends.
+//!
+//! One write-back runs at a time (a lock held across choosing victims and writing them, which
+//! the flush takes batch by batch): an entry the flush finds clean was written by a write-back
+//! that finished. Values freed by an overwrite or delete leave the cache with their free;
+//! a dirty one is then never written.
+//!
+//! **Reads.** A miss reads the run from the file as before and enters it clean, unless it is
+//! longer than a sixteenth of the budget (a scan of huge values must not empty the cache).
+//!
+//! **Memory.** The budget is the database's `cache_bytes`, shared with the buffer pool: the
+//! cache may grow to three quarters of it, and the pool's budget is moved down by what the
+//! cache holds (in steps of a sixty-fourth), so frames and values together stay within it.
+//! A database without out-of-line values keeps the whole budget for the pool. Each entry is
+//! charged its value's length plus [`ENTRY_OVERHEAD`].
+//!
+//! One mutex guards the map and the clock: a lookup holds it for a hash probe and an `Arc`
+//! clone, and the copy is made after it is released. Sharding is the next step if a profile
+//! shows it contended; on the machines measured so far (two cores) it is not a choice to make
+//! blind.
+//!
+//! Values longer than [`super::overflow::LOGGED_VALUE_MAX`] are written and fsynced at their
+//! put as before (the log does not carry them) and enter the cache clean.
+
+use std::collections::hash_map::Entry as MapEntry;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use super::overflow::{lay_out, run_pages, write_run, ValueRef};
+use crate::buffer::BufferPool;
+use crate::error::Result;
+use crate::io::AlignedBuf;
+use crate::wal::Wal;
+
+/// Bytes an entry is charged beyond its value: the map's slot, the clock's, the `Arc`'s header.
+pub(crate) const ENTRY_OVERHEAD: u64 = 96;
+/// The largest write of contiguous runs at once.
+const WRITE_BYTES: usize = 1 << 20;
+
+/// One cached value.
+struct Entry {
+    value: Arc<[u8]>,
+    crc: u32,
+    /// The LSN the run's first page is stamped with.
+    lsn: u64,
+    /// Not 0: the log must be durable past this LSN before the run is written (the WAL rule
+    /// for reused pages, module docs).
+    log_before: u64,
+    dirty: bool,
+    /// The clock's second chance.
+    referenced: bool,
+}
+
+impl Entry {
+    fn charge(&self) -> u64 {
+        self.value.len() as u64 + ENTRY_OVERHEAD
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    map: HashMap<u64, Entry>,
+    /// First pages in clock order (a page may appear after its entry left; skipped then).
+    clock: VecDeque<u64>,
+}
+
+/// A dirty value to write: its run's first page and what its pages hold.
+struct Victim {
+    first: u64,
+    value: Arc<[u8]>,
+    crc: u32,
+    lsn: u64,
+    log_before: u64,
+}
+
+/// Counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunCacheStats {
+    /// Gets served from the cache.
+    pub hits: u64,
+    /// Gets that read the file.
+    pub misses: u64,
+    /// Values held now, and their bytes (values only).
+    pub values: u64,
+    /// Bytes charged now (values and per-entry overhead).
+    pub bytes: u64,
+    /// Runs written back (by eviction or a checkpoint).
+    pub runs_written: u64,
+    /// Writes they took.
+    pub writes: u64,
+}
+
+/// Out-of-line values in memory (module docs).
+pub(crate) struct RunCache {
+    inner: Mutex<Inner>,
+    /// Bytes charged for the entries now.
+    bytes: AtomicU64,
+    /// The most the cache holds before evicting.
+    cap: u64,
+    /// The database's whole budget (the pool's is this less what the cache holds).
+    total: u64,
+    /// What the pool's budget was last lowered by.
+    lent: AtomicU64,
+    /// Serialises write-backs; holds the write buffer.
+    writeback: Mutex<Option<AlignedBuf>>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    runs_written: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl RunCache {
+    /// A cache within the database's budget of `total` bytes (module docs, "Memory"); `enabled`
+    /// false gives one that holds nothing (`run_cache=false`: every run written at its put and
+    /// read from the file, as before the cache).
+    pub(crate) fn new(total: u64, enabled: bool) -> Self {
+        RunCache {
+            inner: Mutex::new(Inner::default()),
+            bytes: AtomicU64::new(0),
+            cap: if enabled { total / 4 * 3 } else { 0 },
+            total,
+            lent: AtomicU64::new(0),
+            writeback: Mutex::new(None),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            runs_written: AtomicU64::new(0),
+            writes: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether puts may leave their runs here to be written later.
+    pub(crate) fn enabled(&self) -> bool {
+        self.cap > 0
+    }
+
+    /// Copies the value `r` refers to into `out` if the cache holds it; whether it did.
+    pub(crate) fn get(&self, r: ValueRef, out: &mut Vec<u8>) -> bool {
+        if !self.enabled() {
+            return false;
+        }
+        let value = {
+            let mut inner = self.inner.lock();
+            match inner.map.get_mut(&r.first) {
+                Some(e) if e.crc == r.crc && e.value.len() == r.len as usize => {
+                    e.referenced = true;
+                    e.value.clone()
+                }
+                _ => {
+                    drop(inner);
+                    self.misses.fetch_add(1, Ordering::Relaxed);
+                    return false;
+                }
+            }
+        };
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        out.clear();
+        out.extend_from_slice(&value);
+        true
+    }
+
+    /// Enters a value a put is about to link, not yet in the file (module docs).
+    pub(crate) fn insert_dirty(&self, r: ValueRef, value: &[u8], lsn: u64, log_before: u64) {
+        self.insert(
+            r.first,
+            Entry {
+                value: Arc::from(value),
+                crc: r.crc,
+                lsn,
+                log_before,
+                dirty: true,
+                referenced: false,
+            },
+        );
+    }
+
+    /// Enters a value that is in the file (read on a miss, or written at its put), unless it is
+    /// longer than a sixteenth of the budget.
+    pub(crate) fn insert_clean(&self, r: ValueRef, value: &[u8]) {
+        if !self.enabled() || value.len() as u64 > self.cap / 16 {
+            return;
+        }
+        self.insert(
+            r.first,
+            Entry {
+                value: Arc::from(value),
+                crc: r.crc,
+                lsn: 0,
+                log_before: 0,
+                dirty: false,
+                referenced: false,
+            },
+        );
+    }
+
+    fn insert(&self, first: u64, entry: Entry) {
+        let charge = entry.charge();
+        let mut inner = self.inner.lock();
+        match inner.map.entry(first) {
+            MapEntry::Occupied(mut o) => {
+                // A value of pages freed and reused (a clean entry a free did not find, or a
+                // read's entry racing the put's): the new one replaces it.
+                let old = o.get().charge();
+                o.insert(entry);
+                self.bytes.fetch_sub(old, Ordering::Relaxed);
+            }
+            MapEntry::Vacant(v) => {
+                v.insert(entry);
+                inner.clock.push_back(first);
+            }
+        }
+        self.bytes.fetch_add(charge, Ordering::Relaxed);
+    }
+
+    /// Forgets the value at `first` (its run was freed, or its put failed): a dirty one is
+    /// never written.
+    pub(crate) fn remove(&self, first: u64) {
+        if !self.enabled() {
+            return;
+        }
+        let mut inner = self.inner.lock();
+        if let Some(e) = inner.map.remove(&first) {
+            self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
+        }
+    }
+
+    /// Over the budget: evicts down to an eighth below it, writing dirty victims back (module docs),
+    /// then moves the pool's budget. A thread finding another evicting goes on unless the cache
+    /// is an eighth past its budget (then it waits its turn, so memory stays bounded).
+    pub(crate) fn make_room(&self, pool: &BufferPool, wal: &Wal) -> Result<()> {
+        if self.bytes.load(Ordering::Relaxed) > self.cap {
+            let guard = match self.writeback.try_lock() {
+                Some(g) => Some(g),
+                None if self.bytes.load(Ordering::Relaxed) > self.cap + self.cap / 8 => {
+                    Some(self.writeback.lock())
+                }
+                None => None,
+            };
+            if let Some(mut buf) = guard {
+                // An eighth at a time: a load's runs leave in writes of several at once.
+                let target = self.cap - self.cap / 8;
+                while self.bytes.load(Ordering::Relaxed) > target {
+                    let victims = self.take_victims(target);
+                    if victims.is_empty() {
+                        break;
+                    }
+                    self.write_and_drop(&victims, pool, wal, &mut buf)?;
+                }
+            }
+        }
+        self.lend(pool)
+    }
+
+    /// Moves the pool's budget to what the cache leaves of the whole, when that changed by a
+    /// sixty-fourth or more.
+    fn lend(&self, pool: &BufferPool) -> Result<()> {
+        let now = self.bytes.load(Ordering::Relaxed).min(self.cap);
+        let lent = self.lent.load(Ordering::Relaxed);
+        if now.abs_diff(lent) >= (self.total / 64).max(1)
+            && self
+                .lent
+                .compare_exchange(lent, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            pool.set_budget(self.total - now)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the clock until the entries dropped and chosen bring the cache to `target`: clean
+    /// ones leave at once; dirty ones are returned, still cached, to be written and dropped.
+    fn take_victims(&self, target: u64) -> Vec<Victim> {
+        let mut victims = Vec::new();
+        let mut inner = self.inner.lock();
+        let mut need = self.bytes.load(Ordering::Relaxed).saturating_sub(target);
+        // Twice round the clock at most: the first pass may only clear second chances.
+        let mut budget = inner.clock.len() * 2;
+        while need > 0 && budget > 0 {
+            budget -= 1;
+            let Some(first) = inner.clock.pop_front() else {
+                break;
+            };
+            let Some(e) = inner.map.get_mut(&first) else {
+                continue;
+            };
+            if e.referenced {
+                e.referenced = false;
+                inner.clock.push_back(first);
+                continue;
+            }
+            need = need.saturating_sub(e.charge());
+            if e.dirty {
+                victims.push(Victim {
+                    first,
+                    value: e.value.clone(),
+                    crc: e.crc,
+                    lsn: e.lsn,
+                    log_before: e.log_before,
+                });
+            } else if let Some(e) = inner.map.remove(&first) {
+                self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
+            }
+        }
+        victims
+    }
+
+    /// Writes `victims` (taken off the clock) and drops those still cached as they were; on a
+    /// failure puts them back on the clock, dirty.
+    fn write_and_drop(
+        &self,
+        victims: &[Victim],
+        pool: &BufferPool,
+        wal: &Wal,
+        buf: &mut Option<AlignedBuf>,
+    ) -> Result<()> {
+        if let Err(e) = self.write(victims, pool, wal, buf) {
+            let mut inner = self.inner.lock();
+            for v in victims {
+                if inner.map.contains_key(&v.first) {
+                    inner.clock.push_back(v.first);
+                }
+            }
+            return Err(e);
+        }
+        let mut inner = self.inner.lock();
+        for v in victims {
+            if let MapEntry::Occupied(o) = inner.map.entry(v.first) {
+                if Arc::ptr_eq(&o.get().value, &v.value) {
+                    let e = o.remove();
+                    self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every value dirty now to the file (a checkpoint's, before the page file's
+    /// fsync), then waits for any write-back in progress (module docs, "stale writes").
+    pub(crate) fn flush(&self, pool: &BufferPool, wal: &Wal) -> Result<()> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let mut dirty: Vec<Victim> = {
+            let inner = self.inner.lock();
+            inner
+                .map
+                .iter()
+                .filter(|(_, e)| e.dirty)
+                .map(|(&first, e)| Victim {
+                    first,
+                    value: e.value.clone(),
+                    crc: e.crc,
+                    lsn: e.lsn,
+                    log_before: e.log_before,
+                })
+                .collect()
+        };
+        dirty.sort_unstable_by_key(|v| v.first);
+        let ps = pool.file().page_size();
+        let mut at = 0;
+        while at < dirty.len() {
+            // A batch: about one write's worth of runs, so eviction is held back for one write.
+            let mut end = at + 1;
+            let mut bytes = run_pages(dirty[at].value.len(), ps) as usize * ps;
+            while end < dirty.len() && bytes < WRITE_BYTES {
+                bytes += run_pages(dirty[end].value.len(), ps) as usize * ps;
+                end += 1;
+            }
+            let mut buf = self.writeback.lock();
+            // Only those still cached as they were and still dirty (a write-back may have
+            // written them, a free dropped them).
+            let batch: Vec<&Victim> = {
+                let inner = self.inner.lock();
+                dirty[at..end]
+                    .iter()
+                    .filter(|v| {
+                        inner
+                            .map
+                            .get(&v.first)
+                            .is_some_and(|e| e.dirty && Arc::ptr_eq(&e.value, &v.value))
+                    })
+                    .collect()
+            };
+            self.write_refs(&batch, pool, wal, &mut buf)?;
+            let mut inner = self.inner.lock();
+            for v in batch {
+                if let Some(e) = inner.map.get_mut(&v.first) {
+                    if Arc::ptr_eq(&e.value, &v.value) {
+                        e.dirty = false;
+                    }
+                }
+            }
+            at = end;
+        }
+        drop(self.writeback.lock());
+        Ok(())
+    }
+
+    fn write(
+        &self,
+        victims: &[Victim],
+        pool: &BufferPool,
+        wal: &Wal,
+        buf: &mut Option<AlignedBuf>,
+    ) -> Result<()> {
+        let mut refs: Vec<&Victim> = victims.iter().collect();
+        refs.sort_unstable_by_key(|v| v.first);
+        self.write_refs(&refs, pool, wal, buf)
+    }
+
+    /// Writes `victims` (sorted by first page): runs that follow one another on disk together,
+    /// up to [`WRITE_BYTES`] a write; the log synced first as far as the WAL rule asks.
+    fn write_refs(
+        &self,
+        victims: &[&Victim],
+        pool: &BufferPool,
+        wal: &Wal,
+        buf: &mut Option<AlignedBuf>,
+    ) -> Result<()> {
+        let Some(log_before) = victims.iter().map(|v| v.log_before).max() else {
+            return Ok(());
+        };
+        if log_before != 0 && wal.durable_below() <= log_before {
+            wal.sync_to(log_before)?;
+        }
+        let file = pool.file();
+        let ps = file.page_size();
+        let buf = buf.get_or_insert_with(|| AlignedBuf::new(WRITE_BYTES));
+        let mut i = 0;
+        while i < victims.len() {
+            let v = victims[i];
+            let pages = run_pages(v.value.len(), ps);
+            let bytes = pages as usize * ps;
+            if bytes > buf.len() {
+                write_run(file, v.first, &v.value, v.crc, v.lsn)?;
+                self.writes.fetch_add(1, Ordering::Relaxed);
+                self.runs_written.fetch_add(1, Ordering::Relaxed);
+                i += 1;
+                continue;
+            }
+            // `v` and the runs right after it on disk that fit the buffer.
+            let first = v.first;
+            let mut len = 0;
+            let mut next = first;
+            while i < victims.len() && victims[i].first == next {
+                let w = victims[i];
+                let n = run_pages(w.value.len(), ps);
+                let b = n as usize * ps;
+                if len + b > buf.len() {
+                    break;
+                }
+                lay_out(&mut buf[len..len + b], ps, w.first, &w.value, w.crc, w.lsn);
+                len += b;
+                next += n;
+                i += 1;
+                self.runs_written.fetch_add(1, Ordering::Relaxed);
+            }
+            file.write_raw_run(first, &buf[..len])?;
+            self.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Counters.
+    pub(crate) fn stats(&self) -> RunCacheStats {
+        let values = self.inner.lock().map.len() as u64;
+        RunCacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            values,
+            bytes: self.bytes.load(Ordering::Relaxed),
+            runs_written: self.runs_written.load(Ordering::Relaxed),
+            writes: self.writes.load(Ordering::Relaxed),
+        }
+    }
+}
