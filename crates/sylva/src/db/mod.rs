@@ -309,7 +309,8 @@ impl Db {
                 // A database this build creates tags its values (out-of-line values); one
                 // created before keeps its untagged values.
                 let tags = state.map_or(Some(overflow::Tags::RefShape), |s: state::State| s.tags);
-                let runs = RunCache::new(options.cache_bytes, options.run_cache);
+                let runs =
+                    RunCache::new(options.cache_bytes, options.run_cache, options.background);
                 let store = PoolStore::new(pool, wal, checkpoint_lsn, tags, runs);
                 let layout = state.map_or(options.layout, |s: state::State| s.layout);
                 let tree_options = btree::Options {

@@ -39,17 +39,22 @@
 //! 1. allocate the run (best fit among the free extents, or the file's end);
 //! 2. the WAL rule for reused pages: a page freed at once (a tree page a merge freed) may still be
 //!    what the durable state points at until the record that freed it is durable, so the log is
-//!    synced up to the last such record first if it is not yet (rare: merges happen on deletes);
-//! 3. forget the pool's frames of those pages ([`crate::buffer::BufferPool::forget_run`]), then
-//!    write the run with one I/O (runs over 64 MiB in 64 MiB pieces, to bound the buffer);
-//! 4. a value of at most [`LOGGED_VALUE_MAX`] bytes (1 MiB) is also carried whole by the log
+//!    synced up to the last such record, if it is not yet, before the run is written (rare:
+//!    merges happen on deletes);
+//! 3. forget the pool's frames of those pages ([`crate::buffer::BufferPool::forget_run`]);
+//! 4. a value of at most [`LOGGED_VALUE_MAX`] bytes (1 MiB) is carried whole by the log
 //!    record, like an inline put's value, and the run needs no fsync of its own: recovery
-//!    rewrites it from the record, and the checkpoint that no longer redoes the record fsyncs
-//!    the page file first. A longer value is made durable (the page file's fsync) *before* its
-//!    record is appended, so the record never reaches disk without it, and the log carries
-//!    only the reference (a 1 GiB value is not written twice, and no record exceeds the log's
-//!    64 MiB limit); while an online backup runs, such a run is noted for it to copy again
-//!    ([`crate::durable::backup`]: the log cannot bring it back);
+//!    rewrites it from the record, and the checkpoint that no longer redoes the record writes
+//!    and fsyncs it first. Such a value enters the run cache ([`super::runcache`]) dirty and is
+//!    written later, by the cache's eviction or a checkpoint (the log synced first up to the
+//!    record that freed reused pages, if step 2 asked for it). Without the run cache
+//!    (`run_cache=false`) it is written here, with one I/O (runs over 64 MiB in 64 MiB pieces,
+//!    to bound the buffer), after step 2's sync. A longer value is written here and made
+//!    durable (the page file's fsync) *before* its record is appended, so the record never
+//!    reaches disk without it, and the log carries only the reference (a 1 GiB value is not
+//!    written twice, and no record exceeds the log's 64 MiB limit); while an online backup
+//!    runs, such a run is noted for it to copy again ([`crate::durable::backup`]: the log
+//!    cannot bring it back);
 //! 5. the leaf put, logged as a RUNS record wrapping the tree's own record (`super::log`).
 //!
 //! **Freeing.** An overwrite or delete of a key whose value is out of line frees the run with a
@@ -66,16 +71,14 @@
 //! whole, intact, referenced exactly once, not free, and every page of the file is a meta page,
 //! free-space page, free page, tree page or run page.
 //!
-//! **Reading.** A get finds the reference under the leaf's optimistic latch, then reads the
-//! run's value bytes with one read straight into the caller's buffer (with direct I/O, through
-//! an aligned buffer) and checks them against the reference's CRC32C. A concurrent overwrite
-//! frees the run deferred, so it is not reused before a checkpoint ends; a read that still
-//! loses that race sees a CRC mismatch and looks the key up again, and only a mismatch on an
-//! unchanged reference is reported. Runs are not cached by the buffer pool: with a buffered page
-//! file the OS page cache holds them, but under direct I/O every read goes to the device
-//! (`docs/results/db.md`, issue 23: 5–7K gets/s against 353K buffered at 1 KiB). A cache for runs
-//! (the pool's frames are contiguous by page id, so a run could be loaded there whole) is the
-//! next step.
+//! **Reading.** A get finds the reference under the leaf's optimistic latch, then copies the
+//! value from the run cache if it holds it ([`super::runcache`]: the entry's length and CRC
+//! must match the reference's), else reads the run's value bytes with one read straight into
+//! the caller's buffer (with direct I/O, through an aligned buffer), checks them against the
+//! reference's CRC32C and enters them in the cache. A concurrent overwrite frees the run
+//! deferred, so it is not reused before a checkpoint ends; a read that still loses that race
+//! sees a CRC mismatch and looks the key up again, and only a mismatch on an unchanged
+//! reference is reported.
 //!
 //! Limits: values up to `u32::MAX` bytes (4 GiB − 1). A value goes out of line only when it
 //! does not fit a leaf, so values from the leaf limit up take at least one page each (a 1 KiB
@@ -601,7 +604,7 @@ fn put_out_of_line(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<
         })();
         if result.is_err() {
             store.clear_pending_runs();
-            store.runs.remove(first);
+            store.runs.forget(first);
         }
         result?
     };

@@ -37,10 +37,28 @@
 //!   pages a checkpoint freed, so [`RunCache::flush`] ends by waiting for the write-back lock
 //!   (a barrier): a write that began before the checkpoint lands before it ends.
 //!
+//! **Writing in parallel.** Runs that follow one another on disk leave with one write, but the
+//! runs a checkpoint finds dirty are often scattered: overwrites take freed pages wherever the
+//! allocator finds them, and a value overwritten twice before a write-back leaves a hole
+//! between its neighbours. One write at a time then runs at the device's latency, so a
+//! database with background threads (`DbOptions::background`) writes a batch's groups from
+//! [`WRITERS`] scoped threads, that many writes in flight. Without background threads writes
+//! keep one order, which the power-loss simulation's replay by seed relies on.
+//!
 //! One write-back runs at a time (a lock held across choosing victims and writing them, which
 //! the flush takes batch by batch): an entry the flush finds clean was written by a write-back
-//! that finished. Values freed by an overwrite or delete leave the cache with their free;
-//! a dirty one is then never written.
+//! that finished.
+//!
+//! **Freed before written.** A value freed while dirty (its key overwritten or deleted) is
+//! usually never written: if it was put after the last checkpoint began, no checkpoint's state
+//! points at its run, and after a crash recovery rewrites the run from its record if that
+//! survives. One put before a checkpoint began is different: that checkpoint's state may
+//! point at it (the leaf it wrote before the change that freed it), its record is older than
+//! the checkpoint, so redo does not bring it back, and the record that freed it may be lost in
+//! a crash. The checkpoint must write it, as it writes every value dirty when it began: such an
+//! entry stays, marked freed, until a write-back (that checkpoint's flush, or an eviction
+//! first) writes it, and then leaves. Its pages are not reused meanwhile: the free is deferred
+//! to the end of a checkpoint, whose flush has written and dropped it by then.
 //!
 //! **Reads.** A miss reads the run from the file as before and enters it clean, unless it is
 //! longer than a sixteenth of the budget (a scan of huge values must not empty the cache).
@@ -61,14 +79,14 @@
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use super::overflow::{lay_out, run_pages, write_run, ValueRef};
 use crate::buffer::BufferPool;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
 use crate::wal::Wal;
 
@@ -76,6 +94,8 @@ use crate::wal::Wal;
 pub(crate) const ENTRY_OVERHEAD: u64 = 96;
 /// The largest write of contiguous runs at once.
 const WRITE_BYTES: usize = 1 << 20;
+/// Writes in flight at once when writing back in parallel.
+const WRITERS: usize = 8;
 
 /// One cached value.
 struct Entry {
@@ -87,6 +107,9 @@ struct Entry {
     /// for reused pages, module docs).
     log_before: u64,
     dirty: bool,
+    /// Its run was freed, but a checkpoint begun before the free still needs it written
+    /// (module docs, "Freed before written"); it leaves once written.
+    freed: bool,
     /// The clock's second chance.
     referenced: bool,
 }
@@ -143,6 +166,8 @@ pub(crate) struct RunCache {
     lent: AtomicU64,
     /// Serialises write-backs; holds the write buffer.
     writeback: Mutex<Option<AlignedBuf>>,
+    /// Write-backs keep several writes in flight (module docs, "Writing in parallel").
+    parallel: bool,
     hits: AtomicU64,
     misses: AtomicU64,
     runs_written: AtomicU64,
@@ -152,8 +177,9 @@ pub(crate) struct RunCache {
 impl RunCache {
     /// A cache within the database's budget of `total` bytes (module docs, "Memory"); `enabled`
     /// false gives one that holds nothing (`run_cache=false`: every run written at its put and
-    /// read from the file, as before the cache).
-    pub(crate) fn new(total: u64, enabled: bool) -> Self {
+    /// read from the file, as before the cache); `parallel`: write back with several writes in
+    /// flight (a database with background threads; without them its writes keep one order).
+    pub(crate) fn new(total: u64, enabled: bool, parallel: bool) -> Self {
         RunCache {
             inner: Mutex::new(Inner::default()),
             bytes: AtomicU64::new(0),
@@ -161,6 +187,7 @@ impl RunCache {
             total,
             lent: AtomicU64::new(0),
             writeback: Mutex::new(None),
+            parallel,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             runs_written: AtomicU64::new(0),
@@ -208,6 +235,7 @@ impl RunCache {
                 lsn,
                 log_before,
                 dirty: true,
+                freed: false,
                 referenced: false,
             },
         );
@@ -227,6 +255,7 @@ impl RunCache {
                 lsn: 0,
                 log_before: 0,
                 dirty: false,
+                freed: false,
                 referenced: false,
             },
         );
@@ -238,10 +267,13 @@ impl RunCache {
         match inner.map.entry(first) {
             MapEntry::Occupied(mut o) => {
                 // A value of pages freed and reused (a clean entry a free did not find, or a
-                // read's entry racing the put's): the new one replaces it.
+                // read's entry racing the put's): the new one replaces it, and goes on the
+                // clock again in case the old one had left it (a page twice on the clock is
+                // skipped the second time).
                 let old = o.get().charge();
                 o.insert(entry);
                 self.bytes.fetch_sub(old, Ordering::Relaxed);
+                inner.clock.push_back(first);
             }
             MapEntry::Vacant(v) => {
                 v.insert(entry);
@@ -251,15 +283,34 @@ impl RunCache {
         self.bytes.fetch_add(charge, Ordering::Relaxed);
     }
 
-    /// Forgets the value at `first` (its run was freed, or its put failed): a dirty one is
-    /// never written.
-    pub(crate) fn remove(&self, first: u64) {
+    /// Forgets the value at `first`, whose put failed before its record: a dirty one is never
+    /// written.
+    pub(crate) fn forget(&self, first: u64) {
         if !self.enabled() {
             return;
         }
         let mut inner = self.inner.lock();
         if let Some(e) = inner.map.remove(&first) {
             self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
+        }
+    }
+
+    /// The run at `first` was freed (an overwrite or delete, under the write gate), while
+    /// `checkpoint_lsn` is the LSN of the last checkpoint begun: a clean value leaves, and so does
+    /// a dirty one put since that checkpoint began, which is then never written. A dirty one put
+    /// before it stays, marked freed, until a write-back writes it (module docs, "Freed before
+    /// written").
+    pub(crate) fn freed(&self, first: u64, checkpoint_lsn: u64) {
+        if !self.enabled() {
+            return;
+        }
+        let mut inner = self.inner.lock();
+        if let Some(e) = inner.map.get_mut(&first) {
+            if e.dirty && e.lsn < checkpoint_lsn {
+                e.freed = true;
+            } else if let Some(e) = inner.map.remove(&first) {
+                self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
+            }
         }
     }
 
@@ -398,10 +449,16 @@ impl RunCache {
         let ps = pool.file().page_size();
         let mut at = 0;
         while at < dirty.len() {
-            // A batch: about one write's worth of runs, so eviction is held back for one write.
+            // A batch: about one write's worth of runs (a few per writer when writing in
+            // parallel), so eviction is held back that long.
+            let batch_bytes = if self.parallel {
+                WRITE_BYTES * WRITERS * 4
+            } else {
+                WRITE_BYTES
+            };
             let mut end = at + 1;
             let mut bytes = run_pages(dirty[at].value.len(), ps) as usize * ps;
-            while end < dirty.len() && bytes < WRITE_BYTES {
+            while end < dirty.len() && bytes < batch_bytes {
                 bytes += run_pages(dirty[end].value.len(), ps) as usize * ps;
                 end += 1;
             }
@@ -423,9 +480,14 @@ impl RunCache {
             self.write_refs(&batch, pool, wal, &mut buf)?;
             let mut inner = self.inner.lock();
             for v in batch {
-                if let Some(e) = inner.map.get_mut(&v.first) {
-                    if Arc::ptr_eq(&e.value, &v.value) {
-                        e.dirty = false;
+                if let MapEntry::Occupied(mut o) = inner.map.entry(v.first) {
+                    if Arc::ptr_eq(&o.get().value, &v.value) {
+                        if o.get().freed {
+                            let e = o.remove();
+                            self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
+                        } else {
+                            o.get_mut().dirty = false;
+                        }
                     }
                 }
             }
@@ -448,7 +510,8 @@ impl RunCache {
     }
 
     /// Writes `victims` (sorted by first page): runs that follow one another on disk together,
-    /// up to [`WRITE_BYTES`] a write; the log synced first as far as the WAL rule asks.
+    /// up to [`WRITE_BYTES`] a write; the log synced first as far as the WAL rule asks. With
+    /// `parallel` (module docs, "Writing in parallel") several writes are in flight at once.
     fn write_refs(
         &self,
         victims: &[&Victim],
@@ -462,41 +525,75 @@ impl RunCache {
         if log_before != 0 && wal.durable_below() <= log_before {
             wal.sync_to(log_before)?;
         }
+        let ps = pool.file().page_size();
+        let groups = groups(victims, ps);
+        let threads = if self.parallel {
+            WRITERS.min(groups.len())
+        } else {
+            1
+        };
+        if threads <= 1 {
+            let buf = buf.get_or_insert_with(|| AlignedBuf::new(WRITE_BYTES));
+            for g in &groups {
+                self.write_group(&victims[g.clone()], pool, buf)?;
+            }
+            return Ok(());
+        }
+        let next = AtomicUsize::new(0);
+        let failed: Mutex<Option<Error>> = Mutex::new(None);
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    let mut buf = AlignedBuf::new(WRITE_BYTES);
+                    loop {
+                        let at = next.fetch_add(1, Ordering::Relaxed);
+                        if at >= groups.len() || failed.lock().is_some() {
+                            return;
+                        }
+                        if let Err(e) =
+                            self.write_group(&victims[groups[at].clone()], pool, &mut buf)
+                        {
+                            failed.lock().get_or_insert(e);
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        match failed.into_inner() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes one group of [`groups`]: with one write through `buf`, or a run longer than it
+    /// alone by [`write_run`].
+    fn write_group(
+        &self,
+        group: &[&Victim],
+        pool: &BufferPool,
+        buf: &mut AlignedBuf,
+    ) -> Result<()> {
         let file = pool.file();
         let ps = file.page_size();
-        let buf = buf.get_or_insert_with(|| AlignedBuf::new(WRITE_BYTES));
-        let mut i = 0;
-        while i < victims.len() {
-            let v = victims[i];
-            let pages = run_pages(v.value.len(), ps);
-            let bytes = pages as usize * ps;
-            if bytes > buf.len() {
+        if let [v] = group {
+            if run_pages(v.value.len(), ps) as usize * ps > buf.len() {
                 write_run(file, v.first, &v.value, v.crc, v.lsn)?;
                 self.writes.fetch_add(1, Ordering::Relaxed);
                 self.runs_written.fetch_add(1, Ordering::Relaxed);
-                i += 1;
-                continue;
+                return Ok(());
             }
-            // `v` and the runs right after it on disk that fit the buffer.
-            let first = v.first;
-            let mut len = 0;
-            let mut next = first;
-            while i < victims.len() && victims[i].first == next {
-                let w = victims[i];
-                let n = run_pages(w.value.len(), ps);
-                let b = n as usize * ps;
-                if len + b > buf.len() {
-                    break;
-                }
-                lay_out(&mut buf[len..len + b], ps, w.first, &w.value, w.crc, w.lsn);
-                len += b;
-                next += n;
-                i += 1;
-                self.runs_written.fetch_add(1, Ordering::Relaxed);
-            }
-            file.write_raw_run(first, &buf[..len])?;
-            self.writes.fetch_add(1, Ordering::Relaxed);
         }
+        let mut len = 0;
+        for w in group {
+            let b = run_pages(w.value.len(), ps) as usize * ps;
+            lay_out(&mut buf[len..len + b], ps, w.first, &w.value, w.crc, w.lsn);
+            len += b;
+        }
+        file.write_raw_run(group[0].first, &buf[..len])?;
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        self.runs_written
+            .fetch_add(group.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -512,4 +609,31 @@ impl RunCache {
             writes: self.writes.load(Ordering::Relaxed),
         }
     }
+}
+
+/// `victims` (sorted by first page) cut into the index ranges of single writes: runs that follow
+/// one another on disk, up to [`WRITE_BYTES`] together; a run longer than that alone.
+fn groups(victims: &[&Victim], page_size: usize) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < victims.len() {
+        let start = i;
+        let mut next = victims[i].first;
+        let mut len = 0;
+        while i < victims.len() && victims[i].first == next {
+            let n = run_pages(victims[i].value.len(), page_size);
+            let b = n as usize * page_size;
+            if len > 0 && len + b > WRITE_BYTES {
+                break;
+            }
+            len += b;
+            next += n;
+            i += 1;
+            if len >= WRITE_BYTES {
+                break;
+            }
+        }
+        out.push(start..i);
+    }
+    out
 }

@@ -339,7 +339,8 @@ impl PoolStore {
         let file = self.pool.file();
         for f in freed {
             file.free_run_deferred(f.first, f.pages as usize)?;
-            self.runs.remove(f.first);
+            self.runs
+                .freed(f.first, self.checkpoint_lsn.load(Ordering::Acquire));
         }
         Ok(r)
     }

@@ -47,3 +47,40 @@ fn a_batch_cut_short_is_applied_again_from_its_log_record() {
     assert_eq!(db.get(b"gone").unwrap(), None);
     assert_eq!(db.check().unwrap().records, 2);
 }
+
+/// A value put before a checkpoint began and freed before that checkpoint's flush wrote it:
+/// the checkpoint's state may point at its run (the leaf before the change that freed it), and
+/// the record that freed it may be lost in a crash, so the flush must still write it
+/// (`runcache`, "Freed before written"). Here the checkpoint's begin is reproduced by hand (its
+/// LSN recorded, as `begin_checkpoint` does) between the put and the overwrite.
+#[test]
+fn a_value_freed_after_a_checkpoint_began_is_still_written_by_it() {
+    let db = Db::open_io(
+        Box::new(MemIo::default()),
+        [Box::new(MemIo::default()), Box::new(MemIo::default())],
+        options(),
+    )
+    .unwrap();
+    let store = &db.tree().store;
+    db.put(b"k", &[1u8; 3000]).unwrap();
+    db.put(b"fresh", &[2u8; 3000]).unwrap();
+    store
+        .checkpoint_lsn
+        .store(store.wal.next_lsn(), std::sync::atomic::Ordering::Release);
+    // Put after that begin, then freed: never written.
+    db.put(b"later", &[3u8; 3000]).unwrap();
+    db.delete(b"later").unwrap();
+    // Put before it, then freed: written by the flush, then dropped.
+    db.put(b"k", &[4u8; 3000]).unwrap();
+    let s = store.runs.stats();
+    assert_eq!(s.values, 3, "k's old value stays, marked freed: {s:?}");
+    db.checkpoint().unwrap();
+    let s = store.runs.stats();
+    assert_eq!(
+        s.runs_written, 3,
+        "k's old and new values and fresh's, not later's: {s:?}"
+    );
+    assert_eq!(s.values, 2, "the freed value left once written: {s:?}");
+    assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&[4u8; 3000][..]));
+    assert_eq!(db.check().unwrap().records, 2);
+}
