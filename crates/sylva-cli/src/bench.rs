@@ -79,7 +79,9 @@ pub struct BenchArgs {
     #[arg(long, value_name = "PATH")]
     pub(crate) json: Option<PathBuf>,
     /// Run a predefined comparison suite instead of one workload: `papers` (the five seeds'
-    /// comparison sets; writes a Markdown report and SVG charts to --out).
+    /// comparison sets; writes a Markdown report and SVG charts to --out) or `patree` (the
+    /// PA-Tree issue's benchmark: fio, calibration, `patree` beside `db` and the synchronous
+    /// baselines; writes `patree-suite.md` and `patree-suite.json` to --out).
     #[arg(long)]
     pub(crate) suite: Option<String>,
     /// Where `--suite` writes its report and charts.

@@ -177,8 +177,10 @@ fn sets(scale: f64) -> Vec<Set> {
 
 /// Runs the suite named `name` with the common options of `base`.
 pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
-    if name != "papers" {
-        return Err(format!("unknown suite `{name}`; valid: papers"));
+    match name {
+        "papers" => {}
+        "patree" => return crate::suite_patree::run(base),
+        _ => return Err(format!("unknown suite `{name}`; valid: papers, patree")),
     }
     if base.scale.is_nan() || base.scale <= 0.0 {
         return Err("--scale must be positive".into());

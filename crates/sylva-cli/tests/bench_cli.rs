@@ -360,6 +360,75 @@ fn the_papers_suite_writes_a_report_and_charts() {
     );
 }
 
+/// `--suite patree` at a tiny scale: every set runs what it says (each configuration gives a
+/// table, none fails), the rate runs are offered fractions of the measured maximum, and the
+/// report and JSON are written.
+#[test]
+fn the_patree_suite_runs_every_configuration() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("results");
+    let data = dir.path().join("data");
+    let o = sylva(&[
+        "bench",
+        "--suite",
+        "patree",
+        "--scale",
+        "0.002",
+        "--out",
+        out.to_str().expect("utf8"),
+        "--dir",
+        data.to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(out.join("patree-suite.md")).expect("report");
+    for needle in [
+        "## 1. Devices",
+        "## 2. Table I",
+        "--workload c,b,a",
+        "patree:mode=dedicated",
+        "patree:mode=shared",
+        "--threads 128",
+        "## 3. Probe policies",
+        "patree:probe=fixed:200",
+        "## 4. Priority",
+        "patree:priority=fifo",
+        "--dist zipfian",
+        "## 5. Yielding",
+        "patree:yield=off",
+        "--rate ",
+        "## 6. Persistence",
+        "patree:persist=strong",
+        "db:sync=always",
+    ] {
+        assert!(
+            md.contains(needle),
+            "patree-suite.md lacks `{needle}`:\n{md}"
+        );
+    }
+    let uring = sylva::exec::open_backend(sylva::BackendKind::Uring, 8).is_ok();
+    if uring {
+        assert!(!md.contains("No result"), "a configuration failed:\n{md}");
+        assert!(md.contains("patree:probe=model:"), "calibrated:\n{md}");
+    }
+    // Four rate runs, each offered a fraction of the closed-loop maximum.
+    assert_eq!(md.matches("--rate ").count(), 4, "{md}");
+    let v = json(&out.join("patree-suite.json"));
+    let runs = v["runs"].as_array().expect("runs");
+    let run_phases = runs.iter().filter(|r| r["phase"] == "run").count();
+    // Table I: 9 engines x 3 workloads + 4 x 3; probes 7; priority 4; yield 1 + 8;
+    // persistence 6 + 1 (without io_uring the baselines and the model probe give none).
+    if uring {
+        assert_eq!(run_phases, 27 + 12 + 7 + 4 + 9 + 7, "{v}");
+    }
+    let rated = runs
+        .iter()
+        .filter(|r| r["phase"] == "run" && r["offered_rate"].is_number())
+        .count();
+    assert_eq!(rated, 8);
+    let o = sylva(&["bench", "--suite", "patree", "--engine", "db"]);
+    assert_eq!(o.status.code(), Some(2), "the suite picks its engines");
+}
+
 /// The PA-Tree paper's synchronous baselines (`patree:mode=dedicated|shared`: `db` reading
 /// through io_uring) give `db`'s answers on the same operations, from several threads, and a
 /// paced run records its offered rate.

@@ -45,6 +45,16 @@
 //! ends); the eviction counts it as gone, so the pool is over its budget by the write-backs in
 //! flight.
 //!
+//! **Pinned pages.** A thread that loads a page for others to read later (the PA-Tree worker,
+//! whose tasks waiting on the page run after the read completes) pins it as it becomes
+//! resident ([`BufferPool::complete_load_pinned`]) and unpins it once per waiter that ran
+//! ([`BufferPool::unpin`]): until then the clock passes over it, as over a locked page, so the
+//! loads those waiters' neighbours make cannot evict it first. Pins are counted per page in
+//! the clock's state (one lock, taken by loads anyway); a pinned page is not locked, so
+//! readers and writers use it as any other. A pool whose resident pages are all pinned evicts
+//! nothing and overshoots its budget (the clock gives up after three turns): by at most the
+//! pages pinned, which a worker bounds by the tasks it keeps in flight.
+//!
 //! Discarding is `region`'s ([`super::region::Region::discard_many`]).
 
 use std::sync::atomic::Ordering;
@@ -87,6 +97,23 @@ impl Victims {
 }
 
 impl BufferPool {
+    /// Takes one pin off page `id` ([`BufferPool::complete_load_pinned`]); the clock may evict
+    /// it again once none is left. A page without pins is left as it is.
+    pub fn unpin(&self, id: u64) {
+        let mut clock = self.clock.lock();
+        if let Some(n) = clock.pinned.get_mut(&id) {
+            *n -= 1;
+            if *n == 0 {
+                clock.pinned.remove(&id);
+            }
+        }
+    }
+
+    /// Pages pinned now.
+    pub fn pinned_pages(&self) -> usize {
+        self.clock.lock().pinned.len()
+    }
+
     /// Forgets what the pool holds of pages `first..first + n`, for a run of page ids that is
     /// being reused with contents written to the file directly, past the pool
     /// ([`crate::io::PageFile::write_run`]): each resident frame is discarded without being
@@ -279,6 +306,10 @@ impl BufferPool {
             // A page in flight stays: dropping it would let a reader reload the older bytes on
             // disk, and writing it here could land before the copy's write.
             if s & (BUSY | EVICTED | FREED | IN_FLIGHT) != 0 {
+                clock.hand += 1;
+                continue;
+            }
+            if !clock.pinned.is_empty() && clock.pinned.contains_key(&id) {
                 clock.hand += 1;
                 continue;
             }

@@ -80,6 +80,7 @@ mod flush;
 mod region;
 mod state;
 
+use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -194,6 +195,9 @@ const MAX_RUN_BYTES: usize = 1 << 20;
 struct Clock {
     pages: Vec<u64>,
     hand: usize,
+    /// Pages the clock passes over, with how many pins each has (`evict`'s module docs,
+    /// *pinned pages*).
+    pinned: HashMap<u64, u32>,
 }
 
 /// Pages of a [`PageFile`], cached within a memory budget.
@@ -262,6 +266,7 @@ impl BufferPool {
             clock: Mutex::new(Clock {
                 pages: Vec::new(),
                 hand: 0,
+                pinned: HashMap::new(),
             }),
             hits: Striped::default(),
             misses: AtomicU64::new(0),
@@ -607,6 +612,13 @@ impl BufferPool {
     /// waiters go on; otherwise its frame is discarded, it stays evicted, and the error (I/O,
     /// or `Corruption` for a short read or a bad checksum) is returned for this load only.
     pub fn complete_load(&self, load: Load, read: Result<usize>) -> Result<()> {
+        self.complete_load_pinned(load, read, 0)
+    }
+
+    /// [`BufferPool::complete_load`] that, if the page becomes resident, pins it `pins` times
+    /// in the same step (before any eviction can choose it): the clock passes over it until
+    /// [`BufferPool::unpin`] was called as many times (`evict`'s module docs, *pinned pages*).
+    pub fn complete_load_pinned(&self, load: Load, read: Result<usize>, pins: u32) -> Result<()> {
         let id = load.id;
         let st = self.state(id)?;
         // SAFETY: the page is in loading state, held by `load`.
@@ -629,7 +641,13 @@ impl BufferPool {
         match verified {
             Ok(_) => {
                 self.resident.fetch_add(1, Ordering::Relaxed);
-                self.clock.lock().pages.push(id);
+                {
+                    let mut clock = self.clock.lock();
+                    clock.pages.push(id);
+                    if pins > 0 {
+                        *clock.pinned.entry(id).or_default() += pins;
+                    }
+                }
                 st.unlock(0, false);
                 Ok(())
             }

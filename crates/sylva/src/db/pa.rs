@@ -42,9 +42,9 @@
 //!
 //! # Not built yet (issue 20)
 //!
-//! Persistence through the shared worker thread for single calls (sessions have it); a
-//! loaded page pinned until its waiters ran; `--rate` clients; scans as tasks. (Making room
-//! for a load hands dirty victims to the worker, which writes them through its ring, see
+//! Persistence through the shared worker thread for single calls (sessions have it); scans
+//! as tasks. (A loaded page is pinned until its waiters ran, and making room for a load hands
+//! dirty victims to the worker, which writes them through its ring: see
 //! [`crate::exec::worker`]; a split's allocation may still write one back on the worker. The
 //! paper's synchronous baselines are [`crate::exec::RingVfs`].)
 

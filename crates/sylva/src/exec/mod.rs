@@ -50,13 +50,15 @@
 //!   `fdatasync` through its own ring ([`Wal::begin_flush`](crate::wal::Wal::begin_flush));
 //!   single calls through the [`Executor`] still complete a `persist=strong` write after the
 //!   caller's group commit.
-//! - **A loaded page pinned** until its waiters ran (a waiter that finds it evicted again
-//!   misses again). Eviction does not wait on the worker: making room hands dirty victims the
-//!   log covers to the worker, which writes them through its backend
-//!   ([`BufferPool::begin_load_deferring`](crate::buffer::BufferPool::begin_load_deferring));
+//! - **Write-backs on the worker** for a split's allocation: eviction otherwise does not wait
+//!   on the worker (making room hands dirty victims the log covers to the worker, which writes
+//!   them through its backend,
+//!   [`BufferPool::begin_load_deferring`](crate::buffer::BufferPool::begin_load_deferring));
 //!   only a split's allocation may still write one back on the worker.
-//! - Scans and batches as tasks (they run through `Db` on the caller); `--rate` (open-loop
-//!   clients) and the benchmark suite.
+//! - Scans and batches as tasks (they run through `Db` on the caller).
+//!
+//! A loaded page is pinned until its waiters ran ([`worker`]'s docs); the benchmark is
+//! `sylva bench --suite patree` (`docs/benchmarking.md`).
 //!
 //! The paper's two synchronous baselines are here too ([`RingVfs`], `patree:mode=dedicated`
 //! and `mode=shared`): `Db` with its page reads through a ring per thread, or through one
@@ -78,6 +80,8 @@ pub mod worker;
 mod tests;
 #[cfg(all(test, target_os = "linux"))]
 mod worker_tests;
+#[cfg(all(test, target_os = "linux"))]
+mod pinned_until_waiters_ran;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -7,8 +7,16 @@
 //! ([`Step::Miss`]), having released everything it held. The worker then starts the load
 //! ([`BufferPool::begin_load`]) and submits its read to the backend, unless the page is loading
 //! already, in which case the task joins that page's wait list: two tasks missing on one page
-//! cost one read. When the read completes ([`BufferPool::complete_load`]), the page's waiters
-//! become ready in their admission order; a failed read fails those tasks only.
+//! cost one read. When the read completes ([`BufferPool::complete_load_pinned`]), the page's
+//! waiters become ready in their admission order, ahead of tasks that hold nothing (their
+//! priority key says they hold a pinned frame); a failed read fails those tasks only.
+//!
+//! **Pinned until the waiters ran.** The page is pinned once per waiter as it becomes resident,
+//! and each waiter's pin is taken off after its next attempt, whatever that attempt came to:
+//! between the read's completion and a waiter's attempt, other tasks run and their misses make
+//! room, and the clock would otherwise be free to evict the page first, so the waiter missed
+//! again and the page was read twice (`pinned_until_waiters_ran`, the regression test). A
+//! task that finishes or is abandoned without another attempt lets its pin go too.
 //!
 //! Probing and yielding: after each attempt, completions are collected when the [`Prober`]'s
 //! policy says some may be due. With nothing ready, a yielding worker (`yield_for`) waits in
@@ -26,9 +34,7 @@
 //! Before the loop returns for good
 //! ([`Worker::run`]) or gives up ([`Worker::abandon`]), it waits for its write-backs.
 //!
-//! Not yet here (issue 20): a loaded page is not pinned until its waiters ran (a waiter that
-//! finds it evicted again misses again); a split's allocation may still write a victim back
-//! synchronously.
+//! Not yet here (issue 20): a split's allocation may still write a victim back synchronously.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -174,6 +180,8 @@ struct Loading {
 struct Slot<T> {
     task: T,
     seq: u64,
+    /// The page this task holds a pin on (it waited for the page's load and has not run since).
+    pinned: Option<u64>,
 }
 
 /// One worker over a buffer pool and a backend.
@@ -566,18 +574,40 @@ impl<'a, T: Task> Worker<'a, T> {
         let Some(slot) = self.free.pop() else { return };
         let seq = self.next_seq;
         self.next_seq += 1;
-        self.slots[slot as usize] = Some(Slot { task, seq });
+        self.slots[slot as usize] = Some(Slot {
+            task,
+            seq,
+            pinned: None,
+        });
         self.ready.push(self.options.priority.key(false, seq), slot);
     }
 
     fn make_ready(&mut self, slot: u32) {
         if let Some(s) = &self.slots[slot as usize] {
-            self.ready.push(self.options.priority.key(false, s.seq), slot);
+            let holds = s.pinned.is_some();
+            self.ready.push(self.options.priority.key(holds, s.seq), slot);
+        }
+    }
+
+    /// Makes `slot` ready holding one of the pins on `page` (its load's waiter).
+    fn make_ready_pinned(&mut self, slot: u32, page: u64) {
+        match self.slots[slot as usize].as_mut() {
+            Some(s) => {
+                if let Some(old) = s.pinned.replace(page) {
+                    self.pool.unpin(old);
+                }
+                self.make_ready(slot);
+            }
+            // No task to hold it (cannot happen: waiters are in flight): let the pin go.
+            None => self.pool.unpin(page),
         }
     }
 
     fn finish(&mut self, slot: u32, result: Result<T::Output>, sink: &mut impl FnMut(T, Result<T::Output>)) {
         if let Some(s) = self.slots[slot as usize].take() {
+            if let Some(page) = s.pinned {
+                self.pool.unpin(page);
+            }
             self.free.push(slot);
             self.counters.finished += 1;
             sink(s.task, result);
@@ -593,7 +623,12 @@ impl<'a, T: Task> Worker<'a, T> {
             return Ok(());
         };
         self.counters.attempts += 1;
-        match s.task.attempt(self.ctx) {
+        let attempt = s.task.attempt(self.ctx);
+        // The attempt read what it waited for (or found it changed): its pin goes.
+        if let Some(page) = s.pinned.take() {
+            self.pool.unpin(page);
+        }
+        match attempt {
             Ok(Step::Done(out)) => self.finish(slot, Ok(out), sink),
             Ok(Step::Restart) => {
                 self.counters.restarts += 1;
@@ -719,10 +754,11 @@ impl<'a, T: Task> Worker<'a, T> {
             };
             self.prober.completed(l.submitted, now, IoKind::Read);
             let result = c.result.map(|n| n as usize);
-            match self.pool.complete_load(l.load, result) {
+            let pins = l.waiters.len() as u32;
+            match self.pool.complete_load_pinned(l.load, result, pins) {
                 Ok(()) => {
                     for slot in l.waiters {
-                        self.make_ready(slot);
+                        self.make_ready_pinned(slot, c.tag);
                     }
                 }
                 Err(e) => {
@@ -744,5 +780,17 @@ impl<'a, T: Task> Worker<'a, T> {
             }
         }
         r
+    }
+}
+
+impl<T: Task> Drop for Worker<'_, T> {
+    /// Lets go of the pins of tasks that never ran again (a worker dropped with tasks in
+    /// flight), so their pages become evictable.
+    fn drop(&mut self) {
+        for s in self.slots.iter_mut().flatten() {
+            if let Some(page) = s.pinned.take() {
+                self.pool.unpin(page);
+            }
+        }
     }
 }

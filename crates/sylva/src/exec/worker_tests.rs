@@ -12,7 +12,7 @@ use crate::io::page_header::PageKind;
 use crate::io::PageFile;
 
 /// A pool of `budget` pages over `pages` pages whose first word is `i * 7`: most evicted.
-fn pool(dir: &std::path::Path, pages: u64, budget: u64) -> (BufferPool, Vec<u64>) {
+pub(super) fn pool(dir: &std::path::Path, pages: u64, budget: u64) -> (BufferPool, Vec<u64>) {
     let file = PageFile::create(&dir.join("pages"), 4096, true).expect("create");
     let options = PoolOptions {
         budget_bytes: budget * 4096,
@@ -35,10 +35,10 @@ fn pool(dir: &std::path::Path, pages: u64, budget: u64) -> (BufferPool, Vec<u64>
 /// Sums the first words of its pages, reading each optimistically; a page not in memory stops
 /// the attempt (the sum so far is kept: each page is read once, and a restart rereads only the
 /// page it stopped at).
-struct SumPages {
-    pages: Vec<u64>,
-    next: usize,
-    sum: u64,
+pub(super) struct SumPages {
+    pub(super) pages: Vec<u64>,
+    pub(super) next: usize,
+    pub(super) sum: u64,
 }
 
 impl Task for SumPages {
@@ -120,7 +120,7 @@ fn run_tasks(
     c
 }
 
-fn options() -> WorkerOptions {
+pub(super) fn options() -> WorkerOptions {
     WorkerOptions {
         inflight: 32,
         probe: ProbePolicy::Every,
