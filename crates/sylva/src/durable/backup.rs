@@ -49,6 +49,7 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::{Durable, Engine, DATA_FILE, WAL_FILE, WAL_FILE_2};
@@ -61,6 +62,10 @@ pub const PARTIAL_DATA_FILE: &str = "data.sylva.partial";
 
 /// Bytes copied per read and write.
 const CHUNK: usize = 8 << 20;
+
+/// Buffers of [`CHUNK`] bytes in a pipelined copy: one being read, one being written, and
+/// spares so that neither side waits for the other's slowest piece.
+const PIECES: usize = 4;
 
 /// What an online backup copied ([`crate::Db::backup_to`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -140,7 +145,8 @@ impl<E: Engine> Durable<E> {
         // holds this one, and so is refused by open, not taken for an unfinished creation.
         vfs.sync_dir(target)?;
         let mut report = BackupReport::default();
-        let mut buf = file.buffer(CHUNK / ps as usize);
+        let new_buf = || file.buffer(CHUNK / ps as usize);
+        let mut buf = new_buf();
         let mut logs_out = Vec::new();
         {
             let _one = core.checkpoint_lock.lock();
@@ -152,7 +158,7 @@ impl<E: Engine> Durable<E> {
             report.checkpoint_lsn = core.durable_checkpoint.load(Ordering::Acquire);
             let pages_in = file.io();
             let len = pages_in.file_len()? / ps * ps;
-            copy(&**pages_in, &*pages_out, 0, len, &mut buf)?;
+            copy(&**pages_in, &*pages_out, 0, len, &mut buf, &new_buf)?;
             report.page_bytes = len;
             after_page_copy();
 
@@ -168,7 +174,14 @@ impl<E: Engine> Durable<E> {
             report.end_lsn = end.next_lsn;
 
             for (first, pages) in runs {
-                copy(&**pages_in, &*pages_out, first * ps, pages * ps, &mut buf)?;
+                copy(
+                    &**pages_in,
+                    &*pages_out,
+                    first * ps,
+                    pages * ps,
+                    &mut buf,
+                    &new_buf,
+                )?;
                 report.recopied_bytes += pages * ps;
             }
             for (i, &len) in end.lengths.iter().enumerate() {
@@ -183,7 +196,7 @@ impl<E: Engine> Durable<E> {
                     limit: end.lengths.len(),
                 })?;
                 let out = vfs.open(&target.join(name), create)?.io;
-                copy(&*segment, &*out, 0, len, &mut buf)?;
+                copy(&*segment, &*out, 0, len, &mut buf, &new_buf)?;
                 report.log_bytes += len;
                 logs_out.push(out);
             }
@@ -215,18 +228,127 @@ fn prepare_target(vfs: &dyn Vfs, target: &Path) -> Result<()> {
     create_dir_all_durable(vfs, target)
 }
 
-/// Copies `len` bytes at `offset` of `from` to the same offset of `to`, through `buf` (aligned,
-/// for a source opened for direct I/O: `offset` and `len` are then whole pages), starting the
-/// target's write-back after each piece so the copy does not pile up dirty memory.
-fn copy(from: &dyn Io, to: &dyn Io, offset: u64, len: u64, buf: &mut AlignedBuf) -> Result<()> {
-    let mut at = offset;
+/// Copies `len` bytes at `offset` of `from` to the same offset of `to`. A copy of one piece
+/// goes through `buf` (aligned, for a source opened for direct I/O: `offset` and `len` are then
+/// whole pages); a longer one is a pipeline (module docs, "The copy"): a reading thread fills
+/// [`PIECES`] buffers made by `new_buf` while this thread writes those already full, so the
+/// device reads the next piece while the last one is written. After each write the target's
+/// write-back is started, so the copy does not pile up dirty memory.
+fn copy(
+    from: &dyn Io,
+    to: &dyn Io,
+    offset: u64,
+    len: u64,
+    buf: &mut AlignedBuf,
+    new_buf: &dyn Fn() -> AlignedBuf,
+) -> Result<()> {
     let end = offset + len;
-    while at < end {
-        let n = (end - at).min(buf.len() as u64) as usize;
-        from.read_at(&mut buf[..n], at)?;
-        to.write_at(&buf[..n], at)?;
-        to.start_writeback(at, n as u64);
-        at += n as u64;
+    if len <= buf.len() as u64 {
+        let n = len as usize;
+        from.read_at(&mut buf[..n], offset)?;
+        to.write_at(&buf[..n], offset)?;
+        to.start_writeback(offset, len);
+        return Ok(());
     }
-    Ok(())
+    let piece = buf.len() as u64;
+    // Full pieces go from the reader to the writer, empty buffers back. Either side stops when
+    // the other has gone: the reader after an error or at the end, the writer after an error
+    // (dropping its ends, which wakes a reader waiting for an empty buffer).
+    let (full_tx, full_rx) = mpsc::sync_channel::<Result<(AlignedBuf, u64, usize)>>(PIECES);
+    let (empty_tx, empty_rx) = mpsc::channel::<AlignedBuf>();
+    for _ in 0..PIECES {
+        // The receiver is alive: it is dropped only with this function's scope below.
+        let _ = empty_tx.send(new_buf());
+    }
+    // `move`: the writer's ends of both channels are dropped when it returns, so a reader
+    // blocked on either wakes and the scope's join does not wait for it forever.
+    std::thread::scope(move |s| {
+        s.spawn(move || {
+            let mut at = offset;
+            while at < end {
+                let Ok(mut buf) = empty_rx.recv() else {
+                    return;
+                };
+                let n = (end - at).min(piece) as usize;
+                let read = from.read_at(&mut buf[..n], at).map(|()| (buf, at, n));
+                let failed = read.is_err();
+                if full_tx.send(read).is_err() || failed {
+                    return;
+                }
+                at += n as u64;
+            }
+        });
+        let mut written = 0u64;
+        for read in full_rx.iter() {
+            let (buf, at, n) = read?;
+            to.write_at(&buf[..n], at)?;
+            to.start_writeback(at, n as u64);
+            written += n as u64;
+            // The reader may have read its last piece and gone: the buffer is then not needed.
+            let _ = empty_tx.send(buf);
+        }
+        // The reader ends early only after sending its error, which the loop returns; were it
+        // to end otherwise (a panic, propagated by the scope), this says the copy is short.
+        if written == len {
+            Ok(())
+        } else {
+            Err(Error::io_at(
+                from.path(),
+                std::io::Error::other(format!("the copy stopped after {written} of {len} bytes")),
+            ))
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::{Fault, FaultyIo, MemIo};
+
+    const PIECE: usize = 4096;
+
+    fn bytes(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 7 + i / 4096) as u8).collect()
+    }
+
+    fn new_buf() -> AlignedBuf {
+        AlignedBuf::new(PIECE)
+    }
+
+    #[test]
+    fn a_pipelined_copy_copies_every_piece_to_its_offset() {
+        // More pieces than buffers, and a last piece shorter than the others.
+        let len = PIECE * (3 * PIECES + 1) + 1000;
+        let from = MemIo::new(bytes(len + 3 * PIECE));
+        let to = MemIo::new(vec![0xEE; PIECE]);
+        let offset = 2 * PIECE as u64;
+        copy(&from, &to, offset, len as u64, &mut new_buf(), &new_buf).expect("copy");
+        let got = to.contents();
+        assert_eq!(got.len(), offset as usize + len);
+        assert_eq!(&got[..PIECE], &[0xEE; PIECE][..], "bytes before the range kept");
+        assert!(got[PIECE..offset as usize].iter().all(|&b| b == 0));
+        assert!(
+            got[offset as usize..] == bytes(len + 3 * PIECE)[offset as usize..offset as usize + len],
+            "the copied range differs"
+        );
+    }
+
+    #[test]
+    fn a_failed_read_or_write_ends_the_copy_with_its_error() {
+        let len = (PIECE * 3 * PIECES) as u64;
+        let (from, faults) = FaultyIo::new(MemIo::new(bytes(len as usize)));
+        faults.arm(Fault::FailRead);
+        let to = MemIo::new(Vec::new());
+        let err = copy(&from, &to, 0, len, &mut new_buf(), &new_buf).expect_err("read fails");
+        assert!(err.to_string().contains("injected"), "{err}");
+
+        // The writer fails while the reader has every buffer full or waits for one: the copy
+        // must return, not wait for the reader.
+        let from = MemIo::new(bytes(len as usize));
+        let (to, faults) = FaultyIo::new(MemIo::new(Vec::new()));
+        faults.arm(Fault::FailWrite);
+        let err = copy(&from, &to, 0, len, &mut new_buf(), &new_buf).expect_err("write fails");
+        assert!(err.to_string().contains("injected"), "{err}");
+        assert_eq!(faults.pending(), 0);
+    }
 }
