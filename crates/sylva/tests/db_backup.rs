@@ -233,6 +233,79 @@ fn writes_the_page_copy_missed_are_in_the_backup() {
     db.check().expect("the source checks clean");
 }
 
+/// The backup takes no checkpoint of its own (`durable/backup.rs`, "Why no checkpoint of its
+/// own"): it starts from the last one, so what was written after it, before the backup began
+/// (small values through the log, values over 1 MiB as runs written before the page copy,
+/// leaves evicted meanwhile), reaches the copy from the log and the fuzzy page copy.
+#[test]
+fn a_backup_starts_from_the_last_checkpoint_and_takes_none() {
+    let tmp = tmp();
+    let db = Db::open(tmp.path().join("db"), quiet_options()).expect("open");
+    let mut model = BTreeMap::new();
+    let put = |model: &mut BTreeMap<Vec<u8>, Vec<u8>>, k: Vec<u8>, v: Vec<u8>| {
+        db.put(&k, &v).expect("put");
+        model.insert(k, v);
+    };
+    for i in 0..2000 {
+        put(&mut model, small_key(i), format!("value {i}").into_bytes());
+    }
+    put(&mut model, b"b1".to_vec(), big(1));
+    put(&mut model, b"b2".to_vec(), big(2));
+    db.checkpoint().expect("checkpoint");
+    // After the checkpoint, before the backup: overwrites (leaves evicted from the small pool),
+    // deletes, a value over 1 MiB overwritten (its old run freed) and a new one.
+    for i in 0..2000 {
+        put(&mut model, small_key(i), vec![i as u8; 200]);
+    }
+    for i in 0..500 {
+        assert!(db.delete(&small_key(i)).expect("delete"));
+        model.remove(&small_key(i));
+    }
+    put(&mut model, b"b1".to_vec(), big(11));
+    put(&mut model, b"b3".to_vec(), big(13));
+    let checkpoints = db.stats().checkpoints;
+
+    let target = tmp.path().join("backup");
+    let report = db.backup_to(&target).expect("backup");
+    assert_eq!(
+        db.stats().checkpoints,
+        checkpoints,
+        "the backup took a checkpoint"
+    );
+    assert!(report.end_lsn > report.checkpoint_lsn, "{report:?}");
+    let again = db.backup_to(tmp.path().join("again")).expect("backup");
+    assert_eq!(
+        again.checkpoint_lsn, report.checkpoint_lsn,
+        "no checkpoint between two backups: both start from the same one"
+    );
+    for dir in ["backup", "again"] {
+        let copy = Db::open(tmp.path().join(dir), quiet_options()).expect("open the backup");
+        copy.check().expect("the backup checks clean");
+        assert!(
+            contents(&copy).expect("read") == model,
+            "{dir}: the backup differs from the source"
+        );
+        copy.close().expect("close");
+    }
+
+    // A checkpoint after the backups moves where the next one starts.
+    put(
+        &mut model,
+        b"after".to_vec(),
+        b"the next backup has it".to_vec(),
+    );
+    db.checkpoint().expect("checkpoint");
+    let later = db.backup_to(tmp.path().join("later")).expect("backup");
+    assert!(
+        later.checkpoint_lsn > report.end_lsn - 1,
+        "{later:?} after {report:?}"
+    );
+    let copy = Db::open(tmp.path().join("later"), quiet_options()).expect("open the backup");
+    assert!(contents(&copy).expect("read") == model);
+    copy.close().expect("close");
+    db.check().expect("the source checks clean");
+}
+
 #[test]
 fn a_target_that_is_not_empty_is_refused() {
     let tmp = tmp();

@@ -43,9 +43,9 @@
 //! than the tree takes (776 bytes with 4 KiB pages) lives in a bucket, a record under its first
 //! 776 bytes whose value, stored as any value, holds every key sharing them with its value.
 //!
-//! **Online backup** ([`Db::backup_to`], [`crate::durable::backup`]): the page file copied after
-//! a checkpoint while writers go on, then the log from that checkpoint; the copy's recovery
-//! replays it. The tree's part is noting the runs it writes without logging their bytes.
+//! **Online backup** ([`Db::backup_to`], [`crate::durable::backup`]): the page file copied while
+//! writers go on and checkpoints wait, then the log from the last checkpoint; the copy's
+//! recovery replays it. The tree's part is noting the runs it writes without logging their bytes.
 //!
 //! **Space** ([`Db::compact`], [`compact`]): the free pages at the page file's end given back to
 //! the file system while writers go on; pages are not moved, so holes stay (and are reused).
@@ -580,8 +580,9 @@ impl Db {
     /// [`Error::NotEmpty`] otherwise) while other threads go on reading and writing: the copy
     /// opens as this database holding exactly the writes logged below
     /// [`BackupReport::end_lsn`], every write acknowledged before the call among them. Writers
-    /// are held back only briefly (a checkpoint begins, and the log's end is noted);
-    /// checkpoints wait for the copy. Every file of the copy and the directory are durable on
+    /// are held back only briefly (while the log's end is noted); checkpoints wait for the
+    /// copy, which starts from the last one, so the copy's first open replays the log since it
+    /// (as recovery after a crash would). Every file of the copy and the directory are durable on
     /// return. The scheme and why it is consistent: the `durable::backup` module docs.
     ///
     /// [`Error::NotEmpty`]: crate::Error::NotEmpty

@@ -38,8 +38,8 @@
 //! - *Failure* ([`poison`]): any failed write, fsync or background run poisons the store.
 //! - *Compaction* ([`compact`]): checkpoints that take the free pages at the page file's end out
 //!   of it, then the file truncated to what the last one records.
-//! - *Online backup* ([`backup`]): with checkpoints held off, a checkpoint, a fuzzy copy of the
-//!   page file, the log's end noted with writers held back, the runs the engine wrote without
+//! - *Online backup* ([`backup`]): with checkpoints held off, from the last checkpoint, a fuzzy
+//!   copy of the page file, the log's end noted with writers held back, the runs the engine wrote without
 //!   logging them copied again ([`Engine::note_unlogged_runs`]), the log up to that end.
 //!
 //! **The engine's side** ([`Engine`]) is three duties and their plumbing: replay one log record;
