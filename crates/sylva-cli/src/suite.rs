@@ -344,13 +344,24 @@ pub fn run(name: &str, base: &BenchArgs) -> Result<(), String> {
         }
         all.extend(set_records);
     }
-    let md_path = base.out.join("peers.md");
+    write_report(base, "peers", &md, &all)
+}
+
+/// Writes a suite's report, `NAME.md` in `--out`, and its measurements as JSON (to `--json`, or
+/// `NAME.json` in `--out`).
+pub(crate) fn write_report(
+    base: &BenchArgs,
+    name: &str,
+    md: &str,
+    all: &[RunRecord],
+) -> Result<(), String> {
+    let md_path = base.out.join(format!("{name}.md"));
     std::fs::write(&md_path, md).map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
     let json_path = base
         .json
         .clone()
-        .unwrap_or_else(|| base.out.join("peers.json"));
-    write_json(&json_path, &all)
+        .unwrap_or_else(|| base.out.join(format!("{name}.json")));
+    write_json(&json_path, all)
         .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
     eprintln!("wrote {} and {}", md_path.display(), json_path.display());
     Ok(())

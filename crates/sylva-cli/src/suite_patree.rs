@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use ycsb::report::{write_json, RunRecord};
+use ycsb::report::RunRecord;
 
 use crate::bench::{measure, parse_args, BenchArgs};
 
@@ -407,16 +407,7 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
         );
     }
     let _ = std::fs::remove_file(&fio_file);
-    let md_path = base.out.join("patree-suite.md");
-    std::fs::write(&md_path, md).map_err(|e| format!("cannot write {}: {e}", md_path.display()))?;
-    let json_path = base
-        .json
-        .clone()
-        .unwrap_or_else(|| base.out.join("patree-suite.json"));
-    write_json(&json_path, &all)
-        .map_err(|e| format!("cannot write {}: {e}", json_path.display()))?;
-    eprintln!("wrote {} and {}", md_path.display(), json_path.display());
-    Ok(())
+    crate::suite::write_report(base, "patree-suite", &md, &all)
 }
 
 /// `run` offered `rate` operations a second, with its operations scaled by `fraction`.

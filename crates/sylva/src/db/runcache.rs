@@ -415,7 +415,9 @@ impl RunCache {
         wal: &Wal,
         buf: &mut Option<AlignedBuf>,
     ) -> Result<()> {
-        if let Err(e) = self.write(victims, pool, wal, buf) {
+        let mut sorted: Vec<&Victim> = victims.iter().collect();
+        sorted.sort_unstable_by_key(|v| v.first);
+        if let Err(e) = self.write_refs(&sorted, pool, wal, buf) {
             let mut inner = self.inner.lock();
             for v in victims {
                 if inner.map.contains_key(&v.first) {
@@ -507,18 +509,6 @@ impl RunCache {
         }
         drop(self.writeback.lock());
         Ok(())
-    }
-
-    fn write(
-        &self,
-        victims: &[Victim],
-        pool: &BufferPool,
-        wal: &Wal,
-        buf: &mut Option<AlignedBuf>,
-    ) -> Result<()> {
-        let mut refs: Vec<&Victim> = victims.iter().collect();
-        refs.sort_unstable_by_key(|v| v.first);
-        self.write_refs(&refs, pool, wal, buf)
     }
 
     /// Writes `victims` (sorted by first page): runs that follow one another on disk together,
