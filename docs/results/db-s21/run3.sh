@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Issue 23, session 21: 16 KiB values, two threads cached, then one thread with a quarter-data cache.
+set -u
+B=/work/tgt/me-data/sylva-rc3
+D=/work/tgt/me-data/rc/dir
+rm -rf $D; mkdir -p $D
+eng() { local c=$1; echo --engine db:cache_bytes=$c --engine db:run_cache=false,cache_bytes=$c --engine lmdb:cache_bytes=$c --engine rocksdb:cache_bytes=$c --engine fjall:cache_bytes=$c --engine redb:cache_bytes=$c; }
+uptime
+$B bench $(eng 1073741824) --keys sparse --value-size 16384 --records 20000 --ops 50000 --workload c,a --threads 2 --repeat 2 --dir $D --json 16k-t2.json > 16k-t2.out 2>&1
+uptime
+$B bench $(eng 83886080) --keys sparse --value-size 16384 --records 20000 --ops 50000 --workload c,a --repeat 2 --dir $D --json 16k-q.json > 16k-q.out 2>&1
+uptime
