@@ -67,7 +67,11 @@
 //! cache may grow to three quarters of it, and the pool's budget is moved down by what the
 //! cache holds (in steps of a sixty-fourth), so frames and values together stay within it.
 //! A database without out-of-line values keeps the whole budget for the pool. Each entry is
-//! charged its value's length plus [`ENTRY_OVERHEAD`].
+//! charged its value's length plus [`ENTRY_OVERHEAD`]. Not yet bounded: the memory of evicted
+//! values, which the global allocator (glibc's heap) may keep instead of giving it back, so the
+//! process can grow past `cache_bytes` when values are evicted and read again
+//! (`docs/results/db.md`, session 21); a slab of fixed-size pieces or `mmap`ed values would
+//! bound it.
 //!
 //! One mutex guards the map and the clock: a lookup holds it for a hash probe (rapidhash: std's
 //! SipHash cost measurably more per get) and copies a value of up to 16 KiB out under it; a longer
