@@ -67,11 +67,11 @@
 //! cache may grow to three quarters of it, and the pool's budget is moved down by what the
 //! cache holds (in steps of a sixty-fourth), so frames and values together stay within it.
 //! A database without out-of-line values keeps the whole budget for the pool. Each entry is
-//! charged its value's length plus [`ENTRY_OVERHEAD`]. Not yet bounded: the memory of evicted
-//! values, which the global allocator (glibc's heap) may keep instead of giving it back, so the
-//! process can grow past `cache_bytes` when values are evicted and read again
-//! (`docs/results/db.md`, session 21); a slab of fixed-size pieces or `mmap`ed values would
-//! bound it.
+//! charged its value's length plus [`ENTRY_OVERHEAD`]. Values of 8 KiB or more live in pages
+//! of their own ([`Bytes`], `mmap`), returned to the system when they leave: on glibc's heap,
+//! values evicted and read again left the freed memory with the process, which grew to about
+//! twice its budget (`docs/results/db.md`, session 21). Shorter values stay on the heap, where
+//! chunks of like sizes are reused and a mapping per value would cost more than the value.
 //!
 //! One mutex guards the map and the clock: a lookup holds it for a hash probe (rapidhash: std's
 //! SipHash cost measurably more per get) and copies a value of up to 16 KiB out under it; a longer
@@ -107,7 +107,7 @@ const WRITERS: usize = 8;
 
 /// One cached value.
 struct Entry {
-    value: Arc<[u8]>,
+    value: Arc<Bytes>,
     crc: u32,
     /// The LSN the run's first page is stamped with.
     lsn: u64,
@@ -138,10 +138,107 @@ struct Inner {
 /// A dirty value to write: its run's first page and what its pages hold.
 struct Victim {
     first: u64,
-    value: Arc<[u8]>,
+    value: Arc<Bytes>,
     crc: u32,
     lsn: u64,
     log_before: u64,
+}
+
+/// A cached value's bytes: on the heap when shorter than [`MAP_MIN`], else in pages of their
+/// own (`mmap`), which go back to the system when the value leaves (module docs, "Memory").
+pub(crate) struct Bytes {
+    ptr: std::ptr::NonNull<u8>,
+    len: usize,
+    /// The mapping's length, or 0 for bytes on the heap (a `Box<[u8]>`).
+    mapped: usize,
+}
+
+/// Values at least this long get pages of their own.
+const MAP_MIN: usize = 8 << 10;
+
+// SAFETY: `Bytes` owns its memory exclusively and never changes it after `copy_of`.
+unsafe impl Send for Bytes {}
+// SAFETY: as above; shared access only reads.
+unsafe impl Sync for Bytes {}
+
+impl Bytes {
+    /// A copy of `value`.
+    fn copy_of(value: &[u8]) -> Self {
+        if value.len() >= MAP_MIN {
+            let mapped = value.len().next_multiple_of(4096);
+            // SAFETY: an anonymous private mapping of `mapped` bytes; checked below.
+            let p = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    mapped,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if p != libc::MAP_FAILED {
+                if let Some(ptr) = std::ptr::NonNull::new(p.cast::<u8>()) {
+                    // SAFETY: the mapping holds `mapped >= value.len()` writable bytes and does
+                    // not overlap `value`.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(value.as_ptr(), ptr.as_ptr(), value.len())
+                    };
+                    return Bytes {
+                        ptr,
+                        len: value.len(),
+                        mapped,
+                    };
+                }
+            }
+            // No mapping (address space or map count exhausted): the heap, as shorter values.
+        }
+        let boxed: Box<[u8]> = value.into();
+        let len = boxed.len();
+        let ptr = std::ptr::NonNull::new(Box::into_raw(boxed).cast::<u8>())
+            .unwrap_or(std::ptr::NonNull::dangling());
+        Bytes {
+            ptr,
+            len,
+            mapped: 0,
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: `ptr` points at `len` initialised bytes this value owns (a box's or a
+        // mapping's), alive until drop.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl Drop for Bytes {
+    fn drop(&mut self) {
+        if self.mapped != 0 {
+            // SAFETY: the mapping `copy_of` made, `mapped` bytes long, unmapped once.
+            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
+        } else {
+            // SAFETY: `ptr` and `len` are those of the box `copy_of` released (a zero-length
+            // box's dangling pointer included, which `Box::from_raw` accepts back).
+            drop(unsafe {
+                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                    self.ptr.as_ptr(),
+                    self.len,
+                ))
+            });
+        }
+    }
 }
 
 /// Counters.
@@ -221,7 +318,7 @@ impl RunCache {
                     // A short value is copied at once: two atomic updates of the `Arc`'s count
                     // cost more than the copy.
                     out.clear();
-                    out.extend_from_slice(&e.value);
+                    out.extend_from_slice(e.value.as_slice());
                     drop(inner);
                     self.hits.fetch_add(1, Ordering::Relaxed);
                     return true;
@@ -237,7 +334,7 @@ impl RunCache {
         drop(inner);
         self.hits.fetch_add(1, Ordering::Relaxed);
         out.clear();
-        out.extend_from_slice(&value);
+        out.extend_from_slice(value.as_slice());
         true
     }
 
@@ -246,7 +343,7 @@ impl RunCache {
         self.insert(
             r.first,
             Entry {
-                value: Arc::from(value),
+                value: Arc::new(Bytes::copy_of(value)),
                 crc: r.crc,
                 lsn,
                 log_before,
@@ -266,7 +363,7 @@ impl RunCache {
         self.insert(
             r.first,
             Entry {
-                value: Arc::from(value),
+                value: Arc::new(Bytes::copy_of(value)),
                 crc: r.crc,
                 lsn: 0,
                 log_before: 0,
