@@ -19,7 +19,7 @@
 //! leaf links it (so a reader that finds the reference finds the value), and writes nothing.
 //! The file gets the run later, from whichever comes first:
 //! - *eviction*: the cache is over its budget; the thread that made it so (after its put, out
-//!   of the write gate) takes victims by a clock (second chance), writes the dirty ones sorted
+//!   of the write gate, or after a get's miss entered a value) takes victims by a clock (second chance), writes the dirty ones sorted
 //!   by page, contiguous runs together in writes of up to 1 MiB (a load's runs are allocated
 //!   one after another at the file's end, so they leave as sequential writes), then drops them;
 //! - *a checkpoint*: [`RunCache::flush`] writes every dirty value before the page file's fsync
@@ -69,8 +69,8 @@
 //! A database without out-of-line values keeps the whole budget for the pool. Each entry is
 //! charged its value's length plus [`ENTRY_OVERHEAD`]. Values of 8 KiB or more live in pages
 //! of their own ([`Bytes`], `mmap`), returned to the system when they leave: on glibc's heap,
-//! values evicted and read again left the freed memory with the process, which grew to about
-//! twice its budget (`docs/results/db.md`, session 21). Shorter values stay on the heap, where
+//! values evicted and read again left the freed memory with the process, which grew well past
+//! its budget (`docs/results/db.md`, session 21). Shorter values stay on the heap, where
 //! chunks of like sizes are reused and a mapping per value would cost more than the value.
 //!
 //! One mutex guards the map and the clock: a lookup holds it for a hash probe (rapidhash: std's
@@ -125,6 +125,17 @@ struct Entry {
 impl Entry {
     fn charge(&self) -> u64 {
         self.value.len() as u64 + ENTRY_OVERHEAD
+    }
+
+    /// What writing this entry's run takes (`first`: its first page).
+    fn victim(&self, first: u64) -> Victim {
+        Victim {
+            first,
+            value: self.value.clone(),
+            crc: self.crc,
+            lsn: self.lsn,
+            log_before: self.log_before,
+        }
     }
 }
 
@@ -493,13 +504,7 @@ impl RunCache {
             }
             need = need.saturating_sub(e.charge());
             if e.dirty {
-                victims.push(Victim {
-                    first,
-                    value: e.value.clone(),
-                    crc: e.crc,
-                    lsn: e.lsn,
-                    log_before: e.log_before,
-                });
+                victims.push(e.victim(first));
             } else if let Some(e) = inner.map.remove(&first) {
                 self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
             }
@@ -551,13 +556,7 @@ impl RunCache {
                 .map
                 .iter()
                 .filter(|(_, e)| e.dirty)
-                .map(|(&first, e)| Victim {
-                    first,
-                    value: e.value.clone(),
-                    crc: e.crc,
-                    lsn: e.lsn,
-                    log_before: e.log_before,
-                })
+                .map(|(&first, e)| e.victim(first))
                 .collect()
         };
         dirty.sort_unstable_by_key(|v| v.first);
