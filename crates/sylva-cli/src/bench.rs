@@ -57,6 +57,12 @@ pub struct BenchArgs {
     /// Key set: dense, sparse, urls, wiki or file:PATH.
     #[arg(long, default_value = "dense")]
     pub(crate) keys: String,
+    /// Order of the load phase's inserts: `random` (a seeded shuffle, as YCSB scatters its
+    /// inserts) or `key` (ascending key order, YCSB's `insertorder=ordered`: a bulk load, for
+    /// stores far larger than memory, where a random-order load reads and writes the disk for
+    /// nearly every insert of a B-tree). The run phase is the same either way.
+    #[arg(long, default_value = "random", value_parser = ["random", "key"])]
+    pub(crate) load_order: String,
     /// Value size in bytes.
     #[arg(long, default_value_t = 8)]
     pub(crate) value_size: usize,
@@ -173,7 +179,8 @@ fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
         });
     }
     let (params, keys) = generate_params(args, spec)?;
-    let workload = generate(&params, &keys).map_err(|e| e.to_string())?;
+    let mut workload = generate(&params, &keys).map_err(|e| e.to_string())?;
+    order_load(args, &mut workload);
     let (age, label) = if args.aged {
         (
             aging_ops(&params, &keys, &workload)?,
@@ -188,6 +195,15 @@ fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
         age,
         then: Vec::new(),
     })
+}
+
+/// Puts the load phase in key order under `--load-order key` (the generator shuffles it).
+fn order_load(args: &BenchArgs, w: &mut Workload) {
+    if args.load_order == "key" {
+        let arena = &w.arena;
+        w.load
+            .sort_unstable_by(|a, b| arena.get(a.key).cmp(arena.get(b.key)));
+    }
 }
 
 /// A `--workload` sequence (`c,b,a,e`): the first workload's load and run, then each further
@@ -208,6 +224,8 @@ fn prepare_sequence(args: &BenchArgs, names: &[&str]) -> Result<Prepared, String
         if i > 0 {
             // Only the first load runs; the others would hold a record count of operations.
             w.load = OpStream::new();
+        } else {
+            order_load(args, &mut w);
         }
         let label = format!("{name} ({}/{} of {})", i + 1, names.len(), args.workload);
         generated.push((label, w));
@@ -384,11 +402,14 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
         then,
     } = prepare(args)?;
     // The load is labelled with the whole sequence; each run with its own workload.
-    let load_label = if then.is_empty() {
+    let mut load_label = if then.is_empty() {
         label.clone()
     } else {
         args.workload.clone()
     };
+    if args.load_order == "key" {
+        load_label.push_str(", key order");
+    }
     let (_temp_dir, base) = match &args.dir {
         Some(d) => {
             std::fs::create_dir_all(d)
@@ -521,5 +542,53 @@ fn positive_rate(s: &str) -> Result<f64, String> {
         _ => Err(format!(
             "'{s}' is not a positive number of operations per second"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(extra: &[&str]) -> Prepared {
+        let mut argv: Vec<String> = ["--keys", "sparse", "--records", "500", "--ops", "300"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        prepare(&parse_args(&argv).expect("args")).expect("prepare")
+    }
+
+    /// `--load-order key` loads the same records in ascending key order and leaves the run
+    /// phase as it is, alone and as the first workload of a sequence.
+    #[test]
+    fn a_key_order_load_holds_the_same_records_in_key_order_and_the_same_run() {
+        for workload in ["a", "e,c"] {
+            let random = prepared(&["--workload", workload]);
+            let ordered = prepared(&["--workload", workload, "--load-order", "key"]);
+            let keys = |p: &Prepared| -> Vec<Vec<u8>> {
+                let w = &p.workload;
+                w.load
+                    .iter()
+                    .map(|op| w.arena.get(op.key).to_vec())
+                    .collect()
+            };
+            let (r, o) = (keys(&random), keys(&ordered));
+            assert!(
+                o.windows(2).all(|w| w[0] < w[1]),
+                "{workload}: not ascending"
+            );
+            assert_ne!(r, o, "{workload}: the default order is not key order");
+            let mut sorted = r.clone();
+            sorted.sort();
+            assert_eq!(sorted, o, "{workload}: other records");
+            let run = |p: &Prepared| -> Vec<(Vec<u8>, u64)> {
+                let w = &p.workload;
+                w.run
+                    .iter()
+                    .map(|op| (w.arena.get(op.key).to_vec(), op.arg))
+                    .collect()
+            };
+            assert_eq!(run(&random), run(&ordered), "{workload}: another run phase");
+        }
     }
 }
