@@ -19,13 +19,13 @@
 //!   disk for nearly every insert, hours per engine at scale 1; the set measures lookups and
 //!   scans, and every engine runs them on a store bulk-loaded the same way). Each engine runs in a
 //!   memory cgroup that counts the kernel's page cache (`--memory-limit`, [`crate::bound`]), so
-//!   peers reading through the page cache are held to it like `db`'s
-//!   O_DIRECT pool; where the process cannot create one, the report marks the set as not
-//!   bounded. The limit is an eighth of the raw data ([`LTM_DATA_PER_LIMIT`]): the cache budget
-//!   (`cache_bytes=` engine option) is the limit less [`BOUND_SLACK`]. Until issue 24 the set held
-//!   1M records under a limit of 84 MB, so a pool of the whole limit held nearly all of it. At
-//!   scales below about 0.55 the slack alone passes an eighth of the data; the report then says
-//!   how many times the limit the data is.
+//!   peers reading through the page cache are held to it like `db`'s O_DIRECT pool; where the
+//!   process cannot create one, the report marks the set as not bounded. The limit is an eighth
+//!   of the raw data ([`LTM_DATA_PER_LIMIT`]): the cache budget (`cache_bytes=` engine option) is
+//!   the limit less [`BOUND_SLACK`]. Until issue 24 the set held 1M records under a limit of
+//!   84 MB, so a pool of the whole limit held nearly all of it. At scales below about 0.55 the
+//!   slack alone passes an eighth of the data; the report then says how many times the limit the
+//!   data is.
 //!
 //! Each row of a table gives the engine's ratio to the best *peer* (RocksDB, LMDB, redb, fjall,
 //! sled) in that row group, so sylva's engines read as "× of the best engine people use today".
