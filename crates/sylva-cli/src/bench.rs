@@ -149,6 +149,12 @@ fn prepare(args: &BenchArgs) -> Result<Prepared, String> {
         if args.aged {
             return Err("--aged needs a generated workload, not --trace files".into());
         }
+        if args.load_order != "random" {
+            return Err(
+                "--load-order needs a generated workload: a trace's load runs in its own order"
+                    .into(),
+            );
+        }
         if args.trace.len() > 2 {
             return Err(
                 "give at most two --trace files: the load phase, then the run phase".into(),

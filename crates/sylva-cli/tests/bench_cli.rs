@@ -186,6 +186,8 @@ fn a_workload_sequence_loads_once_and_runs_each_workload_on_the_same_store() {
         vec!["bench", "--workload", "c,q"],
         vec!["bench", "--workload", "c,a", "--aged"],
         vec!["bench", "--workload", "c,a", "--trace", "no-such-file"],
+        vec!["bench", "--load-order", "key", "--trace", "no-such-file"],
+        vec!["bench", "--load-order", "sideways"],
     ] {
         let o = sylva(&bad);
         assert_eq!(o.status.code(), Some(2), "{bad:?}");
