@@ -93,14 +93,18 @@ pub enum SyncMode {
     /// Durable before the write returns.
     Always,
     /// Durable after `ops` writes or `interval`, whichever comes first, or at `sync()` (the
-    /// paper syncs every 1,000 updates).
+    /// paper syncs every 1,000 updates). Until then a write is kept in the process's memory (the
+    /// log hands its buffer to the OS at a boundary, or once it holds 1 MiB), so a crash of the
+    /// process loses the writes since the last boundary, as a power loss does; engines that
+    /// hand every write to the OS at once (RocksDB's default) lose them only to a power loss.
     Batch {
         /// Writes per batch.
         ops: u64,
         /// Longest time between syncs while writes keep coming.
         interval: Duration,
     },
-    /// Durable only at `sync()`.
+    /// Durable only at `sync()` (and checkpoints and close); until then a crash of the process
+    /// may lose writes the log still buffers, as under `Batch`.
     Never,
 }
 
