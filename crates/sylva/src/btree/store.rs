@@ -195,15 +195,32 @@ struct Chunk {
 /// `len` bytes of anonymous memory mapped by the kernel: zeros until written, backed only
 /// where touched, unmapped when dropped. (The buffer pool's `Region` maps memory too, but it
 /// reserves address space and discards frames; the node store sits below the pool and needs
-/// only this.)
-struct Zeroed {
+/// only this. The run cache keeps long values in one, `crate::db::runcache`.)
+pub(crate) struct Zeroed {
     ptr: NonNull<u8>,
     len: usize,
 }
 
+// SAFETY: `Zeroed` owns its mapping exclusively, like a `Box<[u8]>`; who writes through
+// `as_ptr` while others read is the owner's protocol (the node store's latches).
+unsafe impl Send for Zeroed {}
+// SAFETY: as above.
+unsafe impl Sync for Zeroed {}
+
 impl Zeroed {
     /// Maps `len` (> 0) bytes; out of memory ends the process, as a failed allocation does.
     fn new(len: usize) -> Self {
+        Self::try_new(len).unwrap_or_else(|| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(len, 4096)
+                    .unwrap_or(std::alloc::Layout::new::<u8>()),
+            )
+        })
+    }
+
+    /// Maps `len` (> 0) bytes, or `None` if the kernel refuses (address space or map count
+    /// exhausted).
+    pub(crate) fn try_new(len: usize) -> Option<Self> {
         // SAFETY: an anonymous private mapping at an address of the kernel's choosing: nothing
         // existing is touched.
         let p = unsafe {
@@ -216,13 +233,14 @@ impl Zeroed {
                 0,
             )
         };
-        match NonNull::new(p.cast::<u8>()).filter(|_| p != libc::MAP_FAILED) {
-            Some(ptr) => Zeroed { ptr, len },
-            None => std::alloc::handle_alloc_error(
-                std::alloc::Layout::from_size_align(len, 4096)
-                    .unwrap_or(std::alloc::Layout::new::<u8>()),
-            ),
-        }
+        NonNull::new(p.cast::<u8>())
+            .filter(|_| p != libc::MAP_FAILED)
+            .map(|ptr| Zeroed { ptr, len })
+    }
+
+    /// The mapping's first byte.
+    pub(crate) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
     }
 }
 

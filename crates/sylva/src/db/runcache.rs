@@ -19,9 +19,10 @@
 //! leaf links it (so a reader that finds the reference finds the value), and writes nothing.
 //! The file gets the run later, from whichever comes first:
 //! - *eviction*: the cache is over its budget; the thread that made it so (after its put, out
-//!   of the write gate, or after a get's miss entered a value) takes victims by a clock (second chance), writes the dirty ones sorted
-//!   by page, contiguous runs together in writes of up to 1 MiB (a load's runs are allocated
-//!   one after another at the file's end, so they leave as sequential writes), then drops them;
+//!   of the write gate, or after a get's miss entered a value) takes victims by a clock (second
+//!   chance), writes the dirty ones sorted by page, contiguous runs together in writes of up to
+//!   1 MiB (a load's runs are allocated one after another at the file's end, so they leave as
+//!   sequential writes), then drops them;
 //! - *a checkpoint*: [`RunCache::flush`] writes every dirty value before the page file's fsync
 //!   and the meta page, so a run whose record the new checkpoint no longer redoes is in the file.
 //!
@@ -74,10 +75,10 @@
 //! chunks of like sizes are reused and a mapping per value would cost more than the value.
 //!
 //! One mutex guards the map and the clock: a lookup holds it for a hash probe (rapidhash: std's
-//! SipHash cost measurably more per get) and copies a value of up to 16 KiB out under it; a longer
-//! one is copied after it is released, through a clone of its `Arc`. Sharding is the next step if a profile
-//! shows it contended; on the machines measured so far (two cores) it is not a choice to make
-//! blind.
+//! SipHash cost measurably more per get) and copies a value of up to 16 KiB out under it; a
+//! longer one is copied after it is released, through a clone of its `Arc`. Sharding is the
+//! next step if a profile shows it contended; on the machines measured so far (two cores) it is
+//! not a choice to make blind.
 //!
 //! Values longer than [`super::overflow::LOGGED_VALUE_MAX`] are written and fsynced at their
 //! put as before (the log does not carry them) and enter the cache clean.
@@ -90,6 +91,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use super::overflow::{lay_out, run_pages, write_run, ValueRef};
+use crate::btree::store::Zeroed;
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::io::AlignedBuf;
@@ -157,72 +159,47 @@ struct Victim {
 
 /// A cached value's bytes: on the heap when shorter than [`MAP_MIN`], else in pages of their
 /// own (`mmap`), which go back to the system when the value leaves (module docs, "Memory").
-pub(crate) struct Bytes {
-    ptr: std::ptr::NonNull<u8>,
-    len: usize,
-    /// The mapping's length, or 0 for bytes on the heap (a `Box<[u8]>`).
-    mapped: usize,
+pub(crate) enum Bytes {
+    Heap(Box<[u8]>),
+    /// `len` bytes at the start of a mapping of their own.
+    Mapped {
+        map: Zeroed,
+        len: usize,
+    },
 }
 
 /// Values at least this long get pages of their own.
 const MAP_MIN: usize = 8 << 10;
 
-// SAFETY: `Bytes` owns its memory exclusively and never changes it after `copy_of`.
-unsafe impl Send for Bytes {}
-// SAFETY: as above; shared access only reads.
-unsafe impl Sync for Bytes {}
-
 impl Bytes {
     /// A copy of `value`.
     fn copy_of(value: &[u8]) -> Self {
         if value.len() >= MAP_MIN {
-            let mapped = value.len().next_multiple_of(4096);
-            // SAFETY: an anonymous private mapping of `mapped` bytes; checked below.
-            let p = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    mapped,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            if p != libc::MAP_FAILED {
-                if let Some(ptr) = std::ptr::NonNull::new(p.cast::<u8>()) {
-                    // SAFETY: the mapping holds `mapped >= value.len()` writable bytes and does
-                    // not overlap `value`.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(value.as_ptr(), ptr.as_ptr(), value.len())
-                    };
-                    return Bytes {
-                        ptr,
-                        len: value.len(),
-                        mapped,
-                    };
-                }
-            }
             // No mapping (address space or map count exhausted): the heap, as shorter values.
+            if let Some(map) = Zeroed::try_new(value.len()) {
+                // SAFETY: the mapping holds `value.len()` writable bytes, is owned here alone
+                // and does not overlap `value`.
+                unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), map.as_ptr(), value.len()) };
+                return Bytes::Mapped {
+                    map,
+                    len: value.len(),
+                };
+            }
         }
-        let boxed: Box<[u8]> = value.into();
-        let len = boxed.len();
-        let ptr = std::ptr::NonNull::new(Box::into_raw(boxed).cast::<u8>())
-            .unwrap_or(std::ptr::NonNull::dangling());
-        Bytes {
-            ptr,
-            len,
-            mapped: 0,
-        }
+        Bytes::Heap(value.into())
     }
 
     fn as_slice(&self) -> &[u8] {
-        // SAFETY: `ptr` points at `len` initialised bytes this value owns (a box's or a
-        // mapping's), alive until drop.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        match self {
+            Bytes::Heap(b) => b,
+            // SAFETY: the mapping holds `len` bytes, written once by `copy_of` before the value
+            // was shared, and lives as long as `self`.
+            Bytes::Mapped { map, len } => unsafe { std::slice::from_raw_parts(map.as_ptr(), *len) },
+        }
     }
 
     fn len(&self) -> usize {
-        self.len
+        self.as_slice().len()
     }
 }
 
@@ -231,24 +208,6 @@ impl std::ops::Deref for Bytes {
 
     fn deref(&self) -> &[u8] {
         self.as_slice()
-    }
-}
-
-impl Drop for Bytes {
-    fn drop(&mut self) {
-        if self.mapped != 0 {
-            // SAFETY: the mapping `copy_of` made, `mapped` bytes long, unmapped once.
-            unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
-        } else {
-            // SAFETY: `ptr` and `len` are those of the box `copy_of` released (a zero-length
-            // box's dangling pointer included, which `Box::from_raw` accepts back).
-            drop(unsafe {
-                Box::from_raw(std::ptr::slice_from_raw_parts_mut(
-                    self.ptr.as_ptr(),
-                    self.len,
-                ))
-            });
-        }
     }
 }
 
@@ -438,9 +397,9 @@ impl RunCache {
         }
     }
 
-    /// Over the budget: evicts down to an eighth below it, writing dirty victims back (module docs),
-    /// then moves the pool's budget. A thread finding another evicting goes on unless the cache
-    /// is an eighth past its budget (then it waits its turn, so memory stays bounded).
+    /// Over the budget: evicts down to an eighth below it, writing dirty victims back (module
+    /// docs), then moves the pool's budget. A thread finding another evicting goes on unless the
+    /// cache is an eighth past its budget (then it waits its turn, so memory stays bounded).
     pub(crate) fn make_room(&self, pool: &BufferPool, wal: &Wal) -> Result<()> {
         if self.bytes.load(Ordering::Relaxed) > self.cap {
             let guard = match self.writeback.try_lock() {
