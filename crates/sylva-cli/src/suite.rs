@@ -16,8 +16,8 @@
 //!   8-byte keys and 56-byte values (1.28 GB of raw data), durable engines only, workloads C and
 //!   E one after the other on one load per engine (`--workload c,e`), the load in key order
 //!   (`--load-order key`: in random order, a B-tree's load under the limit reads and writes the
-//!   disk for nearly every insert, hours per engine at scale 1; the set measures lookups and
-//!   scans, and every engine runs them on a store bulk-loaded the same way). Each engine runs in a
+//!   disk for nearly every insert; the set measures lookups and scans, and every engine runs
+//!   them on a store bulk-loaded the same way). Each engine runs in a
 //!   memory cgroup that counts the kernel's page cache (`--memory-limit`, [`crate::bound`]), so
 //!   peers reading through the page cache are held to it like `db`'s O_DIRECT pool; where the
 //!   process cannot create one, the report marks the set as not bounded. The limit is an eighth
@@ -84,9 +84,9 @@ fn ltm_budget(scale: f64) -> u64 {
 }
 
 /// `db`'s memory outside its pool (page table, free-space map, log buffer, harness histograms),
-/// with room to spare: a bounded set also runs `db` with a pool of the limit less this. It grows
-/// with the file; 8 MiB, enough at the old set's 1M records, was not at 20M, where `db` with the
-/// rest of the limit as its pool was killed at the limit (`docs/results/peers.md`, set 4).
+/// with room to spare at the set's scale-1 size (it grows with the file; measured in
+/// `docs/results/peers.md`, set 4): a bounded set also runs `db` with a pool of the limit less
+/// this.
 const DB_OUTSIDE_POOL: u64 = 16 << 20;
 
 fn sets(scale: f64) -> Vec<Set> {
@@ -473,7 +473,7 @@ fn row_label(argv: &[String]) -> String {
         label.push_str(&format!(" {d}"));
     }
     if get("--load-order").as_deref() == Some("key") {
-        label.push_str(", loaded in key order");
+        label.push_str(", key order");
     }
     label
 }
