@@ -6,6 +6,13 @@
 //! A child is this program, `bench` with the parent's arguments but one engine, one repetition,
 //! a JSON file and a directory of its own; environment variables tell it it is a child, which
 //! cgroup to join, and where to signal that it is ready to be killed.
+//!
+//! Under a memory limit a child also gets `MALLOC_ARENA_MAX=1` (unless the caller set the
+//! variable), whatever the engine: glibc's allocator otherwise keeps an arena per thread (up to
+//! eight per core), and memory freed in one is not reused by another, so an engine whose
+//! background threads allocate and free (RocksDB's flushes and compactions, fjall's) holds
+//! hundreds of megabytes of free heap beside its cache, and the kernel kills it at the limit for
+//! memory it does not use (`docs/benchmarking.md`, "Memory limits").
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,6 +30,10 @@ const CGROUP_ENV: &str = "SYLVA_BENCH_CGROUP";
 /// Set in a child under `--recovery`: the file to create once its last phase is measured and
 /// written to its JSON file, when it waits to be killed.
 const KILL_READY_ENV: &str = "SYLVA_BENCH_KILL_READY";
+
+/// glibc's limit on its allocator's arenas, set to 1 in a child under a memory limit (module
+/// docs).
+const MALLOC_ARENAS_ENV: &str = "MALLOC_ARENA_MAX";
 
 /// How often the parent checks whether its child exited or is ready to be killed.
 const CHILD_POLL: Duration = Duration::from_millis(20);
@@ -119,6 +130,9 @@ pub(crate) fn measure_in_children(
                 .stdout(std::process::Stdio::null());
             if let Some(b) = &bound {
                 command.env(CGROUP_ENV, b.dir());
+                if std::env::var_os(MALLOC_ARENAS_ENV).is_none() {
+                    command.env(MALLOC_ARENAS_ENV, "1");
+                }
             }
             let kill = args.recovery && is_durable(&spec.name);
             if kill {
