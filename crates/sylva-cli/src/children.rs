@@ -12,7 +12,7 @@
 //! eight per core), and memory freed in one is not reused by another, so an engine whose
 //! background threads allocate and free (RocksDB's flushes and compactions, fjall's) holds
 //! hundreds of megabytes of free heap beside its cache, and the kernel kills it at the limit for
-//! memory it does not use (`docs/benchmarking.md`, "Memory limits").
+//! memory it does not use (`docs/benchmarking.md`, "Memory budget").
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
