@@ -401,8 +401,9 @@ impl Rig {
 fn db_options() -> DbOptions {
     DbOptions {
         sync: SyncMode::Always,
-        cache_bytes: 32 * PAGE_SIZE as u64,
+        cache_bytes: CACHE_PAGES.with(std::cell::Cell::get) * PAGE_SIZE as u64,
         run_cache: RUN_CACHE.with(std::cell::Cell::get),
+        logged_value_max: LOGGED_VALUE_MAX.with(std::cell::Cell::get),
         page_size: PAGE_SIZE,
         checkpoint_bytes: 1 << 40,
         direct_io: false,
@@ -414,6 +415,22 @@ thread_local! {
     /// Whether this thread's databases keep out-of-line values in the run cache (the default):
     /// off where a case needs a logged run written by its put.
     static RUN_CACHE: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// This thread's databases' `cache_bytes`, in pages.
+    static CACHE_PAGES: std::cell::Cell<u64> = const { std::cell::Cell::new(32) };
+    /// This thread's databases' `logged_value_max`.
+    static LOGGED_VALUE_MAX: std::cell::Cell<usize> = const { std::cell::Cell::new(64 << 10) };
+}
+
+/// How a put's out-of-line value reaches the page file (`db/overflow.rs`, "Writing").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunWrite {
+    /// Logged whole, and (without the run cache) written by its put, not fsynced.
+    Logged,
+    /// Not logged: written and fsynced by its put, before its record.
+    AtPut,
+    /// Not logged: in the run cache until the commit's log sync writes it and fsyncs the page
+    /// file, before the log's fsync.
+    BeforeSync,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -448,11 +465,16 @@ impl Workload {
         tagged_value(key, self.n, len)
     }
 
-    /// A put whose value goes out of line: logged whole (`logged`) or over 1 MiB.
-    fn big_put(&mut self, logged: bool) -> Op {
+    /// A put whose value goes out of line, of a length that takes `how` (with the options
+    /// `faults_in_an_overflow_run_write` sets for it).
+    fn big_put(&mut self, how: RunWrite) -> Op {
         let k = self.key();
         self.n += 1;
-        let len = if logged { 70_000 } else { (1 << 20) + 5000 };
+        let len = match how {
+            RunWrite::Logged => 60_000,
+            RunWrite::AtPut => (1 << 20) + 5000,
+            RunWrite::BeforeSync => 5000,
+        };
         Op::Put(k.clone(), tagged_value(&k, self.n, len))
     }
 
@@ -924,15 +946,16 @@ fn faults_in_the_page_file_while_running() {
 /// Each write fault at the write of an out-of-line value's run (the first page-file write of a
 /// put of a large value, with no dirty page written before it, as the pool writes back only at
 /// checkpoints and evictions here), and a failed fsync at the one that makes an unlogged run
-/// durable before its record: the put fails or (a torn write) the run's damage is caught by its
-/// checksum; nothing acknowledged is lost. A logged run is written by its put only without the
+/// durable before its record (by its put, or by the commit's log sync for a value the run cache
+/// holds): the put fails or (a torn write) the run's damage is caught by its checksum; nothing
+/// acknowledged is lost. A logged run is written by its put only without the
 /// run cache (`run_cache=false`); with it, the run cache's write-backs are among the page-file
 /// writes `faults_in_the_page_file_while_running` breaks (its values of 5,000 bytes and more go
 /// out of line).
 #[test]
 fn faults_in_an_overflow_run_write() {
     let mut cases: Vec<(String, Box<dyn FnOnce()>)> = Vec::new();
-    for logged in [true, false] {
+    for how in [RunWrite::Logged, RunWrite::AtPut, RunWrite::BeforeSync] {
         for fault in [
             Fault::FailWrite,
             Fault::ShortWrite(PAGE_SIZE + 100),
@@ -940,18 +963,36 @@ fn faults_in_an_overflow_run_write() {
             Fault::TornWrite(PAGE_SIZE + 100),
             Fault::FailSync,
         ] {
-            if matches!(fault, Fault::FailSync) && logged {
+            if matches!(fault, Fault::FailSync) && how == RunWrite::Logged {
                 continue; // a logged run is not fsynced by its put
             }
             cases.push((
-                format!("{fault:?} on a run's write (logged: {logged})"),
+                format!("{fault:?} on a run's write ({how:?})"),
                 Box::new(move || {
-                    RUN_CACHE.with(|c| c.set(!logged));
+                    // Logged: written by its put only without the run cache. Before the sync:
+                    // a value over `logged_value_max`, short enough for the cache, which is
+                    // large enough that the value entering it does not move the pool's budget
+                    // (an eviction's write would come before the run's).
+                    RUN_CACHE.with(|c| c.set(how != RunWrite::Logged));
+                    CACHE_PAGES.with(|c| {
+                        c.set(if how == RunWrite::BeforeSync {
+                            1024
+                        } else {
+                            32
+                        })
+                    });
+                    LOGGED_VALUE_MAX.with(|c| {
+                        c.set(if how == RunWrite::BeforeSync {
+                            1024
+                        } else {
+                            64 << 10
+                        })
+                    });
                     let op = Workload {
                         rng: Rng::new(99),
                         n: 1 << 40,
                     }
-                    .big_put(logged);
+                    .big_put(how);
                     scenario_from(Target::PageFile, fault, 0, Some(op));
                 }),
             ));

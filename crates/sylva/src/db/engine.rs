@@ -40,6 +40,10 @@ impl Engine for PagedTree {
         self.redo_record(lsn, payload)
     }
 
+    fn log_ends_before(&mut self, lsn: u64, payload: &[u8]) -> Result<bool> {
+        self.run_missing(lsn, payload)
+    }
+
     fn redo_end(&mut self) -> Result<bool> {
         self.finish_redo()
     }
@@ -81,15 +85,21 @@ impl Engine for PagedTree {
         self.tree.store.log_bytes.load(Ordering::Relaxed)
     }
 
-    /// The runs of values over [`super::overflow::LOGGED_VALUE_MAX`] (noted by
-    /// [`super::overflow`] after the run's fsync, before its record).
+    /// The runs of values their records do not carry (noted by [`super::overflow`] at their
+    /// put), and those the run cache holds unwritten when noting starts: such a run is written
+    /// at the latest by the log's sync that makes its record durable, which may come after the
+    /// backup copied its pages.
     fn note_unlogged_runs(&self, on: bool) -> Result<Vec<(u64, u64)>> {
-        let mut runs = self.tree.store.unlogged_runs.lock();
-        Ok(if on {
-            *runs = Some(Vec::new());
-            Vec::new()
+        let store = &self.tree.store;
+        if on {
+            *store.unlogged_runs.lock() = Some(Vec::new());
+            let dirty = store.runs.dirty_unlogged(store.pool.file().page_size());
+            if let Some(runs) = store.unlogged_runs.lock().as_mut() {
+                runs.extend(dirty);
+            }
+            Ok(Vec::new())
         } else {
-            runs.take().unwrap_or_default()
-        })
+            Ok(store.unlogged_runs.lock().take().unwrap_or_default())
+        }
     }
 }

@@ -249,6 +249,11 @@ pub(crate) fn batch_end(out: &mut Vec<u8>) {
     out.push(BATCH_END);
 }
 
+/// Whether `payload` is a RUNS record.
+pub(crate) fn is_runs(payload: &[u8]) -> bool {
+    payload.first() == Some(&RUNS)
+}
+
 /// Reads a record; `image_len` is the engine bytes of a page.
 pub(crate) fn decode(lsn: u64, payload: &[u8], image_len: usize) -> Result<Record<'_>> {
     let mut r = Reader {

@@ -139,6 +139,7 @@ mod store;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 use crate::btree::{self, BTree};
 use crate::buffer::{BufferPool, PoolOptions};
@@ -296,8 +297,9 @@ impl Db {
             files,
             durable_options,
             |file, wal, state, checkpoint_lsn| {
+                let file = Arc::new(file);
                 let mut pool = BufferPool::new(
-                    file,
+                    file.clone(),
                     Some(wal.clone()),
                     PoolOptions {
                         budget_bytes: options.cache_bytes,
@@ -309,9 +311,21 @@ impl Db {
                 // A database this build creates tags its values (out-of-line values); one
                 // created before keeps its untagged values.
                 let tags = state.map_or(Some(overflow::Tags::RefShape), |s: state::State| s.tags);
-                let runs =
-                    RunCache::new(options.cache_bytes, options.run_cache, options.background);
-                let store = PoolStore::new(pool, wal, checkpoint_lsn, tags, runs);
+                let runs = Arc::new(RunCache::new(
+                    options.cache_bytes,
+                    options.run_cache,
+                    options.background,
+                ));
+                if runs.enabled() {
+                    // Values whose records do not carry them are in the file before the log's
+                    // syncs (`overflow`, "Writing").
+                    wal.set_before_sync(Arc::new(runcache::UnloggedRuns {
+                        runs: runs.clone(),
+                        file,
+                    }));
+                }
+                let mut store = PoolStore::new(pool, wal, checkpoint_lsn, tags, runs);
+                store.logged_value_max = options.logged_value_max;
                 let layout = state.map_or(options.layout, |s: state::State| s.layout);
                 let tree_options = btree::Options {
                     layout,

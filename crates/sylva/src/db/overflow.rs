@@ -42,19 +42,38 @@
 //!    synced up to the last such record, if it is not yet, before the run is written (rare:
 //!    merges happen on deletes);
 //! 3. forget the pool's frames of those pages ([`crate::buffer::BufferPool::forget_run`]);
-//! 4. a value of at most [`LOGGED_VALUE_MAX`] bytes (1 MiB) is carried whole by the log
-//!    record, like an inline put's value, and the run needs no fsync of its own: recovery
-//!    rewrites it from the record, and the checkpoint that no longer redoes the record writes
-//!    and fsyncs it first. Such a value enters the run cache ([`super::runcache`]) dirty and is
-//!    written later, by the cache's eviction or a checkpoint (the log synced first up to the
-//!    record that freed reused pages, if step 2 asked for it). Without the run cache
-//!    (`run_cache=false`) it is written here, with one I/O (runs over 64 MiB in 64 MiB pieces,
-//!    to bound the buffer), after step 2's sync. A longer value is written here and made
-//!    durable (the page file's fsync) *before* its record is appended, so the record never
-//!    reaches disk without it, and the log carries only the reference (a 1 GiB value is not
-//!    written twice, and no record exceeds the log's 64 MiB limit); while an online backup
-//!    runs, such a run is noted for it to copy again ([`crate::durable::backup`]: the log
-//!    cannot bring it back);
+//! 4. one of three ways to the file:
+//!    - *logged*: a value of at most [`crate::DbOptions::logged_value_max`] bytes (64 KiB by
+//!      default) is carried whole by the log record, like an inline put's value, and the run
+//!      needs no fsync of its own: recovery rewrites it from the record, and the checkpoint that
+//!      no longer redoes the record writes and fsyncs it first. It enters the run cache
+//!      ([`super::runcache`]) dirty and is written later, by the cache's eviction or a
+//!      checkpoint (the log synced first up to the record that freed reused pages, if step 2
+//!      asked for it). Without the run cache (`run_cache=false`) it is written here, with one
+//!      I/O (runs over 64 MiB in 64 MiB pieces, to bound the buffer), after step 2's sync. A
+//!      value over reused pages whose freeing record is not durable yet is logged up to 1 MiB
+//!      whatever the option says (rare: merges happen on deletes), since only a logged value's
+//!      write may wait for the log;
+//!    - *before the log's sync*: a longer value, if the run cache takes it (at most a
+//!      sixteenth of the cache), enters it dirty and *unlogged*: the record carries only the
+//!      reference, and the run cache writes the run, and fsyncs the page file, in the log's
+//!      [`crate::wal::BeforeSync`] hook, which every sync of the log runs after taking the
+//!      records it makes durable and before its own fsync. So a value is written once, not in
+//!      the log and again in its run, and a `SyncMode::Never` or `Batch` load leaves the runs
+//!      to be written together, sequentially, by the next sync or checkpoint; a
+//!      `SyncMode::Always` commit costs two fsyncs instead of one. The record may still reach
+//!      the disk without its run, written behind without a sync or left by a killed process;
+//!      recovery checks the runs of the records the log does not claim synced and ends the log
+//!      before the first whose run is missing (`super::recovery`, [`run_in_file`]). The run's
+//!      bytes count towards `checkpoint_bytes` as logged bytes do, which bounds that check;
+//!    - *at the put*: a value too long for the cache, or any unlogged value without it, is
+//!      written here and made durable (the page file's fsync) *before* its record is appended,
+//!      so the record never reaches disk without it (a 1 GiB value is not written twice, and no
+//!      record exceeds the log's 64 MiB limit).
+//!
+//!    While an online backup runs, an unlogged run is noted for it to copy again
+//!    ([`crate::durable::backup`]: the log cannot bring it back), and so is every unlogged run
+//!    the cache holds unwritten when it starts;
 //! 5. the leaf put, logged as a RUNS record wrapping the tree's own record (`super::log`).
 //!
 //! **Freeing.** An overwrite or delete of a key whose value is out of line frees the run with a
@@ -131,8 +150,20 @@ pub(crate) const REF_LEN: usize = 17;
 pub const RUN_HEADER_LEN: usize = PAGE_HEADER_LEN + 16;
 /// The longest value (its length is a `u32`).
 pub const MAX_VALUE_LEN: usize = u32::MAX as usize;
-/// Values up to this many bytes are carried whole by their log record (module docs).
-pub(crate) const LOGGED_VALUE_MAX: usize = 1 << 20;
+/// Values over reused pages up to this many bytes are carried whole by their log record,
+/// whatever [`crate::DbOptions::logged_value_max`] says (module docs, "Writing").
+const LOGGED_VALUE_CAP: usize = 1 << 20;
+
+/// How a put's out-of-line value reaches the file (module docs, "Writing", step 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum How {
+    /// Carried by its log record; the run is written later (by the run cache) or now.
+    Logged,
+    /// Not logged: the run cache writes it before the log's next sync.
+    BeforeSync,
+    /// Not logged: written and fsynced now, before its record.
+    AtPut,
+}
 /// The largest single write or direct read of a run.
 const IO_CHUNK: usize = 64 << 20;
 
@@ -404,6 +435,42 @@ pub(crate) fn read_value(file: &PageFile, r: ValueRef, out: &mut Vec<u8>) -> Res
     Ok(())
 }
 
+/// Whether the run `r` refers to is in the file whole: its first page intact with a run header
+/// that agrees with the reference, and its value's CRC32C the reference's. Read past the
+/// allocator (recovery asks before redo marks the run in use), in pieces of at most 64 MiB;
+/// a file that ends inside the run answers no. Errors only for failed reads.
+pub(crate) fn run_in_file(file: &PageFile, r: ValueRef) -> Result<bool> {
+    let ps = file.page_size();
+    let io = file.io();
+    let start = r.first * ps as u64;
+    let total = r.pages(ps) * ps as u64;
+    if io.file_len()? < start + total {
+        return Ok(false);
+    }
+    let mut buf = AlignedBuf::new((total as usize).min(IO_CHUNK));
+    let (mut at, mut crc, mut left) = (0u64, 0u32, r.len as usize);
+    while at < total {
+        let n = ((total - at) as usize).min(buf.len());
+        io.read_at(&mut buf[..n], start + at)?;
+        let mut bytes = &buf[..n];
+        if at == 0 {
+            match decode_run_header(&bytes[..ps], r.first) {
+                Ok(h) if h.len == r.len && h.crc == r.crc => {}
+                Ok(_) | Err(Error::ChecksumMismatch { .. } | Error::Corruption { .. }) => {
+                    return Ok(false)
+                }
+                Err(e) => return Err(e),
+            }
+            bytes = &bytes[RUN_HEADER_LEN..];
+        }
+        let take = bytes.len().min(left);
+        crc = crc32c::crc32c_append(crc, &bytes[..take]);
+        left -= take;
+        at += n as u64;
+    }
+    Ok(crc == r.crc)
+}
+
 /// Verifies the run `r` refers to whole: its first page and run header (which must agree with
 /// the reference) and its value's CRC32C.
 pub(crate) fn check_run(file: &PageFile, r: ValueRef, scratch: &mut Vec<u8>) -> Result<()> {
@@ -572,8 +639,6 @@ fn put_out_of_line(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<
             len: value.len() as u32,
             crc: crc32c::crc32c(value),
         };
-        let logged = value.len() <= LOGGED_VALUE_MAX;
-        let cached = logged && store.runs.enabled();
         let result = (|| {
             // The WAL rule for reused pages (module docs): before the run is written, here or
             // by the run cache's write-back.
@@ -583,21 +648,46 @@ fn put_out_of_line(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<
             } else {
                 0
             };
-            store.pool.forget_run(first, n)?;
-            if cached {
-                store
-                    .runs
-                    .insert_dirty(r, value, store.wal.next_lsn(), log_before);
+            // How the value reaches the file (module docs, "Writing", step 4). A value over
+            // reused pages whose freeing record is not durable yet is logged whatever its
+            // length (rare): its write must wait for the log, which a sync's hook cannot.
+            let how = if value.len() <= store.logged_value_max
+                || (log_before != 0 && value.len() <= LOGGED_VALUE_CAP && store.runs.enabled())
+            {
+                How::Logged
+            } else if log_before == 0 && store.runs.takes_unlogged(value.len()) {
+                How::BeforeSync
             } else {
-                if log_before != 0 {
-                    store.wal.sync_to(log_before)?;
+                How::AtPut
+            };
+            let logged = how == How::Logged;
+            store.pool.forget_run(first, n)?;
+            match how {
+                How::Logged | How::BeforeSync if store.runs.enabled() => {
+                    let unlogged = how == How::BeforeSync;
+                    store
+                        .runs
+                        .insert_dirty(r, value, store.wal.next_lsn(), log_before, unlogged);
+                    if unlogged {
+                        // For an online backup, which copies it again after the log's sync
+                        // that wrote it; and towards the next checkpoint, as logged bytes are.
+                        store.note_unlogged_run(first, n);
+                        store
+                            .log_bytes
+                            .fetch_add(n * file.page_size() as u64, Ordering::Relaxed);
+                    }
                 }
-                write_run(file, first, value, r.crc, store.wal.next_lsn())?;
-                if !logged {
-                    file.sync()?;
-                    store.note_unlogged_run(first, n);
+                _ => {
+                    if log_before != 0 {
+                        store.wal.sync_to(log_before)?;
+                    }
+                    write_run(file, first, value, r.crc, store.wal.next_lsn())?;
+                    if !logged {
+                        file.sync()?;
+                        store.note_unlogged_run(first, n);
+                    }
+                    store.runs.insert_clean(r, value);
                 }
-                store.runs.insert_clean(r, value);
             }
             store.note_run_written(r, logged.then_some(value));
             tree.put_logged_in_gate(key, &r.encode())

@@ -75,6 +75,32 @@ impl LeafRedo {
 const PREFETCH_DISTANCE: usize = 8;
 
 impl PagedTree {
+    /// Whether the record at `lsn` names a run its record does not carry that is not in the
+    /// page file whole ([`crate::durable::Engine::log_ends_before`]): checked only for records
+    /// the crash may have left unsynced, since a sync of the log writes such runs first
+    /// ([`super::runcache`], "Values the log does not carry").
+    pub(super) fn run_missing(&self, lsn: u64, payload: &[u8]) -> Result<bool> {
+        let store = &self.tree.store;
+        if !log::is_runs(payload) || lsn < store.wal.claimed_durable_below() {
+            return Ok(false);
+        }
+        let Record::Runs { written, .. } = log::decode(lsn, payload, store.page_size_bytes())?
+        else {
+            return Ok(false);
+        };
+        for w in written.iter().filter(|w| w.value.is_none()) {
+            let r = overflow::ValueRef {
+                first: w.first,
+                len: w.len,
+                crc: w.crc,
+            };
+            if !overflow::run_in_file(store.pool.file(), r)? {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Redoes the record at `lsn`, or holds it back if it is a leaf's put or delete (see the
     /// module docs).
     pub(super) fn redo_record(&mut self, lsn: u64, payload: &[u8]) -> Result<()> {

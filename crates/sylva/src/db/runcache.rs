@@ -14,8 +14,8 @@
 //! run was freed and its pages reused): the get treats it as a miss, reads the file, and the
 //! CRC check there sends it back to the tree as before.
 //!
-//! **Write-back** (values of at most [`super::overflow::LOGGED_VALUE_MAX`] bytes, which their
-//! log record carries whole). A put allocates the run and enters the value dirty before the
+//! **Write-back** (values their log record carries whole: at most
+//! [`crate::DbOptions::logged_value_max`] bytes). A put allocates the run and enters the value dirty before the
 //! leaf links it (so a reader that finds the reference finds the value), and writes nothing.
 //! The file gets the run later, from whichever comes first:
 //! - *eviction*: the cache is over its budget; the thread that made it so (after its put, out
@@ -80,12 +80,29 @@
 //! next step if a profile shows it contended; on the machines measured so far (two cores) it is
 //! not a choice to make blind.
 //!
-//! Values longer than [`super::overflow::LOGGED_VALUE_MAX`] are written and fsynced at their
-//! put as before (the log does not carry them) and enter the cache clean.
+//! **Values the log does not carry** (longer than `logged_value_max`, at most a sixteenth of
+//! the cache; [`super::overflow`], "Writing"). They enter dirty and *unlogged*, and leave as any
+//! dirty value does, by eviction or a checkpoint; but they must also be in the file, synced,
+//! before the log's sync that makes their records durable. [`RunCache::write_unlogged`] is the
+//! log's [`BeforeSync`] hook: it writes every unlogged value still dirty (a list of their first
+//! pages, emptied by each call) and fsyncs the page file if any unlogged value was written since
+//! its last fsync, by it or by a write-back (a count of such writes, taken before the entries
+//! are marked clean or leave, and the count its last fsync covered). The hook runs after the
+//! log took the records it syncs, each of whose values entered the cache before its record was
+//! appended, so every value it must see is either still dirty here or written and counted. Two
+//! rules differ from logged values:
+//! - an unlogged value freed while dirty is written all the same (marked freed, it leaves once
+//!   written), whenever it was put: its record may become durable before the record that freed
+//!   it, and recovery, finding the run missing, would end the log there;
+//! - the hook never waits for the log (it runs inside the log's flush): an unlogged value is
+//!   never put over reused pages whose freeing record is not durable (those are logged).
+//!
+//! Longer values (over a sixteenth of the cache), and every unlogged value without the cache,
+//! are written and fsynced at their put as before and enter the cache clean.
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -94,8 +111,8 @@ use super::overflow::{lay_out, run_pages, write_run, ValueRef};
 use crate::btree::store::Zeroed;
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
-use crate::io::AlignedBuf;
-use crate::wal::Wal;
+use crate::io::{AlignedBuf, PageFile};
+use crate::wal::{BeforeSync, Wal};
 
 /// Bytes an entry is charged beyond its value: the map's slot, the clock's, the `Arc`'s header.
 pub(crate) const ENTRY_OVERHEAD: u64 = 96;
@@ -120,6 +137,9 @@ struct Entry {
     /// Its run was freed, but a checkpoint begun before the free still needs it written
     /// (module docs, "Freed before written"); it leaves once written.
     freed: bool,
+    /// Its record does not carry the value: the run must be in the file, synced, before the
+    /// log's sync that makes the record durable (module docs, "Values the log does not carry").
+    unlogged: bool,
     /// The clock's second chance.
     referenced: bool,
 }
@@ -137,6 +157,7 @@ impl Entry {
             crc: self.crc,
             lsn: self.lsn,
             log_before: self.log_before,
+            unlogged: self.unlogged,
         }
     }
 }
@@ -146,6 +167,10 @@ struct Inner {
     map: HashMap<u64, Entry, rapidhash::fast::RandomState>,
     /// First pages in clock order (a page may appear after its entry left; skipped then).
     clock: VecDeque<u64>,
+    /// First pages of the dirty entries whose records do not carry their values, and of
+    /// some that have since been written or left (skipped then); emptied by
+    /// [`RunCache::write_unlogged`].
+    unlogged: Vec<u64>,
 }
 
 /// A dirty value to write: its run's first page and what its pages hold.
@@ -155,6 +180,7 @@ struct Victim {
     crc: u32,
     lsn: u64,
     log_before: u64,
+    unlogged: bool,
 }
 
 /// A cached value's bytes: on the heap when shorter than [`MAP_MIN`], else in pages of their
@@ -241,6 +267,14 @@ pub(crate) struct RunCache {
     lent: AtomicU64,
     /// Serialises write-backs; holds the write buffer.
     writeback: Mutex<Option<AlignedBuf>>,
+    /// Serialises [`RunCache::write_unlogged`]; holds its write buffer.
+    unlogged_lock: Mutex<Option<AlignedBuf>>,
+    /// Writes of unlogged values completed (a count), and how many of them the last
+    /// page-file sync of [`RunCache::write_unlogged`] covered.
+    unlogged_written: AtomicU64,
+    unlogged_synced: AtomicU64,
+    /// Whether an unlogged value ever entered (until then the hook has nothing to do).
+    any_unlogged: AtomicBool,
     /// Write-backs keep several writes in flight (module docs, "Writing in parallel").
     parallel: bool,
     hits: AtomicU64,
@@ -262,6 +296,10 @@ impl RunCache {
             total,
             lent: AtomicU64::new(0),
             writeback: Mutex::new(None),
+            unlogged_lock: Mutex::new(None),
+            unlogged_written: AtomicU64::new(0),
+            unlogged_synced: AtomicU64::new(0),
+            any_unlogged: AtomicBool::new(false),
             parallel,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
@@ -308,8 +346,17 @@ impl RunCache {
         true
     }
 
-    /// Enters a value a put is about to link, not yet in the file (module docs).
-    pub(crate) fn insert_dirty(&self, r: ValueRef, value: &[u8], lsn: u64, log_before: u64) {
+    /// Enters a value a put is about to link, not yet in the file (module docs); `unlogged`:
+    /// its record will not carry it.
+    pub(crate) fn insert_dirty(
+        &self,
+        r: ValueRef,
+        value: &[u8],
+        lsn: u64,
+        log_before: u64,
+        unlogged: bool,
+    ) {
+        debug_assert!(!unlogged || log_before == 0);
         self.insert(
             r.first,
             Entry {
@@ -319,9 +366,17 @@ impl RunCache {
                 log_before,
                 dirty: true,
                 freed: false,
+                unlogged,
                 referenced: false,
             },
         );
+    }
+
+    /// Whether a value of `len` bytes may wait here dirty without its record carrying it: the
+    /// cache is on and the value is at most a sixteenth of it (longer ones are written at their
+    /// put, as values a read enters are not kept past that size).
+    pub(crate) fn takes_unlogged(&self, len: usize) -> bool {
+        self.enabled() && len as u64 <= self.cap / 16
     }
 
     /// Enters a value that is in the file (read on a miss, or written at its put), unless it is
@@ -339,6 +394,7 @@ impl RunCache {
                 log_before: 0,
                 dirty: false,
                 freed: false,
+                unlogged: false,
                 referenced: false,
             },
         );
@@ -347,6 +403,10 @@ impl RunCache {
     fn insert(&self, first: u64, entry: Entry) {
         let charge = entry.charge();
         let mut inner = self.inner.lock();
+        if entry.unlogged {
+            inner.unlogged.push(first);
+            self.any_unlogged.store(true, Ordering::Release);
+        }
         match inner.map.entry(first) {
             MapEntry::Occupied(mut o) => {
                 // A value of pages freed and reused (a clean entry a free did not find, or a
@@ -389,7 +449,9 @@ impl RunCache {
         }
         let mut inner = self.inner.lock();
         if let Some(e) = inner.map.get_mut(&first) {
-            if e.dirty && e.lsn < checkpoint_lsn {
+            // An unlogged value is written even so: its record may become durable, and
+            // recovery finding the run not in the file would end the log there.
+            if e.dirty && (e.lsn < checkpoint_lsn || e.unlogged) {
                 e.freed = true;
             } else if let Some(e) = inner.map.remove(&first) {
                 self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
@@ -482,7 +544,7 @@ impl RunCache {
     ) -> Result<()> {
         let mut sorted: Vec<&Victim> = victims.iter().collect();
         sorted.sort_unstable_by_key(|v| v.first);
-        if let Err(e) = self.write_refs(&sorted, pool, wal, buf) {
+        if let Err(e) = self.write_refs(&sorted, pool.file(), Some(wal), buf) {
             let mut inner = self.inner.lock();
             for v in victims {
                 if inner.map.contains_key(&v.first) {
@@ -550,7 +612,7 @@ impl RunCache {
                     })
                     .collect()
             };
-            self.write_refs(&batch, pool, wal, &mut buf)?;
+            self.write_refs(&batch, pool.file(), Some(wal), &mut buf)?;
             let mut inner = self.inner.lock();
             for v in batch {
                 if let MapEntry::Occupied(mut o) = inner.map.entry(v.first) {
@@ -567,6 +629,72 @@ impl RunCache {
             at = end;
         }
         drop(self.writeback.lock());
+        drop(self.unlogged_lock.lock());
+        Ok(())
+    }
+
+    /// The runs (first page, pages) of the dirty values whose records do not carry them.
+    pub(crate) fn dirty_unlogged(&self, page_size: usize) -> Vec<(u64, u64)> {
+        let inner = self.inner.lock();
+        inner
+            .map
+            .iter()
+            .filter(|(_, e)| e.dirty && e.unlogged)
+            .map(|(&first, e)| (first, run_pages(e.value.len(), page_size)))
+            .collect()
+    }
+
+    /// Writes every dirty value whose record does not carry it and syncs the page file if any
+    /// such value was written since the last time (module docs, "Values the log does not
+    /// carry"): the log's [`crate::wal::BeforeSync`], run before each of its syncs.
+    pub(crate) fn write_unlogged(&self, file: &PageFile) -> Result<()> {
+        // Set before the entry's record is appended, so before any sync that covers it.
+        if !self.any_unlogged.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut buf = self.unlogged_lock.lock();
+        let mut victims: Vec<Victim> = {
+            let mut inner = self.inner.lock();
+            let firsts = std::mem::take(&mut inner.unlogged);
+            firsts
+                .into_iter()
+                .filter_map(|first| {
+                    inner
+                        .map
+                        .get(&first)
+                        .filter(|e| e.dirty && e.unlogged)
+                        .map(|e| e.victim(first))
+                })
+                .collect()
+        };
+        if !victims.is_empty() {
+            victims.sort_unstable_by_key(|v| v.first);
+            victims.dedup_by_key(|v| v.first);
+            let sorted: Vec<&Victim> = victims.iter().collect();
+            let result = self.write_refs(&sorted, file, None, &mut buf);
+            let mut inner = self.inner.lock();
+            for v in &victims {
+                if let MapEntry::Occupied(mut o) = inner.map.entry(v.first) {
+                    if !Arc::ptr_eq(&o.get().value, &v.value) {
+                        continue;
+                    }
+                    if result.is_err() {
+                        inner.unlogged.push(v.first);
+                    } else if o.get().freed {
+                        let e = o.remove();
+                        self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
+                    } else {
+                        o.get_mut().dirty = false;
+                    }
+                }
+            }
+            result?;
+        }
+        let written = self.unlogged_written.load(Ordering::Acquire);
+        if self.unlogged_synced.load(Ordering::Relaxed) < written {
+            file.sync()?;
+            self.unlogged_synced.store(written, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -576,17 +704,24 @@ impl RunCache {
     fn write_refs(
         &self,
         victims: &[&Victim],
-        pool: &BufferPool,
-        wal: &Wal,
+        file: &PageFile,
+        wal: Option<&Wal>,
         buf: &mut Option<AlignedBuf>,
     ) -> Result<()> {
         let Some(log_before) = victims.iter().map(|v| v.log_before).max() else {
             return Ok(());
         };
-        if log_before != 0 && wal.durable_below() <= log_before {
-            wal.sync_to(log_before)?;
+        if log_before != 0 {
+            // Unlogged values (the only ones written without a log at hand) never wait for it.
+            let wal = wal.ok_or_else(|| Error::InvalidArgument {
+                what: "a run over reused pages written back without the log".into(),
+                limit: 0,
+            })?;
+            if wal.durable_below() <= log_before {
+                wal.sync_to(log_before)?;
+            }
         }
-        let ps = pool.file().page_size();
+        let ps = file.page_size();
         let groups = groups(victims, ps);
         let threads = if self.parallel {
             WRITERS.min(groups.len())
@@ -596,7 +731,7 @@ impl RunCache {
         if threads <= 1 {
             let buf = buf.get_or_insert_with(|| AlignedBuf::new(WRITE_BYTES));
             for g in &groups {
-                self.write_group(&victims[g.clone()], pool, buf)?;
+                self.write_group(&victims[g.clone()], file, buf)?;
             }
             return Ok(());
         }
@@ -612,7 +747,7 @@ impl RunCache {
                             return;
                         }
                         if let Err(e) =
-                            self.write_group(&victims[groups[at].clone()], pool, &mut buf)
+                            self.write_group(&victims[groups[at].clone()], file, &mut buf)
                         {
                             failed.lock().get_or_insert(e);
                             return;
@@ -629,19 +764,12 @@ impl RunCache {
 
     /// Writes one group of [`groups`]: with one write through `buf`, or a run longer than it
     /// alone by [`write_run`].
-    fn write_group(
-        &self,
-        group: &[&Victim],
-        pool: &BufferPool,
-        buf: &mut AlignedBuf,
-    ) -> Result<()> {
-        let file = pool.file();
+    fn write_group(&self, group: &[&Victim], file: &PageFile, buf: &mut AlignedBuf) -> Result<()> {
         let ps = file.page_size();
         if let [v] = group {
             if run_pages(v.value.len(), ps) as usize * ps > buf.len() {
                 write_run(file, v.first, &v.value, v.crc, v.lsn)?;
-                self.writes.fetch_add(1, Ordering::Relaxed);
-                self.runs_written.fetch_add(1, Ordering::Relaxed);
+                self.count_written(group);
                 return Ok(());
             }
         }
@@ -652,10 +780,19 @@ impl RunCache {
             len += b;
         }
         file.write_raw_run(group[0].first, &buf[..len])?;
+        self.count_written(group);
+        Ok(())
+    }
+
+    /// Counts a group's completed write (before its entries are marked clean or leave: the
+    /// order [`RunCache::write_unlogged`]'s sync relies on).
+    fn count_written(&self, group: &[&Victim]) {
         self.writes.fetch_add(1, Ordering::Relaxed);
         self.runs_written
             .fetch_add(group.len() as u64, Ordering::Relaxed);
-        Ok(())
+        if group.iter().any(|v| v.unlogged) {
+            self.unlogged_written.fetch_add(1, Ordering::Release);
+        }
     }
 
     /// Counters.
@@ -669,6 +806,19 @@ impl RunCache {
             runs_written: self.runs_written.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
         }
+    }
+}
+
+/// The log's [`BeforeSync`] for a database whose run cache holds values their records do not
+/// carry: [`RunCache::write_unlogged`].
+pub(crate) struct UnloggedRuns {
+    pub(crate) runs: Arc<RunCache>,
+    pub(crate) file: Arc<PageFile>,
+}
+
+impl BeforeSync for UnloggedRuns {
+    fn before_log_sync(&self) -> Result<()> {
+        self.runs.write_unlogged(&self.file)
     }
 }
 

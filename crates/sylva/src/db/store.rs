@@ -87,12 +87,15 @@ pub(crate) struct PoolStore {
     /// pages must not reach the disk before it ([`super::overflow`], the WAL rule for reused
     /// pages).
     pub(crate) last_free_lsn: AtomicU64,
-    /// While an online backup runs, the runs written without logging their bytes (values over
-    /// [`super::overflow::LOGGED_VALUE_MAX`]), as (first page, pages): the backup copies them
-    /// again (`crate::durable::backup`).
+    /// While an online backup runs, the runs whose records do not carry their values (values
+    /// over `logged_value_max`), as (first page, pages): the backup copies them again
+    /// (`crate::durable::backup`).
     pub(crate) unlogged_runs: parking_lot::Mutex<Option<Vec<(u64, u64)>>>,
     /// Out-of-line values in memory ([`super::runcache`]).
-    pub(crate) runs: RunCache,
+    pub(crate) runs: Arc<RunCache>,
+    /// Out-of-line values up to this long are carried by their log records
+    /// ([`crate::DbOptions::logged_value_max`]).
+    pub(crate) logged_value_max: usize,
     gate: RwLock<()>,
 }
 
@@ -197,10 +200,11 @@ impl PoolStore {
         wal: Arc<Wal>,
         checkpoint_lsn: u64,
         tags: Option<overflow::Tags>,
-        runs: RunCache,
+        runs: Arc<RunCache>,
     ) -> Self {
         PoolStore {
             runs,
+            logged_value_max: crate::DbOptions::default().logged_value_max,
             escaped: tags.is_some(),
             tags: tags.unwrap_or(overflow::Tags::RefShape),
             last_free_lsn: AtomicU64::new(0),

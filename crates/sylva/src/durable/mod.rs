@@ -107,6 +107,16 @@ pub(crate) trait Engine: Send + Sync + 'static {
     /// state across records (a write batch whose end it has not seen yet).
     fn redo(&mut self, lsn: u64, payload: &[u8]) -> Result<()>;
 
+    /// Whether the log really ends before the record `payload` at `lsn`, which the page file
+    /// does not back: a record that does not carry what it needs (`Db`'s out-of-line values
+    /// written without their bytes in the log, [`crate::db::overflow`]) and that the crash may
+    /// have left on disk unsynced ([`crate::wal::Wal::claimed_durable_below`]). Recovery then
+    /// cuts it and every later record off, as a torn tail. No, by default.
+    fn log_ends_before(&mut self, lsn: u64, payload: &[u8]) -> Result<bool> {
+        let _ = (lsn, payload);
+        Ok(false)
+    }
+
     /// After the last record: finishes what the log left half-done (a batch cut short, applied
     /// again and logged), and logs every change from here on. Whether it applied anything.
     fn redo_end(&mut self) -> Result<bool>;

@@ -18,7 +18,9 @@ use crate::wal::{SyncMode, Wal};
 pub struct RecoveryReport {
     /// Log records redone.
     pub records_redone: u64,
-    /// Bytes of torn or corrupt log tail cut off.
+    /// Bytes of torn or corrupt log tail cut off, and of records cut because an out-of-line
+    /// value they name without carrying it never reached the page file (never acknowledged:
+    /// the log's sync writes such values first).
     pub cut_bytes: u64,
     /// File offset of an intact record beyond the cut. Recovery opens only when none of them
     /// says the cut records had been synced (so they were never acknowledged as durable: the OS
@@ -85,18 +87,22 @@ impl<E: Engine> Durable<E> {
             let Core { engine, wal, .. } = &mut core;
             let mut redone = 0;
             // Record by record as the log is read again: memory does not grow with the log.
-            wal.replay(|lsn, payload| {
+            let cut = wal.replay_until(|lsn, payload| {
                 if lsn < checkpoint_lsn {
-                    return Ok(());
+                    return Ok(true);
+                }
+                if engine.log_ends_before(lsn, payload)? {
+                    return Ok(false);
                 }
                 engine.redo(lsn, payload)?;
                 redone += 1;
-                Ok(())
+                Ok(true)
             })?;
             report.records_redone = redone;
+            report.cut_bytes += cut;
         }
         report.batch_reapplied = core.engine.redo_end()?;
-        if !existing || report.records_redone > 0 || recovered.cut_bytes > 0 {
+        if !existing || report.records_redone > 0 || report.cut_bytes > 0 {
             core.checkpoint_quiet()?;
         }
         let core = Arc::new(core);

@@ -74,7 +74,7 @@ pub mod record;
 mod recover;
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
@@ -200,10 +200,24 @@ pub struct Wal {
     segments: Vec<Arc<dyn Io>>,
     /// The recovered records, for [`Wal::replay`]: per segment, in LSN order, the byte range
     /// they fill and the file's format version.
-    recovered: Vec<Recovery>,
+    recovered: Mutex<Vec<Recovery>>,
+    /// Every recovered record below this LSN was durable before the crash: a later record's
+    /// frame says so, or a segment that another continues holds it (module docs, "Recovery").
+    claimed_below: u64,
     state: Mutex<State>,
     flushed: Condvar,
     poisoned: AtomicBool,
+    /// What must be durable before any of the log's records are ([`BeforeSync`]).
+    before_sync: OnceLock<Arc<dyn BeforeSync>>,
+}
+
+/// What a log's user must make durable before records it appended become durable: run by the
+/// thread that makes records durable (the leader of a durable flush, a rotation), after it took
+/// them and before its `fdatasync`, so that every record the sync covers was appended before
+/// the hook ran. `Db` writes and syncs the out-of-line values whose records do not carry them
+/// ([`crate::db::overflow`]). It must not wait for the log.
+pub(crate) trait BeforeSync: Send + Sync {
+    fn before_log_sync(&self) -> Result<()>;
 }
 
 impl Wal {
@@ -345,12 +359,25 @@ impl Wal {
             scans[active].hole_was_synced,
         );
         let records = recovered.iter().map(|r| r.count).sum();
+        // A segment another continues was synced whole before the other's header was written.
+        let claimed_below = recovered
+            .iter()
+            .map(|r| {
+                let continued = r.segment != active;
+                scans[r.segment]
+                    .claimed_below
+                    .max(if continued { r.first_lsn + r.count } else { 0 })
+            })
+            .max()
+            .unwrap_or(0);
         let wal = Wal {
             segments: segments.into_iter().map(Arc::from).collect(),
-            recovered,
+            recovered: Mutex::new(recovered),
+            claimed_below,
             state: Mutex::new(state),
             flushed: Condvar::new(),
             poisoned: AtomicBool::new(false),
+            before_sync: OnceLock::new(),
         };
         Ok((
             wal,
@@ -423,6 +450,25 @@ impl Wal {
     /// Every record with an LSN below this is durable.
     pub fn durable_below(&self) -> u64 {
         self.state.lock().durable_below
+    }
+
+    /// Sets what must be durable before the log's records are ([`BeforeSync`]); once.
+    pub(crate) fn set_before_sync(&self, hook: Arc<dyn BeforeSync>) {
+        let _ = self.before_sync.set(hook);
+    }
+
+    fn before_sync(&self) -> Result<()> {
+        match self.before_sync.get() {
+            Some(hook) => hook.before_log_sync(),
+            None => Ok(()),
+        }
+    }
+
+    /// Every record recovery found below this LSN was durable before the crash (a later
+    /// record's frame claims so, or a segment another continues holds it); records from it on
+    /// may have reached the disk without a sync (written behind, or left by a killed process).
+    pub fn claimed_durable_below(&self) -> u64 {
+        self.claimed_below
     }
 
     /// The LSN the next record will get.
@@ -524,8 +570,9 @@ impl Wal {
         let next_lsn = st.next_lsn;
         // The old segment is synced whole before the new one's header names the next LSN:
         // recovery relies on a segment that another continues being complete.
-        let result = self.segments[active]
-            .write_at(&buf, st.write_offset)
+        let result = self
+            .before_sync()
+            .and_then(|()| self.segments[active].write_at(&buf, st.write_offset))
             .and_then(|()| self.segments[active].sync())
             .and_then(|()| start_over(&*self.segments[other], next_lsn));
         if let Err(e) = result {
@@ -579,7 +626,17 @@ impl Wal {
         if st.flushing || idle {
             return Ok(None);
         }
-        Ok(Some(Self::lead(&mut st, durable)))
+        let flush = Self::lead(&mut st, durable);
+        drop(st);
+        if durable {
+            // The flush's records were appended before `lead` took them: the hook sees what
+            // they need (a rare blocking step on the worker: only out-of-line values ask it).
+            if let Err(e) = self.before_sync() {
+                let mut st = self.state.lock();
+                return self.finish(&mut st, flush, Err(e)).map(|_| None);
+            }
+        }
+        Ok(Some(flush))
     }
 
     /// Ends a flush [`Wal::begin_flush`] started, with the outcome of its write (and sync): on
@@ -679,7 +736,8 @@ impl Wal {
             let flush = Self::lead(&mut st, durable);
             drop(st);
             let io = &self.segments[flush.segment];
-            let result = io.write_at(&flush.buf, flush.offset).and_then(|()| {
+            let before = if durable { self.before_sync() } else { Ok(()) };
+            let result = before.and_then(|()| io.write_at(&flush.buf, flush.offset)).and_then(|()| {
                 if durable {
                     io.sync()
                 } else {

@@ -3,7 +3,7 @@
 //! ```text
 //! file header (32 bytes, at offset 0)
 //!   0..8    magic  b"sylvaWAL"
-//!   8..12   format version, u32 LE (4; 3, 2 and 1 are still read)
+//!   8..12   format version, u32 LE (5; 4, 3, 2 and 1 are still read)
 //!   12..16  CRC32C of bytes 0..12 and 16..32, u32 LE
 //!   16..24  start LSN: the LSN of the first record in the file, u64 LE
 //!   24..32  zero (reserved)
@@ -30,7 +30,10 @@
 //! they appended to), so this build decodes every payload type in a log of any version. A log
 //! of an older version is appended to in its own frame format until a truncation or rotation
 //! rewrites its header as the current version. 4: the frame of 2; the log may hold `Db`'s RUNS
-//! records (out-of-line values), which a version 3 build cannot decode.
+//! records (out-of-line values), which a version 3 build cannot decode. 5: the frame of 2; a
+//! RUNS record may name a run whose value it does not carry and which reaches the page file only
+//! with the log's next sync (`Db`'s values over `logged_value_max`): recovery checks such runs
+//! in records the crash may have left unsynced, which a version 4 build would not.
 //!
 //! **Record types.** A payload's first byte is its record type, and each engine owns a range of
 //! them ([`RecordOwner`]), so that one engine's decoder meeting another's record (a directory
@@ -41,7 +44,7 @@ use crate::error::Error;
 /// Magic at the start of every log file.
 pub(crate) const MAGIC: &[u8; 8] = b"sylvaWAL";
 /// The log format version this build writes (module docs, "Versions").
-pub(crate) const VERSION: u32 = 4;
+pub(crate) const VERSION: u32 = 5;
 /// The oldest log format version this build reads (and appends to until the next truncation).
 pub(crate) const OLDEST_VERSION: u32 = 1;
 /// Bytes of the file header.

@@ -58,6 +58,9 @@ pub(super) struct Scan {
     pub(super) version: u32,
     pub(super) intact_after_cut: Option<u64>,
     pub(super) hole_was_synced: bool,
+    /// The highest LSN its intact records claim every record below was durable at (the synced
+    /// gap of their frames; 0 if none claims anything).
+    pub(super) claimed_below: u64,
 }
 
 impl Scan {
@@ -71,6 +74,7 @@ impl Scan {
             version: VERSION,
             intact_after_cut: None,
             hole_was_synced: false,
+            claimed_below: 0,
         }
     }
 }
@@ -121,10 +125,12 @@ pub(super) fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> 
     let mut at = HEADER_LEN;
     let mut count = 0u64;
     let mut expect = start_lsn;
+    let mut claimed_below = 0;
     while let Some(r) = window.record(at, version, expect)? {
         if r.lsn != expect {
             break;
         }
+        claimed_below = claimed_below.max(r.synced_below.unwrap_or(0));
         at += r.size as u64;
         count += 1;
         expect += 1;
@@ -152,6 +158,7 @@ pub(super) fn recover(io: &dyn Io, len: u64, min_next_lsn: u64) -> Result<Scan> 
         version,
         intact_after_cut,
         hole_was_synced,
+        claimed_below,
     })
 }
 
@@ -232,7 +239,18 @@ impl Wal {
     /// the segments again through a bounded window: the memory it needs does not grow with the
     /// log. Call it before appending (it reads what the log held when opened).
     pub fn replay(&self, mut apply: impl FnMut(u64, &[u8]) -> Result<()>) -> Result<()> {
-        for r in &self.recovered {
+        self.replay_until(|lsn, payload| apply(lsn, payload).map(|()| true))
+            .map(drop)
+    }
+
+    /// [`Wal::replay`], except that `apply` may say that the log really ends before a record
+    /// (returning `false`): that record and every later one are cut off the log, as a torn
+    /// tail is, and the next record appended takes its LSN. Only records a crash may have left
+    /// unsynced can be cut so: a record in a segment that another continues was synced, and
+    /// cutting it is refused as corruption. Returns the bytes cut.
+    pub fn replay_until(&self, mut apply: impl FnMut(u64, &[u8]) -> Result<bool>) -> Result<u64> {
+        let mut recovered = self.recovered.lock();
+        for (i, r) in recovered.iter().enumerate() {
             let io = &*self.segments[r.segment];
             let mut window = Window::new(io, r.end);
             let mut at = HEADER_LEN;
@@ -245,10 +263,46 @@ impl Wal {
                         ),
                     });
                 };
-                apply(record.lsn, record.payload)?;
+                if !apply(record.lsn, record.payload)? {
+                    let (segment, end) = (r.segment, r.end);
+                    self.cut_at(segment, at, lsn)?;
+                    recovered.truncate(i + 1);
+                    recovered[i].count = lsn - recovered[i].first_lsn;
+                    recovered[i].end = at;
+                    return Ok(end - at);
+                }
                 at += record.size as u64;
             }
         }
+        Ok(0)
+    }
+
+    /// Cuts the log at record `lsn`, at offset `at` of `segment`: the file ends there, durably,
+    /// and appends continue from it with that LSN.
+    fn cut_at(&self, segment: usize, at: u64, lsn: u64) -> Result<()> {
+        let mut st = self.state.lock();
+        let io = &*self.segments[segment];
+        if segment != st.active || lsn < self.claimed_below {
+            return Err(Error::LogCorruption {
+                path: Some(io.path().to_path_buf()),
+                detail: format!(
+                    "record {lsn} at offset {at} had been synced, but what it needs from the page \
+                     file is not there"
+                ),
+            });
+        }
+        if !st.buf.is_empty() || st.flushing || st.next_lsn < lsn {
+            return Err(Error::InvalidArgument {
+                what: "the log was appended to before its recovered records were replayed".into(),
+                limit: 0,
+            });
+        }
+        io.set_file_len(at)?;
+        io.sync()?;
+        st.write_offset = at;
+        st.next_lsn = lsn;
+        st.durable_below = lsn;
+        st.uncached_below = st.uncached_below.min(at & !(super::OS_PAGE - 1));
         Ok(())
     }
 

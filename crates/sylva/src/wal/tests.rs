@@ -351,14 +351,20 @@ fn a_version_1_log_is_read_appended_to_and_becomes_the_current_version_at_trunca
 #[test]
 fn a_version_2_log_is_read_with_its_claims_appended_to_and_becomes_the_current_version_at_truncation(
 ) {
-    assert_eq!(record::VERSION, 4);
+    assert_eq!(record::VERSION, 5);
     an_older_log_is_read_appended_to_and_rewritten_at_truncation(2, record::FRAME_LEN);
 }
 
 #[test]
-fn a_version_3_log_is_read_appended_to_and_becomes_version_4_at_truncation() {
-    assert_eq!(record::VERSION, 4);
+fn a_version_3_log_is_read_appended_to_and_becomes_version_5_at_truncation() {
+    assert_eq!(record::VERSION, 5);
     an_older_log_is_read_appended_to_and_rewritten_at_truncation(3, record::FRAME_LEN);
+}
+
+#[test]
+fn a_version_4_log_is_read_appended_to_and_becomes_version_5_at_truncation() {
+    assert_eq!(record::VERSION, 5);
+    an_older_log_is_read_appended_to_and_rewritten_at_truncation(4, record::FRAME_LEN);
 }
 
 #[test]

@@ -66,6 +66,7 @@ pub fn db_options(c: &Config) -> sylva::DbOptions {
         page_size: c.page_size,
         redistribute: c.redistribute,
         background: c.background,
+        logged_value_max: c.logged_value_max,
         ..sylva::DbOptions::default()
     }
 }
@@ -175,6 +176,9 @@ pub struct Config {
     pub background: bool,
     /// Writes under `Always`, or between a `sync` and a crash otherwise, are acknowledged.
     pub always: bool,
+    /// `DbOptions::logged_value_max`: in the large-values world, odd seeds log only values up
+    /// to 1 KiB, so most out-of-line values are written by the log's syncs instead.
+    pub logged_value_max: usize,
 }
 
 pub fn show(b: &[u8]) -> String {
@@ -357,6 +361,7 @@ fn config(rng: &mut Rng) -> Config {
         fixed: rng.below(4) == 0,
         background: false,
         always,
+        logged_value_max: sylva::DbOptions::default().logged_value_max,
     }
 }
 
@@ -439,6 +444,11 @@ pub fn run_case<S: Subject>(
     let mut rng = Rng::new(seed);
     let config = Config {
         background: world.background,
+        logged_value_max: if world.large_values && seed & 1 == 1 {
+            1024
+        } else {
+            sylva::DbOptions::default().logged_value_max
+        },
         ..config(&mut rng)
     };
     if verbose {
