@@ -73,6 +73,9 @@
 //! values evicted and read again left the freed memory with the process, which grew well past
 //! its budget (`docs/results/db.md`, session 21). Shorter values stay on the heap, where
 //! chunks of like sizes are reused and a mapping per value would cost more than the value.
+//! Outside the budget: the write buffers, 1 MiB for the write-backs, 1 MiB for
+//! [`RunCache::write_unlogged`] and up to [`WRITERS`] MiB for the parallel writers, kept from
+//! one write-back to the next once used.
 //!
 //! One mutex guards the map and the clock: a lookup holds it for a hash probe (rapidhash: std's
 //! SipHash cost measurably more per get) and copies a value of up to 16 KiB out under it; a
@@ -267,6 +270,11 @@ pub(crate) struct RunCache {
     lent: AtomicU64,
     /// Serialises write-backs; holds the write buffer.
     writeback: Mutex<Option<AlignedBuf>>,
+    /// The parallel writers' buffers, kept from one write-back to the next (at most
+    /// [`WRITERS`]): allocated per write-back, each was 1 MiB zeroed and its pages faulted in,
+    /// then unmapped, about half the CPU of a load of 256 KiB values written by `batch`
+    /// boundaries' syncs (module docs, "Memory").
+    spare: Mutex<Vec<AlignedBuf>>,
     /// Serialises [`RunCache::write_unlogged`]; holds its write buffer.
     unlogged_lock: Mutex<Option<AlignedBuf>>,
     /// Writes of unlogged values completed (a count), and how many of them the last
@@ -296,6 +304,7 @@ impl RunCache {
             total,
             lent: AtomicU64::new(0),
             writeback: Mutex::new(None),
+            spare: Mutex::new(Vec::new()),
             unlogged_lock: Mutex::new(None),
             unlogged_written: AtomicU64::new(0),
             unlogged_synced: AtomicU64::new(0),
@@ -740,18 +749,26 @@ impl RunCache {
         std::thread::scope(|scope| {
             for _ in 0..threads {
                 scope.spawn(|| {
-                    let mut buf = AlignedBuf::new(WRITE_BYTES);
+                    let mut buf = self
+                        .spare
+                        .lock()
+                        .pop()
+                        .unwrap_or_else(|| AlignedBuf::new(WRITE_BYTES));
                     loop {
                         let at = next.fetch_add(1, Ordering::Relaxed);
                         if at >= groups.len() || failed.lock().is_some() {
-                            return;
+                            break;
                         }
                         if let Err(e) =
                             self.write_group(&victims[groups[at].clone()], file, &mut buf)
                         {
                             failed.lock().get_or_insert(e);
-                            return;
+                            break;
                         }
+                    }
+                    let mut spare = self.spare.lock();
+                    if spare.len() < WRITERS {
+                        spare.push(buf);
                     }
                 });
             }
