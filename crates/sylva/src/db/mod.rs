@@ -297,6 +297,7 @@ impl Db {
             files,
             durable_options,
             |file, wal, state, checkpoint_lsn| {
+                wal.set_write_behind(options.log_write_behind);
                 let file = Arc::new(file);
                 let mut pool = BufferPool::new(
                     file.clone(),

@@ -30,6 +30,10 @@ pub struct DbOptions {
     /// the cache: at the put, fsynced). Logging a value writes it twice, but leaves a
     /// `SyncMode::Always` commit one fsync, not two. Default 64 KiB (`db::overflow`).
     pub logged_value_max: usize,
+    /// Bytes the log buffers before handing them to the OS without an fsync (1 MiB; tests
+    /// lower it to put unsynced records on disk, as a long log does). Not a tuning option.
+    #[doc(hidden)]
+    pub log_write_behind: usize,
     /// Page size of a new database (4096..=65536, a power of two). An existing database keeps the
     /// size it was created with. Default 4096.
     pub page_size: usize,
@@ -69,6 +73,7 @@ impl Default for DbOptions {
             cache_bytes: default_budget(),
             run_cache: true,
             logged_value_max: 64 << 10,
+            log_write_behind: 1 << 20,
             page_size: 4096,
             layout: Layout::Adaptive,
             checkpoint_bytes: 1 << 30,

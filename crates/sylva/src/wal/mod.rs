@@ -73,7 +73,7 @@
 pub mod record;
 mod recover;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -209,6 +209,9 @@ pub struct Wal {
     poisoned: AtomicBool,
     /// What must be durable before any of the log's records are ([`BeforeSync`]).
     before_sync: OnceLock<Arc<dyn BeforeSync>>,
+    /// Buffered bytes handed to the OS without an fsync ([`WRITE_BEHIND`] unless a test sets
+    /// it, [`Wal::set_write_behind`]).
+    write_behind: AtomicUsize,
 }
 
 /// What a log's user must make durable before records it appended become durable: run by the
@@ -378,6 +381,7 @@ impl Wal {
             flushed: Condvar::new(),
             poisoned: AtomicBool::new(false),
             before_sync: OnceLock::new(),
+            write_behind: AtomicUsize::new(WRITE_BEHIND),
         };
         Ok((
             wal,
@@ -409,7 +413,7 @@ impl Wal {
         st.next_lsn += 1;
         let (version, synced_below) = (st.version, st.durable_below);
         encode_record(&mut st.buf, version, lsn, synced_below, payload);
-        let need_write = st.buf.len() >= WRITE_BEHIND;
+        let need_write = st.buf.len() >= self.write_behind.load(Ordering::Relaxed);
         drop(st);
         if need_write {
             self.commit(lsn, false)?;
@@ -450,6 +454,14 @@ impl Wal {
     /// Every record with an LSN below this is durable.
     pub fn durable_below(&self) -> u64 {
         self.state.lock().durable_below
+    }
+
+    /// Hands the buffer to the OS once it holds `bytes` (at least one record's worth is
+    /// written at a time): tests that need records on disk without a sync, as a larger log
+    /// writes them.
+    #[doc(hidden)]
+    pub fn set_write_behind(&self, bytes: usize) {
+        self.write_behind.store(bytes.max(1), Ordering::Relaxed);
     }
 
     /// Sets what must be durable before the log's records are ([`BeforeSync`]); once.

@@ -67,6 +67,7 @@ pub fn db_options(c: &Config) -> sylva::DbOptions {
         redistribute: c.redistribute,
         background: c.background,
         logged_value_max: c.logged_value_max,
+        log_write_behind: c.log_write_behind,
         ..sylva::DbOptions::default()
     }
 }
@@ -179,6 +180,10 @@ pub struct Config {
     /// `DbOptions::logged_value_max`: in the large-values world, odd seeds log only values up
     /// to 1 KiB, so most out-of-line values are written by the log's syncs instead.
     pub logged_value_max: usize,
+    /// `DbOptions::log_write_behind`: the same odd seeds hand the log's buffer to the OS every
+    /// 2 KiB, so records reach the disk without a sync (and perhaps without the runs that only
+    /// a sync writes), as a log of 1 MiB does between syncs.
+    pub log_write_behind: usize,
 }
 
 pub fn show(b: &[u8]) -> String {
@@ -362,6 +367,7 @@ fn config(rng: &mut Rng) -> Config {
         background: false,
         always,
         logged_value_max: sylva::DbOptions::default().logged_value_max,
+        log_write_behind: sylva::DbOptions::default().log_write_behind,
     }
 }
 
@@ -448,6 +454,11 @@ pub fn run_case<S: Subject>(
             1024
         } else {
             sylva::DbOptions::default().logged_value_max
+        },
+        log_write_behind: if world.large_values && seed & 1 == 1 {
+            2048
+        } else {
+            sylva::DbOptions::default().log_write_behind
         },
         ..config(&mut rng)
     };
