@@ -326,7 +326,9 @@ impl Db {
                     }));
                 }
                 let mut store = PoolStore::new(pool, wal, checkpoint_lsn, tags, runs);
-                store.logged_value_max = options.logged_value_max;
+                store.logged_value_max = options
+                    .logged_value_max
+                    .min(options::MAX_LOGGED_VALUE as usize);
                 let layout = state.map_or(options.layout, |s: state::State| s.layout);
                 let tree_options = btree::Options {
                     layout,

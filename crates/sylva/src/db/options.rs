@@ -28,7 +28,8 @@ pub struct DbOptions {
     /// log's sync that makes its record durable (with the run cache: by that sync, several
     /// runs and one page-file fsync at a time; without it, or for a value over a sixteenth of
     /// the cache: at the put, fsynced). Logging a value writes it twice, but leaves a
-    /// `SyncMode::Always` commit one fsync, not two. Default 64 KiB (`db::overflow`).
+    /// `SyncMode::Always` commit one fsync, not two. Default 64 KiB (`db::overflow`); at most
+    /// 32 MiB (a larger setting is taken as that; `logged_value_max=N` refuses it).
     pub logged_value_max: usize,
     /// Bytes the log buffers before handing them to the OS without an fsync (1 MiB; tests
     /// lower it to put unsynced records on disk, as a long log does). Not a tuning option.

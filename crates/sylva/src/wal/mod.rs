@@ -47,6 +47,11 @@
 //! [`Wal::begin_flush`] hands it the buffer and its place, it submits the write (and fsync)
 //! asynchronously, and [`Wal::end_flush`] ends the flush as a leader's write would.
 //!
+//! **Before a sync.** A log's user may need something durable before the records a sync covers
+//! (`Db`'s out-of-line values their records do not carry): its [`BeforeSync`] hook runs in every
+//! durable flush (a leader's, [`Wal::begin_flush`]'s, a rotation's) after the flush took its
+//! records and before the log's fsync.
+//!
 //! **Failure.** A failed write or fsync poisons the log: the kernel may have dropped the dirty
 //! pages, so nothing after it could be acknowledged honestly. Every later call returns
 //! [`Error::Poisoned`] until the database is reopened (and recovery reads what really reached disk).
@@ -63,7 +68,10 @@
 //! durable sets [`Recovered::hole_was_synced`]. What this cannot see: damage inside the last
 //! synced flush when nothing was appended after it (no later record makes the claim); that cut
 //! is reported like a torn tail. Recovery itself never needs a human: the log that remains is
-//! always a valid prefix.
+//! always a valid prefix. The same claims give [`Wal::claimed_durable_below`]: records below it
+//! were synced before the crash, records from it on may have reached the disk written behind.
+//! A caller replaying with [`Wal::replay_until`] may end the log before one of the latter (what
+//! it needs is not on disk: it was never acknowledged), and the log is cut there as a torn tail.
 //!
 //! Recovery reads the log twice, through a window of 1 MiB (or one record, if larger), and never
 //! holds it whole: [`Wal::open`] checks every record and counts them, then the caller reads them
