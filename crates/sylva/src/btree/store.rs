@@ -242,6 +242,11 @@ impl Zeroed {
     pub(crate) fn as_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
     }
+
+    /// Its length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
 }
 
 impl Drop for Zeroed {

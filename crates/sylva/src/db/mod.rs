@@ -128,6 +128,7 @@ pub mod dump;
 mod engine;
 mod kv;
 pub(crate) mod log;
+mod mappings;
 mod options;
 pub mod overflow;
 mod pa;
@@ -322,8 +323,11 @@ impl Db {
                     // syncs (`overflow`, "Writing").
                     wal.set_before_sync(Arc::new(runcache::UnloggedRuns {
                         runs: runs.clone(),
-                        file,
+                        file: file.clone(),
                     }));
+                    if options.background {
+                        runs.start_write_behind(file);
+                    }
                 }
                 let mut store = PoolStore::new(pool, wal, checkpoint_lsn, tags, runs);
                 store.logged_value_max = options

@@ -58,7 +58,9 @@ pub struct DbOptions {
     /// default: the database's space target (`tests/space_random_inserts.rs`) relies on it.
     pub redistribute: bool,
     /// Run checkpoints and `Batch`'s boundary fsyncs on background threads (the default,
-    /// `true`), or in the writer that triggers them (`false`): no threads, and the same calls
+    /// `true`; with out-of-line values also the run cache's write-behind and the prefaulting of
+    /// long values' memory, `db/runcache.rs`), or in the writer that triggers them (`false`):
+    /// no threads, and the same calls
     /// then make the same file operations in the same order, which the power-loss simulation
     /// relies on to replay a crash from its seed.
     pub background: bool,

@@ -69,13 +69,17 @@
 //! cache holds (in steps of a sixty-fourth), so frames and values together stay within it.
 //! A database without out-of-line values keeps the whole budget for the pool. Each entry is
 //! charged its value's length plus [`ENTRY_OVERHEAD`]. Values of 8 KiB or more live in pages
-//! of their own ([`Bytes`], `mmap`), returned to the system when they leave: on glibc's heap,
-//! values evicted and read again left the freed memory with the process, which grew well past
-//! its budget (`docs/results/db.md`, session 21). Shorter values stay on the heap, where
+//! of their own ([`Bytes`], `mmap`), given back when they leave: on glibc's heap, values
+//! evicted and read again left the freed memory with the process, which grew well past its
+//! budget (`docs/results/db.md`, session 21). Those pages come from [`Mappings`], which keeps
+//! a few freed ones for the next value of the same page count and, in a database with
+//! background threads, faults new ones in ahead on a thread of its own, so a put copies into
+//! memory that is already there ([`super::mappings`]). Shorter values stay on the heap, where
 //! chunks of like sizes are reused and a mapping per value would cost more than the value.
 //! Outside the budget: the write buffers, 1 MiB for the write-backs, 1 MiB for
 //! [`RunCache::write_unlogged`] and up to [`WRITERS`] MiB for the parallel writers, kept from
-//! one write-back to the next once used.
+//! one write-back to the next once used, and the spare mappings, at most [`SPARE_BYTES`] or an
+//! eighth of the cache.
 //!
 //! One mutex guards the map and the clock: a lookup holds it for a hash probe (rapidhash: std's
 //! SipHash cost measurably more per get) and copies a value of up to 16 KiB out under it; a
@@ -100,18 +104,30 @@
 //! - the hook never waits for the log (it runs inside the log's flush): an unlogged value is
 //!   never put over reused pages whose freeing record is not durable (those are logged).
 //!
+//! **Written behind.** Left to the hook, a `batch` boundary's sync writes every unlogged value
+//! put since the last one, and the writer reaching the next boundary while that sync still
+//! runs waits for it and then writes its own batch: the device idles while values are put and
+//! the writer idles while they are written. A database with background threads starts a
+//! thread (`sylva-write-behind`) that writes the unlogged values dirty whenever 1 MiB of them
+//! was put since its last pass ([`WRITE_BEHIND_BYTES`]), without a sync; the hook then finds
+//! most of them written and counted, and only syncs. It takes the list under the same lock as
+//! the hook, so the hook's argument above holds: a value either is on the list, or was written
+//! and counted by a pass that ended before the hook took the lock. A failed write puts its
+//! values back on the list for the hook, whose failure is the one reported. The thread holds
+//! the cache only during a pass and is stopped and joined when the cache is dropped.
+//!
 //! Longer values (over a sixteenth of the cache), and every unlogged value without the cache,
 //! are written and fsynced at their put as before and enter the cache clean.
 
 use std::collections::hash_map::Entry as MapEntry;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
+use super::mappings::{Mapping, Mappings};
 use super::overflow::{lay_out, run_pages, write_run, ValueRef};
-use crate::btree::store::Zeroed;
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::io::{AlignedBuf, PageFile};
@@ -126,6 +142,10 @@ const WRITE_BYTES: usize = 1 << 20;
 const COPY_UNDER_LOCK: usize = 16 << 10;
 /// Writes in flight at once when writing back in parallel.
 const WRITERS: usize = 8;
+/// Unlogged values put since the last pass that wake the write-behind thread.
+const WRITE_BEHIND_BYTES: u64 = WRITE_BYTES as u64;
+/// The most bytes of spare mappings kept for long values (module docs, "Memory").
+const SPARE_BYTES: u64 = 16 << 20;
 
 /// One cached value.
 struct Entry {
@@ -174,6 +194,8 @@ struct Inner {
     /// some that have since been written or left (skipped then); emptied by
     /// [`RunCache::write_unlogged`].
     unlogged: Vec<u64>,
+    /// Bytes of the values put on `unlogged` since it was last emptied.
+    unlogged_bytes: u64,
 }
 
 /// A dirty value to write: its run's first page and what its pages hold.
@@ -187,12 +209,13 @@ struct Victim {
 }
 
 /// A cached value's bytes: on the heap when shorter than [`MAP_MIN`], else in pages of their
-/// own (`mmap`), which go back to the system when the value leaves (module docs, "Memory").
+/// own (`mmap`), handed back to the cache's [`Mappings`] when the value leaves (module docs,
+/// "Memory").
 pub(crate) enum Bytes {
     Heap(Box<[u8]>),
     /// `len` bytes at the start of a mapping of their own.
     Mapped {
-        map: Zeroed,
+        map: Mapping,
         len: usize,
     },
 }
@@ -201,13 +224,13 @@ pub(crate) enum Bytes {
 const MAP_MIN: usize = 8 << 10;
 
 impl Bytes {
-    /// A copy of `value`.
-    fn copy_of(value: &[u8]) -> Self {
+    /// A copy of `value`, in a mapping from `maps` if it is long.
+    fn copy_of(value: &[u8], maps: &Arc<Mappings>) -> Self {
         if value.len() >= MAP_MIN {
             // No mapping (address space or map count exhausted): the heap, as shorter values.
-            if let Some(map) = Zeroed::try_new(value.len()) {
-                // SAFETY: the mapping holds `value.len()` writable bytes, is owned here alone
-                // and does not overlap `value`.
+            if let Some(map) = maps.take(value.len()) {
+                // SAFETY: the mapping holds at least `value.len()` writable bytes, is owned here
+                // alone and does not overlap `value`.
                 unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), map.as_ptr(), value.len()) };
                 return Bytes::Mapped {
                     map,
@@ -221,8 +244,9 @@ impl Bytes {
     fn as_slice(&self) -> &[u8] {
         match self {
             Bytes::Heap(b) => b,
-            // SAFETY: the mapping holds `len` bytes, written once by `copy_of` before the value
-            // was shared, and lives as long as `self`.
+            // SAFETY: the mapping holds at least `len` bytes, written by `copy_of` before the
+            // value was shared (bytes past `len` may be another value's, never read), and lives
+            // as long as `self`.
             Bytes::Mapped { map, len } => unsafe { std::slice::from_raw_parts(map.as_ptr(), *len) },
         }
     }
@@ -283,8 +307,12 @@ pub(crate) struct RunCache {
     unlogged_synced: AtomicU64,
     /// Whether an unlogged value ever entered (until then the hook has nothing to do).
     any_unlogged: AtomicBool,
+    /// The write-behind thread's, once started (module docs, "Written behind").
+    behind: OnceLock<Arc<Behind>>,
     /// Write-backs keep several writes in flight (module docs, "Writing in parallel").
     parallel: bool,
+    /// The long values' mappings, recycled and (with `parallel`) faulted in ahead.
+    maps: Arc<Mappings>,
     hits: AtomicU64,
     misses: AtomicU64,
     runs_written: AtomicU64,
@@ -297,10 +325,11 @@ impl RunCache {
     /// read from the file, as before the cache); `parallel`: write back with several writes in
     /// flight (a database with background threads; without them its writes keep one order).
     pub(crate) fn new(total: u64, enabled: bool, parallel: bool) -> Self {
+        let cap = if enabled { total / 4 * 3 } else { 0 };
         RunCache {
             inner: Mutex::new(Inner::default()),
             bytes: AtomicU64::new(0),
-            cap: if enabled { total / 4 * 3 } else { 0 },
+            cap,
             total,
             lent: AtomicU64::new(0),
             writeback: Mutex::new(None),
@@ -309,7 +338,9 @@ impl RunCache {
             unlogged_written: AtomicU64::new(0),
             unlogged_synced: AtomicU64::new(0),
             any_unlogged: AtomicBool::new(false),
+            behind: OnceLock::new(),
             parallel,
+            maps: Mappings::new((cap / 8).min(SPARE_BYTES) as usize, parallel && enabled),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
             runs_written: AtomicU64::new(0),
@@ -369,7 +400,7 @@ impl RunCache {
         self.insert(
             r.first,
             Entry {
-                value: Arc::new(Bytes::copy_of(value)),
+                value: Arc::new(Bytes::copy_of(value, &self.maps)),
                 crc: r.crc,
                 lsn,
                 log_before,
@@ -397,7 +428,7 @@ impl RunCache {
         self.insert(
             r.first,
             Entry {
-                value: Arc::new(Bytes::copy_of(value)),
+                value: Arc::new(Bytes::copy_of(value, &self.maps)),
                 crc: r.crc,
                 lsn: 0,
                 log_before: 0,
@@ -414,7 +445,13 @@ impl RunCache {
         let mut inner = self.inner.lock();
         if entry.unlogged {
             inner.unlogged.push(first);
+            inner.unlogged_bytes += entry.value.len() as u64;
             self.any_unlogged.store(true, Ordering::Release);
+            if inner.unlogged_bytes >= WRITE_BEHIND_BYTES {
+                if let Some(b) = self.behind.get() {
+                    b.request();
+                }
+            }
         }
         match inner.map.entry(first) {
             MapEntry::Occupied(mut o) => {
@@ -661,9 +698,24 @@ impl RunCache {
         if !self.any_unlogged.load(Ordering::Acquire) {
             return Ok(());
         }
+        self.write_unlogged_runs(file)?;
+        let written = self.unlogged_written.load(Ordering::Acquire);
+        if self.unlogged_synced.load(Ordering::Relaxed) < written {
+            file.sync()?;
+            self.unlogged_synced.store(written, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty value whose record does not carry it, without a sync: the first half
+    /// of [`RunCache::write_unlogged`], and the write-behind thread's pass. A value whose write
+    /// failed goes back on the list, for the next pass or the log's hook to try again (the
+    /// hook's failure is the one reported).
+    fn write_unlogged_runs(&self, file: &PageFile) -> Result<()> {
         let mut buf = self.unlogged_lock.lock();
         let mut victims: Vec<Victim> = {
             let mut inner = self.inner.lock();
+            inner.unlogged_bytes = 0;
             let firsts = std::mem::take(&mut inner.unlogged);
             firsts
                 .into_iter()
@@ -689,6 +741,7 @@ impl RunCache {
                     }
                     if result.is_err() {
                         inner.unlogged.push(v.first);
+                        inner.unlogged_bytes += v.value.len() as u64;
                     } else if o.get().freed {
                         let e = o.remove();
                         self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
@@ -699,12 +752,30 @@ impl RunCache {
             }
             result?;
         }
-        let written = self.unlogged_written.load(Ordering::Acquire);
-        if self.unlogged_synced.load(Ordering::Relaxed) < written {
-            file.sync()?;
-            self.unlogged_synced.store(written, Ordering::Relaxed);
-        }
         Ok(())
+    }
+
+    /// Starts the write-behind thread (module docs, "Written behind"), writing to `file`; once.
+    pub(crate) fn start_write_behind(self: &Arc<Self>, file: Arc<PageFile>) {
+        if !self.enabled() || self.behind.get().is_some() {
+            return;
+        }
+        let behind = Arc::new(Behind {
+            wake: Mutex::new(Wake::default()),
+            cv: Condvar::new(),
+            thread: Mutex::new(None),
+        });
+        if self.behind.set(behind.clone()).is_err() {
+            return;
+        }
+        let runs = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("sylva-write-behind".into())
+            .spawn(move || write_behind_loop(&behind, &runs, &file));
+        if let (Some(b), Ok(handle)) = (self.behind.get(), spawned) {
+            *b.thread.lock() = Some(handle);
+        }
+        // Not spawned: the log's hook writes everything, as without the thread.
     }
 
     /// Writes `victims` (sorted by first page): runs that follow one another on disk together,
@@ -823,6 +894,73 @@ impl RunCache {
             runs_written: self.runs_written.load(Ordering::Relaxed),
             writes: self.writes.load(Ordering::Relaxed),
         }
+    }
+}
+
+impl Drop for RunCache {
+    fn drop(&mut self) {
+        self.maps.stop();
+        if let Some(b) = self.behind.get() {
+            b.stop();
+        }
+    }
+}
+
+/// What starts and stops the write-behind thread (module docs, "Written behind").
+struct Behind {
+    wake: Mutex<Wake>,
+    cv: Condvar,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct Wake {
+    requested: bool,
+    stop: bool,
+}
+
+impl Behind {
+    fn request(&self) {
+        let mut w = self.wake.lock();
+        if !w.requested {
+            w.requested = true;
+            self.cv.notify_one();
+        }
+    }
+
+    /// Stops the thread and waits for it, unless it is the caller (the thread held the cache's
+    /// last reference through a pass: it returns on its own).
+    fn stop(&self) {
+        self.wake.lock().stop = true;
+        self.cv.notify_one();
+        let handle = self.thread.lock().take();
+        if let Some(h) = handle {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+
+    /// Waits for a request; `false` once stopped.
+    fn wait(&self) -> bool {
+        let mut w = self.wake.lock();
+        while !w.requested && !w.stop {
+            self.cv.wait(&mut w);
+        }
+        w.requested = false;
+        !w.stop
+    }
+}
+
+/// The write-behind thread: on each request, writes the unlogged values dirty then. It holds the
+/// cache only through a pass, so dropping the database's last reference stops it.
+fn write_behind_loop(behind: &Behind, runs: &std::sync::Weak<RunCache>, file: &PageFile) {
+    while behind.wait() {
+        let Some(cache) = runs.upgrade() else {
+            return;
+        };
+        // A failure leaves the values on the list; the log's hook retries and reports it.
+        let _ = cache.write_unlogged_runs(file);
     }
 }
 
