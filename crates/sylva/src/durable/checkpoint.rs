@@ -27,6 +27,10 @@ impl<E: Engine> Core<E> {
 
     /// [`Core::checkpoint_now`] with the checkpoint lock held by the caller.
     pub(super) fn checkpoint_locked(&self) -> Result<()> {
+        // Checked again with the lock held: a checkpoint that failed meanwhile (the thread's,
+        // which the caller waited for) poisoned the store, and may have left the file's
+        // begun state behind.
+        self.poison.check()?;
         if !self.fuzzy {
             return self.checkpoint_quiet_locked();
         }
@@ -59,16 +63,26 @@ impl<E: Engine> Core<E> {
         // came after the gate: its LSN is at least `lsn`, and the page's first change after
         // `lsn` logged its full image, so redo rebuilds the page from the log whatever version
         // of it reached the file.
-        engine.flush(lsn)?;
-        // Most of the data file's sync happens here, not while the file holds allocations back.
-        file.sync()?;
-        // The log up to here durable: a page that was dirty when the checkpoint began and was
-        // freed before `flush_all` reached it was not written, so the record that freed it must
-        // survive, or recovery would bring the page back with its older content. (Pages the
-        // file grew by since the checkpoint began are listed free in it, `PageFile::checkpoint`;
-        // redo allocates again those whose records survive.)
-        wal.sync()?;
-        file.checkpoint(&state)?;
+        let written = (|| {
+            engine.flush(lsn)?;
+            // Most of the data file's sync happens here, not while the file holds allocations
+            // back.
+            file.sync()?;
+            // The log up to here durable: a page that was dirty when the checkpoint began and
+            // was freed before `flush_all` reached it was not written, so the record that freed
+            // it must survive, or recovery would bring the page back with its older content.
+            // (Pages the file grew by since the checkpoint began are listed free in it,
+            // `PageFile::checkpoint`; redo allocates again those whose records survive.)
+            wal.sync()?;
+            file.checkpoint(&state)
+        })();
+        if written.is_err() {
+            // Its free space must not outlive it: a later checkpoint recording it would list
+            // free the pages grown since this one began, after the log that allocates them again
+            // is gone (found by `power_loss_patree`, docs/results/reliability.md, defect 8).
+            file.abandon_fuzzy();
+        }
+        written?;
         self.durable_checkpoint.store(lsn, Ordering::Release);
         self.checkpoints.fetch_add(1, Ordering::Relaxed);
         wal.drop_other(lsn)?;
@@ -83,12 +97,15 @@ impl<E: Engine> Core<E> {
     }
 
     fn checkpoint_quiet_locked(&self) -> Result<()> {
+        self.poison.check()?;
         let engine = &self.engine;
         let wal = &self.wal;
         // Write most dirty pages while writers go on; with writers held back only the pages
         // dirtied meanwhile are left to write, so writers wait for far less.
         engine.flush(wal.next_lsn())?;
         let _gate = engine.hold_writers_quiet();
+        // The free space of now, not one a failed fuzzy checkpoint noted.
+        engine.page_file().abandon_fuzzy();
         let lsn = wal.next_lsn();
         wal.sync()?;
         let state = engine.begin_checkpoint(lsn);

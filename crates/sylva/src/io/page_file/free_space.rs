@@ -604,7 +604,7 @@ impl FreeSpace {
     }
 
     /// Gives back what a begun checkpoint took (it will not be planned).
-    fn abandon_begun(&mut self) {
+    pub(super) fn abandon_begun(&mut self) {
         if let Some(b) = self.begun.take() {
             self.dirty.extend(b.dirty);
             self.last_dirty = 0..0;

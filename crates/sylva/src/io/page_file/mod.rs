@@ -816,6 +816,14 @@ impl PageFile {
         self.state.lock().space.begin();
     }
 
+    /// Forgets what [`PageFile::begin_fuzzy`] noted, for a checkpoint that failed before
+    /// [`PageFile::checkpoint`], or one that must record the free space of now (a quiet one):
+    /// left in place, the next checkpoint would record that older free space, where the pages
+    /// the file grew by since are free, whatever was logged before it in the meantime.
+    pub fn abandon_fuzzy(&self) {
+        self.state.lock().space.abandon_begun();
+    }
+
     /// Persists the free space and a new meta page carrying `user` (at most
     /// `page_size - 80` bytes), and makes everything written so far durable. Without
     /// [`PageFile::begin_fuzzy`] before, the caller keeps allocations and frees out while this
