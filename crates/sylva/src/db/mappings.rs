@@ -2,9 +2,9 @@
 //! more lives in an anonymous mapping of its own, returned to the system when it leaves.
 //!
 //! **Why this pool.** A fresh mapping is backed page by page at first touch: a fault and a
-//! zeroed page per 4 KiB, paid by the put that copies its value in. For a 256 KiB value that was
-//! four times the copy itself on the machine measured, and about half the CPU of a load of such
-//! values (`docs/results/db.md`, issue 23, sessions 25 and 26). Two ways around it:
+//! zeroed page per 4 KiB, paid by the put that copies its value in, and for long values costing
+//! more than the copy itself (measured in `docs/results/db.md`, issue 23, session 26). Two ways
+//! around it:
 //! - *Recycled.* A value leaving the cache hands its mapping back here, and the next value of
 //!   the same page count takes it: no fault, no zeroing, no `munmap`. The bytes past the new
 //!   value's length are left from the old one; a value only ever exposes its own length

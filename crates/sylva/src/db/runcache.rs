@@ -276,9 +276,8 @@ pub(crate) struct RunCache {
     /// Serialises write-backs; holds the write buffer.
     writeback: Mutex<Option<AlignedBuf>>,
     /// The parallel writers' buffers, kept from one write-back to the next (at most
-    /// [`WRITERS`]): allocated per write-back, each was 1 MiB zeroed and its pages faulted in,
-    /// then unmapped, about half the CPU of a load of 256 KiB values written by `batch`
-    /// boundaries' syncs (module docs, "Memory").
+    /// [`WRITERS`]), so a write-back does not map, fault in and unmap 1 MiB per writer each
+    /// time (module docs, "Memory").
     spare: Mutex<Vec<AlignedBuf>>,
     /// Serialises [`RunCache::write_unlogged`]; holds its write buffer.
     unlogged_lock: Mutex<Option<AlignedBuf>>,
