@@ -82,7 +82,7 @@ mod state;
 
 use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -223,6 +223,8 @@ pub struct BufferPool {
     /// The copy buffer of write-backs, allocated at the first; its lock also makes flushes
     /// run one at a time.
     flush_buf: Mutex<Option<AlignedBuf>>,
+    /// Writes a flush keeps in flight ([`BufferPool::set_flush_writers`]).
+    flush_writers: AtomicUsize,
     resident: AtomicU64,
     clock: Mutex<Clock>,
     hits: Striped,
@@ -262,6 +264,7 @@ impl BufferPool {
             evict_batch: ((budget_pages / 64) as usize).clamp(1, MAX_EVICT_BATCH),
             run_pages,
             flush_buf: Mutex::new(None),
+            flush_writers: AtomicUsize::new(1),
             resident: AtomicU64::new(0),
             clock: Mutex::new(Clock {
                 pages: Vec::new(),
@@ -734,6 +737,13 @@ impl BufferPool {
     #[inline]
     pub(crate) fn budget(&self) -> u64 {
         self.budget_pages.load(Ordering::Relaxed)
+    }
+
+    /// Lets [`BufferPool::flush_all`] keep up to `writers` writes in flight, from as many
+    /// threads (`flush`'s module docs, "Writes in flight"); 1, the default, writes one run at
+    /// a time, in page order, from the flushing thread.
+    pub fn set_flush_writers(&self, writers: usize) {
+        self.flush_writers.store(writers.max(1), Ordering::Relaxed);
     }
 
     /// Moves the budget to `budget_bytes` (counted as at [`BufferPool::new`]: the copy buffer

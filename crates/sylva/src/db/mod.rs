@@ -111,7 +111,8 @@
 //! `interval` has passed) or `sync()`; the boundary's fsync runs on a log sync thread, so the
 //! writer that reaches it does not wait for it ([`crate::SyncCadence`]); `Never`: at `sync()`,
 //! `checkpoint()` or `close()`. With [`DbOptions::background`] off there are no threads: the
-//! writer that reaches a batch boundary or the checkpoint threshold does the work itself.
+//! writer that reaches a batch boundary or the checkpoint threshold does the work itself, and
+//! a checkpoint writes one run of pages at a time (with them, [`FLUSH_WRITERS`] at once).
 //!
 //! **Failure.** Any error inside a write other than bad input (a failed write or fsync, a
 //! corrupt page) poisons the database: every later call returns [`Error::Poisoned`] until it is
@@ -163,6 +164,10 @@ pub use cursor::Cursor;
 pub use dump::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use options::{DbOptions, OPTION_KEYS};
 pub use pa::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};
+
+/// Writes a checkpoint's flush of the pool keeps in flight with background threads
+/// ([`BufferPool::set_flush_writers`]), as the run cache's write-backs do.
+const FLUSH_WRITERS: usize = 8;
 
 /// What `Db::stats` reports.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -310,6 +315,10 @@ impl Db {
                 )?;
                 // The pool holds the tree's nodes only (out-of-line values are read past it).
                 pool.accept_only(&[PageKind::BTreeLeaf, PageKind::BTreeInner]);
+                if options.background {
+                    // A checkpoint's scattered leaves leave several writes at a time.
+                    pool.set_flush_writers(FLUSH_WRITERS);
+                }
                 // A database this build creates tags its values (out-of-line values); one
                 // created before keeps its untagged values.
                 let tags = state.map_or(Some(overflow::Tags::RefShape), |s: state::State| s.tags);

@@ -40,11 +40,25 @@
 //!
 //! **Writing in parallel.** Runs that follow one another on disk leave with one write, but the
 //! runs a checkpoint finds dirty are often scattered: overwrites take freed pages wherever the
-//! allocator finds them, and a value overwritten twice before a write-back leaves a hole
-//! between its neighbours. One write at a time then runs at the device's latency, so a
+//! allocator finds them (and a value overwritten twice before a write-back leaves a hole
+//! between its neighbours, below). One write at a time then runs at the device's latency, so a
 //! database with background threads (`DbOptions::background`) writes a batch's groups from
 //! [`WRITERS`] scoped threads, that many writes in flight. Without background threads writes
 //! keep one order, which the power-loss simulation's replay by seed relies on.
+//!
+//! **Holes.** A value overwritten again before a write-back leaves a hole between its
+//! neighbours: its run was allocated between theirs, and a freed value put since the last
+//! checkpoint began is never written. Overwrites of short values at random keys leave many,
+//! and a checkpoint then writes a few pages a write (`docs/results/db.md`, session 27). So a
+//! dirty value of up to [`FILLER_MAX`] bytes freed without needing to be written stays as a
+//! *filler*: clean, marked freed, first in line for the clock. (A clean value freed leaves at
+//! once, as before: its run is older than the dirty ones, so rarely between them, and its
+//! memory goes to the next value put.) A checkpoint's flush writes a filler whose run lies between dirty runs with only
+//! fillers between, so they leave as one write, and drops every filler it saw. Writing a
+//! filler is writing its run's own bytes to its own pages, as a write-back before the free
+//! would have; its pages are not reused before the checkpoint that takes the free ends
+//! (deferred), and that checkpoint's flush has dropped it by then (a free after the flush took
+//! its list is taken by the next checkpoint). Fillers count towards the budget like any entry.
 //!
 //! One write-back runs at a time (a lock held across choosing victims and writing them, which
 //! the flush takes batch by batch): an entry the flush finds clean was written by a write-back
@@ -127,6 +141,8 @@ const WRITE_BEHIND_BYTES: u64 = WRITE_BYTES as u64;
 const BEHIND_PASS_BYTES: u64 = 4 * WRITE_BYTES as u64;
 /// The most bytes of spare mappings kept for long values (module docs, "Memory").
 const SPARE_BYTES: u64 = 16 << 20;
+/// The longest freed value kept as a filler (module docs, "Holes").
+const FILLER_MAX: usize = 64 << 10;
 
 /// One cached value.
 struct Entry {
@@ -138,8 +154,10 @@ struct Entry {
     /// for reused pages, module docs).
     log_before: u64,
     dirty: bool,
-    /// Its run was freed, but a checkpoint begun before the free still needs it written
-    /// (module docs, "Freed before written"); it leaves once written.
+    /// Its run was freed. Dirty: a checkpoint begun before the free still needs it written
+    /// (module docs, "Freed before written"); it leaves once written. Clean: a *filler*, kept
+    /// only to fill the hole its run leaves between dirty neighbours (module docs, "Holes");
+    /// the next checkpoint's flush writes or drops it.
     freed: bool,
     /// Its record does not carry the value: the run must be in the file, synced, before the
     /// log's sync that makes the record durable (module docs, "Values the log does not carry").
@@ -180,6 +198,7 @@ struct Inner {
 }
 
 /// A dirty value to write: its run's first page and what its pages hold.
+#[derive(Clone)]
 struct Victim {
     first: u64,
     value: Arc<Bytes>,
@@ -469,6 +488,10 @@ impl RunCache {
     /// a dirty one put since that checkpoint began, which is then never written. A dirty one put
     /// before it stays, marked freed, until a write-back writes it (module docs, "Freed before
     /// written").
+    ///
+    /// Any other dirty value up to [`FILLER_MAX`] bytes stays as a *filler* (module docs,
+    /// "Holes"): clean, first in line for the clock, until the next checkpoint's flush writes
+    /// it into the hole its run leaves between dirty neighbours or drops it.
     pub(crate) fn freed(&self, first: u64, checkpoint_lsn: u64) {
         if !self.enabled() {
             return;
@@ -479,6 +502,10 @@ impl RunCache {
             // recovery finding the run not in the file would end the log there.
             if e.dirty && (e.lsn < checkpoint_lsn || e.unlogged) {
                 e.freed = true;
+            } else if e.dirty && e.value.len() <= FILLER_MAX {
+                e.dirty = false;
+                e.freed = true;
+                e.referenced = false;
             } else if let Some(e) = inner.map.remove(&first) {
                 self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
             }
@@ -593,21 +620,42 @@ impl RunCache {
 
     /// Writes every value dirty now to the file (a checkpoint's, before the page file's
     /// fsync), then waits for any write-back in progress (module docs, "stale writes").
+    /// The fillers among them fill holes between the dirty runs, and every filler this flush
+    /// saw leaves (module docs, "Holes").
     pub(crate) fn flush(&self, pool: &BufferPool, wal: &Wal) -> Result<()> {
         if !self.enabled() {
             return Ok(());
         }
-        let mut dirty: Vec<Victim> = {
+        let ps = pool.file().page_size();
+        let (dirty, fillers) = {
             let inner = self.inner.lock();
-            inner
+            let mut all: Vec<(Victim, bool)> = inner
                 .map
                 .iter()
-                .filter(|(_, e)| e.dirty)
-                .map(|(&first, e)| e.victim(first))
-                .collect()
+                .filter(|(_, e)| e.dirty || e.freed)
+                .map(|(&first, e)| (e.victim(first), e.dirty))
+                .collect();
+            drop(inner);
+            all.sort_unstable_by_key(|(v, _)| v.first);
+            holes_filled(all, ps)
         };
-        dirty.sort_unstable_by_key(|v| v.first);
-        let ps = pool.file().page_size();
+        let result = self.flush_dirty(&dirty, pool, wal, ps);
+        let mut inner = self.inner.lock();
+        for f in &fillers {
+            if let MapEntry::Occupied(o) = inner.map.entry(f.first) {
+                if Arc::ptr_eq(&o.get().value, &f.value) {
+                    let e = o.remove();
+                    self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
+                }
+            }
+        }
+        drop(inner);
+        result
+    }
+
+    /// [`RunCache::flush`]'s writes: `dirty` (sorted by first page, fillers among them) in
+    /// batches, then the barrier.
+    fn flush_dirty(&self, dirty: &[Victim], pool: &BufferPool, wal: &Wal, ps: usize) -> Result<()> {
         let mut at = 0;
         while at < dirty.len() {
             // A batch: about one write's worth of runs (a few per writer when writing in
@@ -624,17 +672,16 @@ impl RunCache {
                 end += 1;
             }
             let mut buf = self.writeback.lock();
-            // Only those still cached as they were and still dirty (a write-back may have
-            // written them, a free dropped them).
+            // Only those still cached as they were and still dirty, or fillers (a write-back
+            // may have written them, a free or the clock dropped them).
             let batch: Vec<&Victim> = {
                 let inner = self.inner.lock();
                 dirty[at..end]
                     .iter()
                     .filter(|v| {
-                        inner
-                            .map
-                            .get(&v.first)
-                            .is_some_and(|e| e.dirty && Arc::ptr_eq(&e.value, &v.value))
+                        inner.map.get(&v.first).is_some_and(|e| {
+                            (e.dirty || e.freed) && Arc::ptr_eq(&e.value, &v.value)
+                        })
                     })
                     .collect()
             };
@@ -785,6 +832,37 @@ impl Drop for RunCache {
             b.stop();
         }
     }
+}
+
+/// A flush's entries (sorted by first page; `true`: dirty, `false`: a filler) as the runs to
+/// write, each filler among them lying between dirty runs with nothing but fillers between
+/// (module docs, "Holes"), and every filler.
+fn holes_filled(all: Vec<(Victim, bool)>, page_size: usize) -> (Vec<Victim>, Vec<Victim>) {
+    let mut fillers = Vec::new();
+    let mut write = Vec::new();
+    // Fillers since the last dirty run, contiguous with it (kept if a dirty run follows them).
+    let mut pending: Vec<Victim> = Vec::new();
+    // The page after the last run written or pending, if a filler may continue from there.
+    let mut next: Option<u64> = None;
+    for (v, dirty) in all {
+        let end = v.first + run_pages(v.value.len(), page_size);
+        if next != Some(v.first) {
+            pending.clear();
+            next = None;
+        }
+        if dirty {
+            write.append(&mut pending);
+            write.push(v);
+            next = Some(end);
+        } else {
+            fillers.push(v.clone());
+            if next.is_some() {
+                pending.push(v);
+                next = Some(end);
+            }
+        }
+    }
+    (write, fillers)
 }
 
 /// `victims` (sorted by first page) cut into the index ranges of single writes: runs that follow

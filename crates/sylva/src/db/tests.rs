@@ -67,20 +67,28 @@ fn a_value_freed_after_a_checkpoint_began_is_still_written_by_it() {
     store
         .checkpoint_lsn
         .store(store.wal.next_lsn(), std::sync::atomic::Ordering::Release);
-    // Put after that begin, then freed: never written.
+    // Put after that begin, then freed: not needed in the file (a filler, `runcache`,
+    // "Holes": written below only because its run lies between fresh's and k's new one).
     db.put(b"later", &[3u8; 3000]).unwrap();
     db.delete(b"later").unwrap();
     // Put before it, then freed: written by the flush, then dropped.
     db.put(b"k", &[4u8; 3000]).unwrap();
     let s = store.runs.stats();
-    assert_eq!(s.values, 3, "k's old value stays, marked freed: {s:?}");
+    assert_eq!(
+        s.values, 4,
+        "k's old value and later's stay, marked freed: {s:?}"
+    );
+    // The last one, freed: a filler with no dirty run after it, never written.
+    db.put(b"last", &[5u8; 3000]).unwrap();
+    db.delete(b"last").unwrap();
     db.checkpoint().unwrap();
     let s = store.runs.stats();
     assert_eq!(
-        s.runs_written, 3,
-        "k's old and new values and fresh's, not later's: {s:?}"
+        s.runs_written, 4,
+        "k's old and new values, fresh's, and later's between them; not last's: {s:?}"
     );
-    assert_eq!(s.values, 2, "the freed value left once written: {s:?}");
+    assert_eq!(s.writes, 1, "the four runs follow one another: {s:?}");
+    assert_eq!(s.values, 2, "the freed values left: {s:?}");
     assert_eq!(db.get(b"k").unwrap().as_deref(), Some(&[4u8; 3000][..]));
     assert_eq!(db.check().unwrap().records, 2);
 }

@@ -599,3 +599,123 @@ fn hits_and_clean_misses_go_on_while_an_eviction_write_back_is_stalled() {
     assert_eq!(first_word_on_disk(&p, dirty), 7777);
     assert_eq!(read_first_word(&p, dirty), 7777);
 }
+
+/// Dirties every other page of `ids` again (one-page runs for the next flush), each with
+/// `seed ^ i`; returns the pages changed.
+fn dirty_every_other(p: &BufferPool, ids: &[u64], seed: u64) -> Vec<u64> {
+    let changed: Vec<u64> = ids.iter().copied().step_by(2).collect();
+    for (i, &id) in changed.iter().enumerate() {
+        let v = p.read_lock(id).expect("read_lock").expect("not freed");
+        assert!(p.try_upgrade(id, v), "nobody else holds page {id}");
+        write_pattern(p, id, seed + i as u64);
+        p.unlock(id, true);
+    }
+    changed
+}
+
+/// Several writes in flight (`flush`'s module docs, "Writes in flight"): a run of 300 pages
+/// leaves in slices, then 150 scattered one-page runs; every page reaches the file once per
+/// flush, none is left dirty or in flight, and the file holds the last contents.
+#[test]
+fn a_flush_with_writers_writes_every_page_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ids, changed) = {
+        // 1,024 pages of budget: a 64-page copy buffer, 16 pages a writer.
+        let p = pool(dir.path(), 1024, None);
+        p.set_flush_writers(4);
+        let ids = dirty_pages(&p, 300);
+        p.flush_all().expect("flush");
+        assert_eq!(p.stats().writebacks, 300);
+        let changed = dirty_every_other(&p, &ids, 5000);
+        p.flush_all().expect("flush of scattered pages");
+        assert_eq!(p.stats().writebacks, 450, "each changed page once");
+        for &id in &ids {
+            assert_state(&p, id, 0, DIRTY | IN_FLIGHT, "written and out of flight");
+        }
+        p.flush_all().expect("a flush with nothing dirty");
+        assert_eq!(p.stats().writebacks, 450);
+        p.checkpoint(b"").expect("checkpoint");
+        (ids, changed)
+    };
+    let (file, _) = PageFile::open(&dir.path().join("pages"), false).expect("reopen");
+    let p = pool_over(file, 64);
+    for (i, &id) in ids.iter().enumerate() {
+        let want = match changed.iter().position(|&c| c == id) {
+            Some(j) => 5000 + j as u64,
+            None => 100 + i as u64,
+        };
+        assert_eq!(read_first_word(&p, id), want, "page {id} after reopen");
+    }
+}
+
+/// A write failing while others are in flight: the flush reports it once every write handed
+/// out has ended, the failed run's page is dirty again, no page stays in flight, and the next
+/// flush writes what is left.
+#[test]
+fn a_failed_write_among_writers_leaves_its_pages_dirty() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let io = FileIo::open(&dir.path().join("pages"), true).expect("open");
+    let (io, faults) = crate::io::FaultyIo::new(io);
+    let file = PageFile::create_io(Box::new(io), 4096, false).expect("create");
+    let (ids, changed) = {
+        let p = pool_over(file, 1024);
+        p.set_flush_writers(4);
+        let ids = dirty_pages(&p, 40);
+        p.flush_all().expect("flush");
+        let changed = dirty_every_other(&p, &ids, 7000);
+        faults.arm(crate::io::Fault::FailWrite);
+        let err = p.flush_all().expect_err("a write fails");
+        assert!(err.to_string().contains("injected fault"), "{err}");
+        let mut dirty = 0;
+        for &id in &ids {
+            assert_state(&p, id, 0, IN_FLIGHT, "no page stays in flight");
+            if p.state(id).expect("state").load() & DIRTY != 0 {
+                dirty += 1;
+            }
+        }
+        assert!(dirty >= 1, "the failed run's page is dirty again");
+        assert_eq!(p.stats().writebacks, 40 + 20 - dirty);
+        p.flush_all().expect("the next flush writes the rest");
+        assert_eq!(p.stats().writebacks, 60);
+        p.checkpoint(b"").expect("checkpoint");
+        (ids, changed)
+    };
+    let (file, _) = PageFile::open(&dir.path().join("pages"), false).expect("reopen");
+    let p = pool_over(file, 64);
+    for (i, &id) in ids.iter().enumerate() {
+        let want = match changed.iter().position(|&c| c == id) {
+            Some(j) => 7000 + j as u64,
+            None => 100 + i as u64,
+        };
+        assert_eq!(read_first_word(&p, id), want, "page {id} after reopen");
+    }
+}
+
+/// With writers, the flush goes on while one write is held: the other runs reach the file
+/// before the held one ends (one writer would wait behind it).
+#[test]
+fn a_flush_with_writers_keeps_writing_past_a_slow_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, gate) = gated_pool(dir.path(), 1024);
+    p.set_flush_writers(4);
+    let ids = dirty_pages(&p, 40);
+    p.flush_all().expect("flush");
+    let changed = dirty_every_other(&p, &ids, 9000);
+    while_flush_in_flight(&p, &gate, |bytes| {
+        assert_eq!(bytes, 4096, "one-page runs");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while p.stats().writebacks < 40 + 19 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the other runs wait behind the held write ({} written)",
+                p.stats().writebacks - 40
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    })
+    .expect("flush");
+    assert_eq!(p.stats().writebacks, 60);
+    for (j, &id) in changed.iter().enumerate() {
+        assert_eq!(first_word_on_disk(&p, id), 9000 + j as u64);
+    }
+}
