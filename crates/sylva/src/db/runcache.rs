@@ -95,11 +95,12 @@
 //! one write-back to the next once used, and the spare mappings, at most [`SPARE_BYTES`] or an
 //! eighth of the cache.
 //!
-//! One mutex guards the map and the clock: a lookup holds it for a hash probe (rapidhash: std's
-//! SipHash cost measurably more per get) and copies a value of up to 16 KiB out under it; a
-//! longer one is copied after it is released, through a clone of its `Arc`. Sharding is the
-//! next step if a profile shows it contended; on the machines measured so far (two cores) it is
-//! not a choice to make blind.
+//! One reader-writer lock guards the map and the clock. A lookup holds it shared for a hash
+//! probe (rapidhash: std's SipHash cost measurably more per get), sets the entry's clock bit
+//! (an atomic) and copies a value of up to 16 KiB out under it; a longer one is copied after it
+//! is released, through a clone of its `Arc`. Gets on several threads so copy at once (a mutex
+//! serialised them: `docs/results/db.md`, session 27); puts, frees, evictions and write-backs
+//! hold it exclusively.
 //!
 //! **Values the log does not carry** (longer than `logged_value_max`) are written before the
 //! log's sync that makes their records durable, and with background threads written behind:
@@ -113,7 +114,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use super::mappings::{Mapping, Mappings};
 use super::overflow::{lay_out, run_pages, write_run, ValueRef};
@@ -162,8 +163,8 @@ struct Entry {
     /// Its record does not carry the value: the run must be in the file, synced, before the
     /// log's sync that makes the record durable (module docs, "Values the log does not carry").
     unlogged: bool,
-    /// The clock's second chance.
-    referenced: bool,
+    /// The clock's second chance (set by gets, which hold the lock shared).
+    referenced: AtomicBool,
 }
 
 impl Entry {
@@ -283,7 +284,7 @@ pub struct RunCacheStats {
 
 /// Out-of-line values in memory (module docs).
 pub(crate) struct RunCache {
-    inner: Mutex<Inner>,
+    inner: RwLock<Inner>,
     /// Bytes charged for the entries now.
     bytes: AtomicU64,
     /// The most the cache holds before evicting.
@@ -326,7 +327,7 @@ impl RunCache {
     pub(crate) fn new(total: u64, enabled: bool, parallel: bool) -> Self {
         let cap = if enabled { total / 4 * 3 } else { 0 };
         RunCache {
-            inner: Mutex::new(Inner::default()),
+            inner: RwLock::new(Inner::default()),
             bytes: AtomicU64::new(0),
             cap,
             total,
@@ -357,10 +358,12 @@ impl RunCache {
         if !self.enabled() {
             return false;
         }
-        let mut inner = self.inner.lock();
-        let value = match inner.map.get_mut(&r.first) {
+        let inner = self.inner.read();
+        let value = match inner.map.get(&r.first) {
             Some(e) if e.crc == r.crc && e.value.len() == r.len as usize => {
-                e.referenced = true;
+                if !e.referenced.load(Ordering::Relaxed) {
+                    e.referenced.store(true, Ordering::Relaxed);
+                }
                 if e.value.len() <= COPY_UNDER_LOCK {
                     // A short value is copied at once: two atomic updates of the `Arc`'s count
                     // cost more than the copy.
@@ -406,7 +409,7 @@ impl RunCache {
                 dirty: true,
                 freed: false,
                 unlogged,
-                referenced: false,
+                referenced: AtomicBool::new(false),
             },
         );
     }
@@ -434,14 +437,14 @@ impl RunCache {
                 dirty: false,
                 freed: false,
                 unlogged: false,
-                referenced: false,
+                referenced: AtomicBool::new(false),
             },
         );
     }
 
     fn insert(&self, first: u64, entry: Entry) {
         let charge = entry.charge();
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         if entry.unlogged {
             inner.unlogged.push(first);
             inner.unlogged_bytes += entry.value.len() as u64;
@@ -477,7 +480,7 @@ impl RunCache {
         if !self.enabled() {
             return;
         }
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         if let Some(e) = inner.map.remove(&first) {
             self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
         }
@@ -496,7 +499,7 @@ impl RunCache {
         if !self.enabled() {
             return;
         }
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         if let Some(e) = inner.map.get_mut(&first) {
             // An unlogged value is written even so: its record may become durable, and
             // recovery finding the run not in the file would end the log there.
@@ -505,7 +508,7 @@ impl RunCache {
             } else if e.dirty && e.value.len() <= FILLER_MAX {
                 e.dirty = false;
                 e.freed = true;
-                e.referenced = false;
+                *e.referenced.get_mut() = false;
             } else if let Some(e) = inner.map.remove(&first) {
                 self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
             }
@@ -559,7 +562,7 @@ impl RunCache {
     /// ones leave at once; dirty ones are returned, still cached, to be written and dropped.
     fn take_victims(&self, target: u64) -> Vec<Victim> {
         let mut victims = Vec::new();
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         let mut need = self.bytes.load(Ordering::Relaxed).saturating_sub(target);
         // Twice round the clock at most: the first pass may only clear second chances.
         let mut budget = inner.clock.len() * 2;
@@ -571,8 +574,8 @@ impl RunCache {
             let Some(e) = inner.map.get_mut(&first) else {
                 continue;
             };
-            if e.referenced {
-                e.referenced = false;
+            if *e.referenced.get_mut() {
+                *e.referenced.get_mut() = false;
                 inner.clock.push_back(first);
                 continue;
             }
@@ -598,7 +601,7 @@ impl RunCache {
         let mut sorted: Vec<&Victim> = victims.iter().collect();
         sorted.sort_unstable_by_key(|v| v.first);
         if let Err(e) = self.write_refs(&sorted, pool.file(), Some(wal), buf) {
-            let mut inner = self.inner.lock();
+            let mut inner = self.inner.write();
             for v in victims {
                 if inner.map.contains_key(&v.first) {
                     inner.clock.push_back(v.first);
@@ -606,7 +609,7 @@ impl RunCache {
             }
             return Err(e);
         }
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         for v in victims {
             if let MapEntry::Occupied(o) = inner.map.entry(v.first) {
                 if Arc::ptr_eq(&o.get().value, &v.value) {
@@ -628,7 +631,7 @@ impl RunCache {
         }
         let ps = pool.file().page_size();
         let (dirty, fillers) = {
-            let inner = self.inner.lock();
+            let inner = self.inner.read();
             let mut all: Vec<(Victim, bool)> = inner
                 .map
                 .iter()
@@ -640,7 +643,7 @@ impl RunCache {
             holes_filled(all, ps)
         };
         let result = self.flush_dirty(&dirty, pool, wal, ps);
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         for f in &fillers {
             if let MapEntry::Occupied(o) = inner.map.entry(f.first) {
                 if Arc::ptr_eq(&o.get().value, &f.value) {
@@ -675,7 +678,7 @@ impl RunCache {
             // Only those still cached as they were and still dirty, or fillers (a write-back
             // may have written them, a free or the clock dropped them).
             let batch: Vec<&Victim> = {
-                let inner = self.inner.lock();
+                let inner = self.inner.read();
                 dirty[at..end]
                     .iter()
                     .filter(|v| {
@@ -686,7 +689,7 @@ impl RunCache {
                     .collect()
             };
             self.write_refs(&batch, pool.file(), Some(wal), &mut buf)?;
-            let mut inner = self.inner.lock();
+            let mut inner = self.inner.write();
             for v in batch {
                 if let MapEntry::Occupied(mut o) = inner.map.entry(v.first) {
                     if Arc::ptr_eq(&o.get().value, &v.value) {
@@ -813,7 +816,7 @@ impl RunCache {
 
     /// Counters.
     pub(crate) fn stats(&self) -> RunCacheStats {
-        let values = self.inner.lock().map.len() as u64;
+        let values = self.inner.read().map.len() as u64;
         RunCacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),

@@ -43,7 +43,7 @@ use crate::wal::BeforeSync;
 impl RunCache {
     /// The runs (first page, pages) of the dirty values whose records do not carry them.
     pub(crate) fn dirty_unlogged(&self, page_size: usize) -> Vec<(u64, u64)> {
-        let inner = self.inner.lock();
+        let inner = self.inner.read();
         inner
             .map
             .iter()
@@ -80,7 +80,7 @@ impl RunCache {
     fn write_unlogged_runs(&self, file: &PageFile, limit: Option<u64>) -> Result<bool> {
         let mut buf = self.unlogged_lock.lock();
         let (mut victims, more): (Vec<Victim>, bool) = {
-            let mut inner = self.inner.lock();
+            let mut inner = self.inner.write();
             let inner = &mut *inner;
             let mut taken = 0u64;
             let mut victims = Vec::new();
@@ -108,7 +108,7 @@ impl RunCache {
             victims.dedup_by_key(|v| v.first);
             let sorted: Vec<&Victim> = victims.iter().collect();
             let result = self.write_refs(&sorted, file, None, &mut buf);
-            let mut inner = self.inner.lock();
+            let mut inner = self.inner.write();
             for v in &victims {
                 if let MapEntry::Occupied(mut o) = inner.map.entry(v.first) {
                     if !Arc::ptr_eq(&o.get().value, &v.value) {
