@@ -199,7 +199,6 @@ struct Inner {
 }
 
 /// A dirty value to write: its run's first page and what its pages hold.
-#[derive(Clone)]
 struct Victim {
     first: u64,
     value: Arc<Bytes>,
@@ -630,23 +629,29 @@ impl RunCache {
             return Ok(());
         }
         let ps = pool.file().page_size();
+        // Pages, not values: holding every dirty value here would keep the memory of those the
+        // clock evicts meanwhile until the flush ends; a batch takes its values when it runs.
         let (dirty, fillers) = {
             let inner = self.inner.read();
-            let mut all: Vec<(Victim, bool)> = inner
+            let mut all: Vec<Found> = inner
                 .map
                 .iter()
                 .filter(|(_, e)| e.dirty || e.freed)
-                .map(|(&first, e)| (e.victim(first), e.dirty))
+                .map(|(&first, e)| Found {
+                    first,
+                    pages: run_pages(e.value.len(), ps),
+                    dirty: e.dirty,
+                })
                 .collect();
             drop(inner);
-            all.sort_unstable_by_key(|(v, _)| v.first);
-            holes_filled(all, ps)
+            all.sort_unstable_by_key(|f| f.first);
+            holes_filled(all)
         };
         let result = self.flush_dirty(&dirty, pool, wal, ps);
         let mut inner = self.inner.write();
-        for f in &fillers {
-            if let MapEntry::Occupied(o) = inner.map.entry(f.first) {
-                if Arc::ptr_eq(&o.get().value, &f.value) {
+        for first in fillers {
+            if let MapEntry::Occupied(o) = inner.map.entry(first) {
+                if o.get().freed && !o.get().dirty {
                     let e = o.remove();
                     self.bytes.fetch_sub(e.charge(), Ordering::Relaxed);
                 }
@@ -656,9 +661,9 @@ impl RunCache {
         result
     }
 
-    /// [`RunCache::flush`]'s writes: `dirty` (sorted by first page, fillers among them) in
-    /// batches, then the barrier.
-    fn flush_dirty(&self, dirty: &[Victim], pool: &BufferPool, wal: &Wal, ps: usize) -> Result<()> {
+    /// [`RunCache::flush`]'s writes: the runs of `dirty` (sorted by first page, fillers among
+    /// them) in batches, then the barrier.
+    fn flush_dirty(&self, dirty: &[Found], pool: &BufferPool, wal: &Wal, ps: usize) -> Result<()> {
         let mut at = 0;
         while at < dirty.len() {
             // A batch: about one write's worth of runs (a few per writer when writing in
@@ -669,25 +674,26 @@ impl RunCache {
                 WRITE_BYTES
             };
             let mut end = at + 1;
-            let mut bytes = run_pages(dirty[at].value.len(), ps) as usize * ps;
+            let mut bytes = dirty[at].pages as usize * ps;
             while end < dirty.len() && bytes < batch_bytes {
-                bytes += run_pages(dirty[end].value.len(), ps) as usize * ps;
+                bytes += dirty[end].pages as usize * ps;
                 end += 1;
             }
             let mut buf = self.writeback.lock();
-            // Only those still cached as they were and still dirty, or fillers (a write-back
-            // may have written them, a free or the clock dropped them).
-            let batch: Vec<&Victim> = {
+            // Those still cached, dirty or fillers (a write-back may have written them, a free
+            // or the clock dropped them; their pages are not reused before the checkpoint
+            // ends, so an entry at the same first page is the one found).
+            let victims: Vec<Victim> = {
                 let inner = self.inner.read();
                 dirty[at..end]
                     .iter()
-                    .filter(|v| {
-                        inner.map.get(&v.first).is_some_and(|e| {
-                            (e.dirty || e.freed) && Arc::ptr_eq(&e.value, &v.value)
-                        })
+                    .filter_map(|f| {
+                        let e = inner.map.get(&f.first)?;
+                        (e.dirty || e.freed).then(|| e.victim(f.first))
                     })
                     .collect()
             };
+            let batch: Vec<&Victim> = victims.iter().collect();
             self.write_refs(&batch, pool.file(), Some(wal), &mut buf)?;
             let mut inner = self.inner.write();
             for v in batch {
@@ -837,31 +843,39 @@ impl Drop for RunCache {
     }
 }
 
-/// A flush's entries (sorted by first page; `true`: dirty, `false`: a filler) as the runs to
-/// write, each filler among them lying between dirty runs with nothing but fillers between
-/// (module docs, "Holes"), and every filler.
-fn holes_filled(all: Vec<(Victim, bool)>, page_size: usize) -> (Vec<Victim>, Vec<Victim>) {
+/// An entry a checkpoint's flush found dirty or a filler: its run's first page and pages.
+#[derive(Clone, Copy)]
+struct Found {
+    first: u64,
+    pages: u64,
+    /// Dirty (else a filler).
+    dirty: bool,
+}
+
+/// A flush's entries (sorted by first page) as the runs to write, each filler among them lying
+/// between dirty runs with nothing but fillers between (module docs, "Holes"), and the first
+/// pages of every filler.
+fn holes_filled(all: Vec<Found>) -> (Vec<Found>, Vec<u64>) {
     let mut fillers = Vec::new();
     let mut write = Vec::new();
     // Fillers since the last dirty run, contiguous with it (kept if a dirty run follows them).
-    let mut pending: Vec<Victim> = Vec::new();
+    let mut pending: Vec<Found> = Vec::new();
     // The page after the last run written or pending, if a filler may continue from there.
     let mut next: Option<u64> = None;
-    for (v, dirty) in all {
-        let end = v.first + run_pages(v.value.len(), page_size);
-        if next != Some(v.first) {
+    for f in all {
+        if next != Some(f.first) {
             pending.clear();
             next = None;
         }
-        if dirty {
+        if f.dirty {
             write.append(&mut pending);
-            write.push(v);
-            next = Some(end);
+            write.push(f);
+            next = Some(f.first + f.pages);
         } else {
-            fillers.push(v.clone());
+            fillers.push(f.first);
             if next.is_some() {
-                pending.push(v);
-                next = Some(end);
+                pending.push(f);
+                next = Some(f.first + f.pages);
             }
         }
     }

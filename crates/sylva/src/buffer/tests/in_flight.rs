@@ -613,6 +613,20 @@ fn dirty_every_other(p: &BufferPool, ids: &[u64], seed: u64) -> Vec<u64> {
     changed
 }
 
+/// Reopens the page file in `dir` and checks every page of `ids`: `seed + j` for the j-th of
+/// `changed`, `100 + i` (as `dirty_pages` wrote it) for the others.
+fn assert_reopened(dir: &std::path::Path, ids: &[u64], changed: &[u64], seed: u64) {
+    let (file, _) = PageFile::open(&dir.join("pages"), false).expect("reopen");
+    let p = pool_over(file, 64);
+    for (i, &id) in ids.iter().enumerate() {
+        let want = match changed.iter().position(|&c| c == id) {
+            Some(j) => seed + j as u64,
+            None => 100 + i as u64,
+        };
+        assert_eq!(read_first_word(&p, id), want, "page {id} after reopen");
+    }
+}
+
 /// Several writes in flight (`flush`'s module docs, "Writes in flight"): a run of 300 pages
 /// leaves in slices, then 150 scattered one-page runs; every page reaches the file once per
 /// flush, none is left dirty or in flight, and the file holds the last contents.
@@ -637,15 +651,7 @@ fn a_flush_with_writers_writes_every_page_once() {
         p.checkpoint(b"").expect("checkpoint");
         (ids, changed)
     };
-    let (file, _) = PageFile::open(&dir.path().join("pages"), false).expect("reopen");
-    let p = pool_over(file, 64);
-    for (i, &id) in ids.iter().enumerate() {
-        let want = match changed.iter().position(|&c| c == id) {
-            Some(j) => 5000 + j as u64,
-            None => 100 + i as u64,
-        };
-        assert_eq!(read_first_word(&p, id), want, "page {id} after reopen");
-    }
+    assert_reopened(dir.path(), &ids, &changed, 5000);
 }
 
 /// A write failing while others are in flight: the flush reports it once every write handed
@@ -680,15 +686,7 @@ fn a_failed_write_among_writers_leaves_its_pages_dirty() {
         p.checkpoint(b"").expect("checkpoint");
         (ids, changed)
     };
-    let (file, _) = PageFile::open(&dir.path().join("pages"), false).expect("reopen");
-    let p = pool_over(file, 64);
-    for (i, &id) in ids.iter().enumerate() {
-        let want = match changed.iter().position(|&c| c == id) {
-            Some(j) => 7000 + j as u64,
-            None => 100 + i as u64,
-        };
-        assert_eq!(read_first_word(&p, id), want, "page {id} after reopen");
-    }
+    assert_reopened(dir.path(), &ids, &changed, 7000);
 }
 
 /// With writers, the flush goes on while one write is held: the other runs reach the file
