@@ -148,9 +148,9 @@ impl Sink for Parallel<'_> {
 
 #[cold]
 fn writer_gone() -> crate::error::Error {
-    crate::error::Error::InvalidArgument {
-        what: "a checkpoint's writer thread ended before its writes".into(),
-        limit: 0,
+    crate::error::Error::Io {
+        path: None,
+        source: std::io::Error::other("a checkpoint's writer thread ended before its writes"),
     }
 }
 

@@ -111,8 +111,9 @@
 //! `interval` has passed) or `sync()`; the boundary's fsync runs on a log sync thread, so the
 //! writer that reaches it does not wait for it ([`crate::SyncCadence`]); `Never`: at `sync()`,
 //! `checkpoint()` or `close()`. With [`DbOptions::background`] off there are no threads: the
-//! writer that reaches a batch boundary or the checkpoint threshold does the work itself, and
-//! a checkpoint writes one run of pages at a time (with them, [`FLUSH_WRITERS`] at once).
+//! writer that reaches a batch boundary or the checkpoint threshold does the work itself, and a
+//! checkpoint writes its dirty pages one run at a time; with them, [`FLUSH_WRITERS`] runs are in
+//! flight at once.
 //!
 //! **Failure.** Any error inside a write other than bad input (a failed write or fsync, a
 //! corrupt page) poisons the database: every later call returns [`Error::Poisoned`] until it is

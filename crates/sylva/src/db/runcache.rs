@@ -53,12 +53,13 @@
 //! dirty value of up to [`FILLER_MAX`] bytes freed without needing to be written stays as a
 //! *filler*: clean, marked freed, first in line for the clock. (A clean value freed leaves at
 //! once, as before: its run is older than the dirty ones, so rarely between them, and its
-//! memory goes to the next value put.) A checkpoint's flush writes a filler whose run lies between dirty runs with only
-//! fillers between, so they leave as one write, and drops every filler it saw. Writing a
-//! filler is writing its run's own bytes to its own pages, as a write-back before the free
-//! would have; its pages are not reused before the checkpoint that takes the free ends
-//! (deferred), and that checkpoint's flush has dropped it by then (a free after the flush took
-//! its list is taken by the next checkpoint). Fillers count towards the budget like any entry.
+//! memory goes to the next value put.) A checkpoint's flush ([`flush`]) writes a filler whose
+//! run lies between dirty runs with only fillers between, so they leave as one write, and
+//! drops every filler it saw. Writing a filler is writing its run's own bytes to its own pages,
+//! as a write-back before the free would have; its pages are not reused before the checkpoint
+//! that takes the free ends (deferred), and that checkpoint's flush has dropped it by then (a
+//! free after the flush took its list is taken by the next checkpoint). Fillers count towards
+//! the budget like any entry.
 //!
 //! One write-back runs at a time (a lock held across choosing victims and writing them, which
 //! the flush takes batch by batch): an entry the flush finds clean was written by a write-back
