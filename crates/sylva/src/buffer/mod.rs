@@ -90,6 +90,7 @@ use parking_lot::Mutex;
 use crate::error::{Error, Result};
 use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
+use crate::util::striped::Striped;
 use evict::MAX_EVICT_BATCH;
 use region::Region;
 use state::{
@@ -158,34 +159,6 @@ pub struct PoolStats {
     pub resident: u64,
     /// The budget for frames, in pages (the budget less the copy buffer).
     pub budget_pages: u64,
-}
-
-/// A counter spread over cache lines so that threads counting hits on every page access do not
-/// contend on one line (a shared `fetch_add` per access measurably slows two-thread reads).
-#[derive(Default)]
-struct Striped([Padded; 8]);
-
-#[derive(Default)]
-#[repr(align(128))]
-struct Padded(AtomicU64);
-
-static NEXT_STRIPE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-thread_local! {
-    /// Each thread's stripe, assigned round-robin.
-    static STRIPE: usize = NEXT_STRIPE.fetch_add(1, Ordering::Relaxed) % 8;
-}
-
-impl Striped {
-    #[inline]
-    fn add_one(&self) {
-        let i = STRIPE.with(|s| *s);
-        self.0[i].0.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn sum(&self) -> u64 {
-        self.0.iter().map(|p| p.0.load(Ordering::Relaxed)).sum()
-    }
 }
 
 /// Bytes a checkpoint writes back with one write at most (256 pages of 4 KiB): the size of its

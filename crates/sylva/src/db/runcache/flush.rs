@@ -30,7 +30,7 @@ impl RunCache {
                 .filter(|(_, e)| e.dirty || e.freed)
                 .map(|(&first, e)| Found {
                     first,
-                    pages: run_pages(e.value.len(), ps),
+                    pages: run_pages(e.len(), ps),
                     dirty: e.dirty,
                 })
                 .collect();

@@ -48,7 +48,7 @@ impl RunCache {
             .map
             .iter()
             .filter(|(_, e)| e.dirty && e.unlogged)
-            .map(|(&first, e)| (first, run_pages(e.value.len(), page_size)))
+            .map(|(&first, e)| (first, run_pages(e.len(), page_size)))
             .collect()
     }
 
@@ -91,7 +91,7 @@ impl RunCache {
                 }
                 end += 1;
                 if let Some(e) = inner.map.get(&first).filter(|e| e.dirty && e.unlogged) {
-                    taken += e.value.len() as u64;
+                    taken += e.len() as u64;
                     victims.push(e.victim(first));
                 }
             }
