@@ -157,3 +157,49 @@ fn without_the_run_cache_every_run_is_written_at_its_put() {
     assert_eq!((s.values, s.hits, s.runs_written), (0, 0, 0), "{s:?}");
     db.close().expect("close");
 }
+
+#[test]
+fn runs_freed_call_for_a_checkpoint_so_overwrites_reuse_their_pages() {
+    // Values longer than the log carries add little to the log, so `checkpoint_bytes` alone
+    // never comes; the runs their overwrites free must bring the checkpoint that makes those
+    // pages reusable, or every overwrite takes new pages at the file's end.
+    let dir = tmp();
+    let opts = sylva::DbOptions {
+        checkpoint_bytes: 1 << 40,
+        // The cache holds the values, so the test measures the file, not evictions.
+        cache_bytes: 512 << 20,
+        // Checkpoints in the writer, so each has ended when the put that asked for it returns.
+        background: false,
+        ..options(SyncMode::Never, 0)
+    };
+    let db = Db::open(dir.path(), opts).expect("open");
+    let len = 256 << 10;
+    let keys = 8;
+    let rounds = 80; // 8 keys × 79 overwrites × 256 KiB (65 pages each): 160 MiB freed.
+    let mut want = BTreeMap::new();
+    for round in 0..rounds {
+        for i in 0..keys {
+            let (k, v) = (key(i), tagged_value(&key(i), round * keys + i, len));
+            db.put(&k, &v).expect("put");
+            want.insert(k, v);
+        }
+    }
+    let stats = db.stats();
+    assert!(
+        stats.checkpoints >= 3,
+        "160 MiB freed, more than twice the least that calls for a checkpoint (and one at open): {} checkpoints",
+        stats.checkpoints
+    );
+    // Without those checkpoints the file would hold every run ever written (160 MiB and
+    // more); with them, the live values, what was freed since the last checkpoint (64 MiB at
+    // most before the next is asked for) and what the checkpoint in force still points at.
+    assert!(
+        stats.file_bytes < 100 << 20,
+        "overwrites reuse freed pages: the file has {} bytes",
+        stats.file_bytes
+    );
+    db.close().expect("close");
+    let db = Db::open(dir.path(), opts).expect("reopen");
+    assert_same_contents(&db, &want, "reopened");
+    db.check().expect("check");
+}

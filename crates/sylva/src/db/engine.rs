@@ -56,6 +56,7 @@ impl Engine for PagedTree {
         let store = &self.tree.store;
         store.checkpoint_lsn.store(lsn, Ordering::Release);
         store.log_bytes.store(0, Ordering::Relaxed);
+        store.restart_freed_count();
         State {
             layout: self.layout,
             meta_page: self.tree.meta,
@@ -83,6 +84,19 @@ impl Engine for PagedTree {
     #[inline]
     fn logged_bytes(&self) -> u64 {
         self.tree.store.log_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Once the runs freed since the last checkpoint began pass an eighth of the file (at least
+    /// [`FREES_MIN`](super::store::FREES_MIN)): freed runs are reusable only after the next checkpoint, so without one
+    /// each overwrite of an out-of-line value takes new pages at the file's end. Values the log
+    /// does not carry add little to the log, which alone would let the file grow by the whole
+    /// `checkpoint_bytes` and more; and a write over pages the file system has already
+    /// allocated and written is cheaper than one that extends the file (`docs/results/db.md`,
+    /// session 28).
+    #[inline]
+    fn frees_due(&self) -> bool {
+        let store = &self.tree.store;
+        store.freed_bytes.load(Ordering::Relaxed) > store.freed_limit.load(Ordering::Relaxed)
     }
 
     /// The runs of values their records do not carry (noted by [`super::overflow`] at their

@@ -60,6 +60,12 @@ struct PendingRuns {
     freed: Vec<RunFreed>,
 }
 
+/// The runs freed since the last checkpoint began call for the next once they pass this share
+/// of the file (`Engine::frees_due` in `db/engine.rs`)...
+pub(crate) const FREES_SHARE: u64 = 8;
+/// ... or this many bytes, if more.
+pub(crate) const FREES_MIN: u64 = 64 << 20;
+
 /// Pages of a buffer pool as tree nodes, with logging.
 pub(crate) struct PoolStore {
     pub(crate) pool: BufferPool,
@@ -72,6 +78,10 @@ pub(crate) struct PoolStore {
     pub(crate) checkpoint_lsn: AtomicU64,
     /// Bytes appended since the last checkpoint.
     pub(crate) log_bytes: AtomicU64,
+    /// Bytes of runs freed since the last checkpoint began, and how many call for the next
+    /// (`Engine::frees_due` in `db/engine.rs`).
+    pub(crate) freed_bytes: AtomicU64,
+    pub(crate) freed_limit: AtomicU64,
     /// Bytes appended since open (record headers included).
     pub(crate) log_written: AtomicU64,
     /// Of those, the records that carry a page's full image because it was the page's first
@@ -202,7 +212,7 @@ impl PoolStore {
         tags: Option<overflow::Tags>,
         runs: Arc<RunCache>,
     ) -> Self {
-        PoolStore {
+        let store = PoolStore {
             runs,
             logged_value_max: crate::DbOptions::default().logged_value_max,
             escaped: tags.is_some(),
@@ -214,10 +224,23 @@ impl PoolStore {
             logging: AtomicBool::new(false),
             checkpoint_lsn: AtomicU64::new(checkpoint_lsn),
             log_bytes: AtomicU64::new(0),
+            freed_bytes: AtomicU64::new(0),
+            freed_limit: AtomicU64::new(u64::MAX),
             log_written: AtomicU64::new(0),
             log_fpw: AtomicU64::new(0),
             gate: RwLock::new(()),
-        }
+        };
+        store.restart_freed_count();
+        store
+    }
+
+    /// Starts counting the runs freed again, as a checkpoint begins, against an eighth of the
+    /// file now (at least [`FREES_MIN`]).
+    pub(crate) fn restart_freed_count(&self) {
+        let file = self.pool.file();
+        let limit = (file.page_count() * file.page_size() as u64 / FREES_SHARE).max(FREES_MIN);
+        self.freed_limit.store(limit, Ordering::Relaxed);
+        self.freed_bytes.store(0, Ordering::Relaxed);
     }
 
     /// Closes the write gate: waits for writes in progress, holds new ones back.
@@ -343,6 +366,10 @@ impl PoolStore {
         let file = self.pool.file();
         for f in freed {
             file.free_run_deferred(f.first, f.pages as usize)?;
+            self.freed_bytes.fetch_add(
+                u64::from(f.pages) * file.page_size() as u64,
+                Ordering::Relaxed,
+            );
             self.runs
                 .freed(f.first, self.checkpoint_lsn.load(Ordering::Acquire));
         }

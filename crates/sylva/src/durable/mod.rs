@@ -147,6 +147,15 @@ pub(crate) trait Engine: Send + Sync + 'static {
     /// Bytes logged since the last checkpoint began (what triggers the next one).
     fn logged_bytes(&self) -> u64;
 
+    /// Whether the pages freed since the last checkpoint began call for a checkpoint now,
+    /// however little was logged: an engine whose frees wait for the next checkpoint (the
+    /// durable state may still point at the pages) grows its file meanwhile instead of reusing
+    /// them. No by default.
+    #[inline]
+    fn frees_due(&self) -> bool {
+        false
+    }
+
     /// Whether the checkpoint thread runs at nice 10: yes unless writers wait for its
     /// progress step by step (the NB-tree's deamortized merger), where a lower priority than
     /// the writers' makes each of those waits as long as the scheduler keeps it off the CPU.
@@ -241,8 +250,8 @@ impl<E: Engine> Durable<E> {
 
     /// Durability and checkpoint duties after a write of `ops` operations whose last log record
     /// is `lsn`: the cadence's sync, and a checkpoint once the engine has logged
-    /// `checkpoint_bytes` since the last (the checkpoint thread's, or this writer's without
-    /// background threads).
+    /// `checkpoint_bytes` since the last or its frees call for one ([`Engine::frees_due`]) (the
+    /// checkpoint thread's, or this writer's without background threads).
     #[inline]
     pub(crate) fn after_write(&self, ops: u64, lsn: u64) -> Result<()> {
         let wal = &self.core.wal;
@@ -251,7 +260,8 @@ impl<E: Engine> Durable<E> {
             Due::Boundary => wal.sync(),
         });
         self.core.poison.guard(r)?;
-        if self.core.engine.logged_bytes() > self.options.checkpoint_bytes
+        if (self.core.engine.logged_bytes() > self.options.checkpoint_bytes
+            || self.core.engine.frees_due())
             && !self.core.checkpointing.swap(true, Ordering::AcqRel)
         {
             if self.options.background {
