@@ -665,9 +665,14 @@ fn put_out_of_line(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<
             match how {
                 How::Logged | How::BeforeSync if store.runs.enabled() => {
                     let unlogged = how == How::BeforeSync;
-                    store
-                        .runs
-                        .insert_dirty(r, value, store.wal.next_lsn(), log_before, unlogged);
+                    store.runs.insert_dirty(
+                        r,
+                        value,
+                        store.wal.next_lsn(),
+                        log_before,
+                        unlogged,
+                        file.page_size(),
+                    );
                     if unlogged {
                         // For an online backup, which copies it again after the log's sync
                         // that wrote it; and towards the next checkpoint, as logged bytes are.

@@ -79,22 +79,26 @@
 //! **Reads.** A miss reads the run from the file as before and enters it clean, unless it is
 //! longer than a sixteenth of the budget (a scan of huge values must not empty the cache).
 //!
-//! **Memory.** The budget is the database's `cache_bytes`, shared with the buffer pool: the
-//! cache may grow to three quarters of it, and the pool's budget is moved down by what the
-//! cache holds (in steps of a sixty-fourth), so frames and values together stay within it.
-//! A database without out-of-line values keeps the whole budget for the pool. Each entry is
-//! charged its value's length plus [`ENTRY_OVERHEAD`]. Values of 8 KiB or more live in pages
-//! of their own ([`Bytes`], `mmap`), given back when they leave: on glibc's heap, values
-//! evicted and read again left the freed memory with the process, which grew well past its
-//! budget (`docs/results/db.md`, session 21). Those pages come from [`Mappings`], which keeps
-//! a few freed ones for the next value of the same page count and, in a database with
-//! background threads, faults new ones in ahead on a thread of its own, so a put copies into
-//! memory that is already there ([`super::mappings`]). Shorter values stay on the heap, where
-//! chunks of like sizes are reused and a mapping per value would cost more than the value.
-//! Outside the budget: the write buffers, 1 MiB for the write-backs, 1 MiB for
-//! [`RunCache::write_unlogged`] and up to [`WRITERS`] MiB for the parallel writers, kept from
-//! one write-back to the next once used, and the spare mappings, at most [`SPARE_BYTES`] or an
-//! eighth of the cache.
+//! **Memory.** The budget is the database's `cache_bytes`, shared with the buffer pool: the cache
+//! may grow to three quarters of it, and the pool's budget is moved down by what the cache holds
+//! (in steps of a sixty-fourth), so frames and values together stay within it. A database without
+//! out-of-line values keeps the whole budget for the pool. Each entry is charged its value's length
+//! plus [`ENTRY_OVERHEAD`]. Values of 8 KiB or more live in pages of their own ([`Bytes`], `mmap`),
+//! given back when they leave: on glibc's heap, values evicted and read again left the freed memory
+//! with the process, which grew well past its budget (`docs/results/db.md`, session 21). Those
+//! pages come from [`Mappings`], which keeps a few freed ones for the next value of the same page
+//! count and, in a database with background threads, faults new ones in ahead on a thread of its
+//! own, so a put copies into memory that is already there ([`super::mappings`]). Shorter values
+//! stay on the heap, where chunks of like sizes are reused and a mapping per value would cost more
+//! than the value. A dirty value of [`RUN_IMAGE_MIN`](bytes::RUN_IMAGE_MIN) bytes or more is laid
+//! out in its mapping as its run will be in the file (header page, value, zeros to the last page's
+//! end, the first page sealed with the LSN it is put at) and charged for the whole run: a
+//! write-back writes the mappings of a group's runs with one vectored write, where other values are
+//! first copied into a write buffer (for long values that copy was the write-back's largest cost:
+//! `docs/results/db.md`, session 28). Outside the budget: the write buffers, 1 MiB for the
+//! write-backs, 1 MiB for [`RunCache::write_unlogged`] and up to [`WRITERS`] MiB for the parallel
+//! writers, kept from one write-back to the next once used, and the spare mappings, at most
+//! [`SPARE_BYTES`] or an eighth of the cache.
 //!
 //! One reader-writer lock guards the map and the clock. A lookup holds it shared for a hash
 //! probe (rapidhash: std's SipHash cost measurably more per get), sets the entry's clock bit
@@ -123,7 +127,7 @@ use std::sync::{Arc, OnceLock};
 use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
 use parking_lot::Mutex;
 
-use super::mappings::{Mapping, Mappings};
+use super::mappings::Mappings;
 use super::overflow::{lay_out, run_pages, write_run, ValueRef};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
@@ -131,8 +135,11 @@ use crate::io::{AlignedBuf, PageFile};
 use crate::util::striped::Striped;
 use crate::wal::Wal;
 
+mod bytes;
 mod flush;
 mod unlogged;
+pub(crate) use bytes::Bytes;
+use bytes::Span;
 use unlogged::Behind;
 pub(crate) use unlogged::UnloggedRuns;
 
@@ -210,7 +217,7 @@ impl Entry {
     }
 
     fn charge(&self) -> u64 {
-        self.len() as u64 + ENTRY_OVERHEAD
+        self.value.held() as u64 + ENTRY_OVERHEAD
     }
 
     /// What writing this entry's run takes (`first`: its first page).
@@ -239,27 +246,6 @@ struct Inner {
     unlogged_bytes: u64,
 }
 
-/// The address and length of an entry's bytes.
-struct Span {
-    ptr: std::ptr::NonNull<u8>,
-    len: usize,
-}
-
-impl Span {
-    fn of(bytes: &[u8]) -> Self {
-        Span {
-            ptr: std::ptr::NonNull::from(bytes).cast(),
-            len: bytes.len(),
-        }
-    }
-}
-
-// SAFETY: a `Span` is a shared borrow of the bytes of the `Arc<Bytes>` in the same entry, which
-// are `Send` and `Sync` and never written once shared (`Entry::as_slice`).
-unsafe impl Send for Span {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for Span {}
-
 /// The map and the clock behind their lock (module docs, "Memory").
 struct Shared(ShardedLock<Inner>);
 
@@ -287,62 +273,6 @@ struct Victim {
     lsn: u64,
     log_before: u64,
     unlogged: bool,
-}
-
-/// A cached value's bytes: on the heap when shorter than [`MAP_MIN`], else in pages of their
-/// own (`mmap`), handed back to the cache's [`Mappings`] when the value leaves (module docs,
-/// "Memory").
-pub(crate) enum Bytes {
-    Heap(Box<[u8]>),
-    /// `len` bytes at the start of a mapping of their own.
-    Mapped {
-        map: Mapping,
-        len: usize,
-    },
-}
-
-/// Values at least this long get pages of their own.
-const MAP_MIN: usize = 8 << 10;
-
-impl Bytes {
-    /// A copy of `value`, in a mapping from `maps` if it is long.
-    fn copy_of(value: &[u8], maps: &Arc<Mappings>) -> Self {
-        if value.len() >= MAP_MIN {
-            // No mapping (address space or map count exhausted): the heap, as shorter values.
-            if let Some(map) = maps.take(value.len()) {
-                // SAFETY: the mapping holds at least `value.len()` writable bytes, is owned here
-                // alone and does not overlap `value`.
-                unsafe { std::ptr::copy_nonoverlapping(value.as_ptr(), map.as_ptr(), value.len()) };
-                return Bytes::Mapped {
-                    map,
-                    len: value.len(),
-                };
-            }
-        }
-        Bytes::Heap(value.into())
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        match self {
-            Bytes::Heap(b) => b,
-            // SAFETY: the mapping holds at least `len` bytes, written by `copy_of` before the
-            // value was shared (bytes past `len` may be another value's, never read), and lives
-            // as long as `self`.
-            Bytes::Mapped { map, len } => unsafe { std::slice::from_raw_parts(map.as_ptr(), *len) },
-        }
-    }
-
-    fn len(&self) -> usize {
-        self.as_slice().len()
-    }
-}
-
-impl std::ops::Deref for Bytes {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        self.as_slice()
-    }
 }
 
 /// Counters.
@@ -470,7 +400,7 @@ impl RunCache {
     }
 
     /// Enters a value a put is about to link, not yet in the file (module docs); `unlogged`:
-    /// its record will not carry it.
+    /// its record will not carry it; `page_size`: the file's.
     pub(crate) fn insert_dirty(
         &self,
         r: ValueRef,
@@ -478,12 +408,13 @@ impl RunCache {
         lsn: u64,
         log_before: u64,
         unlogged: bool,
+        page_size: usize,
     ) {
         debug_assert!(!unlogged || log_before == 0);
         self.insert(
             r.first,
             Entry::new(
-                Bytes::copy_of(value, &self.maps),
+                Bytes::run_of(value, r.first, r.crc, lsn, page_size, &self.maps),
                 r.crc,
                 lsn,
                 log_before,
@@ -763,10 +694,17 @@ impl RunCache {
         }
     }
 
-    /// Writes one group of [`groups`]: with one write through `buf`, or a run longer than it
-    /// alone by [`write_run`].
+    /// Writes one group of [`groups`]: with one write from the values' run images if each has
+    /// one ([`Bytes::Run`]), else through `buf`, or a run longer than it alone by [`write_run`].
     fn write_group(&self, group: &[&Victim], file: &PageFile, buf: &mut AlignedBuf) -> Result<()> {
         let ps = file.page_size();
+        let images: Option<Vec<&[u8]>> = group.iter().map(|v| v.value.run_image()).collect();
+        if let Some(images) = images {
+            // Every run laid out already: written from the values' own mappings.
+            file.write_raw_runs(group[0].first, &images)?;
+            self.count_written(group);
+            return Ok(());
+        }
         if let [v] = group {
             if run_pages(v.value.len(), ps) as usize * ps > buf.len() {
                 write_run(file, v.first, &v.value, v.crc, v.lsn)?;

@@ -84,6 +84,7 @@
 mod encoding;
 mod extents;
 mod free_space;
+mod raw;
 mod shrink;
 
 use std::collections::BTreeSet;
@@ -656,54 +657,6 @@ impl PageFile {
             seal(page, pages[i].0, first + i as u64, pages[i].1);
         }
         self.io.write_at(bytes, first * self.page_size as u64)
-    }
-
-    /// Writes `bytes` (whole pages, the first sealed by the caller, the others raw) at page
-    /// `first` in one I/O: an out-of-line value's run (`crate::db`'s overflow runs), whose
-    /// pages after the first carry no header. `bytes` must be aligned for direct I/O.
-    pub fn write_raw_run(&self, first: u64, bytes: &[u8]) -> Result<()> {
-        let pages = bytes.len() / self.page_size;
-        if !bytes.len().is_multiple_of(self.page_size)
-            || (self.direct && !(bytes.as_ptr() as usize).is_multiple_of(IO_ALIGN))
-        {
-            return Err(Error::InvalidArgument {
-                what: format!("a run of {} bytes is not whole aligned pages", bytes.len()),
-                limit: pages * self.page_size,
-            });
-        }
-        self.check_range(first, pages, false)?;
-        self.io.write_at(bytes, first * self.page_size as u64)
-    }
-
-    /// Reads `buf.len()` bytes from byte `offset` of the run of pages starting at `first`,
-    /// unverified (the caller checks the value's CRC32C). Without direct I/O any offset and
-    /// buffer will do; with it, both must be aligned to [`IO_ALIGN`].
-    pub fn read_raw(&self, first: u64, offset: usize, buf: &mut [u8]) -> Result<()> {
-        let end = offset.saturating_add(buf.len());
-        let pages = end.div_ceil(self.page_size).max(1);
-        self.check_range(first, pages, true)?;
-        if self.direct
-            && (!offset.is_multiple_of(IO_ALIGN)
-                || !buf.len().is_multiple_of(IO_ALIGN)
-                || !(buf.as_ptr() as usize).is_multiple_of(IO_ALIGN))
-        {
-            return Err(Error::InvalidArgument {
-                what: "an unaligned read of a file opened for direct I/O".into(),
-                limit: IO_ALIGN,
-            });
-        }
-        match self
-            .io
-            .read_at(buf, first * self.page_size as u64 + offset as u64)
-        {
-            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
-                Err(Error::Corruption {
-                    page: first,
-                    detail: "the file ends inside this run of pages (truncated?)".into(),
-                })
-            }
-            r => r,
-        }
     }
 
     /// Allocates one page (reusing a free one when there is one).
