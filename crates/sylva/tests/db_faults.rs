@@ -431,6 +431,9 @@ enum RunWrite {
     /// Not logged: in the run cache until the commit's log sync writes it and fsyncs the page
     /// file, before the log's fsync.
     BeforeSync,
+    /// As `BeforeSync`, a value long enough to be kept as its run's image and written from it
+    /// (`db/runcache.rs`, "Memory").
+    BeforeSyncImage,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -474,6 +477,7 @@ impl Workload {
             RunWrite::Logged => 60_000,
             RunWrite::AtPut => (1 << 20) + 5000,
             RunWrite::BeforeSync => 5000,
+            RunWrite::BeforeSyncImage => 70_000,
         };
         Op::Put(k.clone(), tagged_value(&k, self.n, len))
     }
@@ -955,7 +959,12 @@ fn faults_in_the_page_file_while_running() {
 #[test]
 fn faults_in_an_overflow_run_write() {
     let mut cases: Vec<(String, Box<dyn FnOnce()>)> = Vec::new();
-    for how in [RunWrite::Logged, RunWrite::AtPut, RunWrite::BeforeSync] {
+    for how in [
+        RunWrite::Logged,
+        RunWrite::AtPut,
+        RunWrite::BeforeSync,
+        RunWrite::BeforeSyncImage,
+    ] {
         for fault in [
             Fault::FailWrite,
             Fault::ShortWrite(PAGE_SIZE + 100),
@@ -974,20 +983,10 @@ fn faults_in_an_overflow_run_write() {
                     // large enough that the value entering it does not move the pool's budget
                     // (an eviction's write would come before the run's).
                     RUN_CACHE.with(|c| c.set(how != RunWrite::Logged));
-                    CACHE_PAGES.with(|c| {
-                        c.set(if how == RunWrite::BeforeSync {
-                            1024
-                        } else {
-                            32
-                        })
-                    });
-                    LOGGED_VALUE_MAX.with(|c| {
-                        c.set(if how == RunWrite::BeforeSync {
-                            1024
-                        } else {
-                            64 << 10
-                        })
-                    });
+                    let before_sync =
+                        matches!(how, RunWrite::BeforeSync | RunWrite::BeforeSyncImage);
+                    CACHE_PAGES.with(|c| c.set(if before_sync { 1024 } else { 32 }));
+                    LOGGED_VALUE_MAX.with(|c| c.set(if before_sync { 1024 } else { 64 << 10 }));
                     let op = Workload {
                         rng: Rng::new(99),
                         n: 1 << 40,
