@@ -325,9 +325,26 @@ impl<S: NodeStore> BTree<S> {
 
     /// [`Self::descend`], also returning where the page reached hangs in its parent.
     fn descend_to(&self, key: &[u8], target: Option<PageId>) -> Olc<Descent> {
+        // Whether this thread stops at pages not in memory (the PA-Tree worker) is asked once
+        // per descent, and each answer has its own copy of the loop: the common, blocking one
+        // then has no test of it at any level ([`NodeLatch::read_lock_as`]).
+        if crate::sync::nonblocking() {
+            self.descend_as::<true>(key, target)
+        } else {
+            self.descend_as::<false>(key, target)
+        }
+    }
+
+    /// [`Self::descend_to`] on a thread that is (`NONBLOCKING`) or is not marked non-blocking.
+    #[inline(always)]
+    fn descend_as<const NONBLOCKING: bool>(
+        &self,
+        key: &[u8],
+        target: Option<PageId>,
+    ) -> Olc<Descent> {
         let mut parent = self.meta;
         let mut pl = self.latch(self.meta)?;
-        let mut pv = pl.read_lock()?;
+        let mut pv = pl.read_lock_as(NONBLOCKING)?;
         // The metadata page's only content a descent needs is its upper child (the root), at a
         // fixed offset: no need to decode the whole header on every descent.
         let meta = self.page(self.meta)?;
@@ -344,7 +361,7 @@ impl<S: NodeStore> BTree<S> {
             // requires.
             pl.validate(pv)?;
             let (l, page) = self.node(id)?;
-            let v = l.read_lock()?;
+            let v = l.read_lock_as(NONBLOCKING)?;
             pl.validate(pv)?;
             let at = ChildPos {
                 id: parent,
