@@ -524,7 +524,9 @@ impl<S: NodeStore> BTree<S> {
 
     /// [`BTree::put_logged`] for a caller that holds the store's write gate already (`Db`'s
     /// out-of-line values allocate and write a run under the same hold as the put that links
-    /// it, so a checkpoint never begins between the two).
+    /// it, so a checkpoint never begins between the two). Inlined, with the attempt, into
+    /// [`BTree::put_logged`]: the small-value put is then one call below the database's.
+    #[inline]
     pub(crate) fn put_logged_in_gate(&self, key: &[u8], value: &[u8]) -> Result<u64> {
         self.limits.check_key(key)?;
         self.limits.check_value(value)?;
@@ -537,6 +539,7 @@ impl<S: NodeStore> BTree<S> {
     /// One optimistic attempt of [`BTree::put_logged_in_gate`] (key and value checked, the
     /// write gate held by the caller): the LSN of the put's last record. A leaf that needs a
     /// split is split and the attempt ends in `Restart`. It holds nothing when it returns.
+    #[inline]
     pub(crate) fn put_attempt(&self, key: &[u8], value: &[u8]) -> Olc<u64> {
         let (id, v) = self.find_leaf(key)?;
         let l = self.latch(id)?;
