@@ -429,7 +429,7 @@ impl BufferPool {
     /// [`BufferPool::read_lock`]).
     #[inline]
     pub fn try_upgrade(&self, id: u64, version: u64) -> bool {
-        let Ok(st) = self.state(id) else {
+        let Some(st) = self.state_of(id) else {
             return false;
         };
         loop {
@@ -517,7 +517,7 @@ impl BufferPool {
 
     /// Releases the exclusive lock of page `id`; `dirty` if the holder changed it.
     pub fn unlock(&self, id: u64, dirty: bool) {
-        if let Ok(st) = self.state(id) {
+        if let Some(st) = self.state_of(id) {
             st.unlock(if dirty { DIRTY } else { 0 }, true);
         }
     }
