@@ -81,6 +81,7 @@
 
 mod adapt;
 mod check;
+mod descent;
 mod floor;
 mod kv;
 mod leaf;

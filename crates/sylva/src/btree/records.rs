@@ -46,8 +46,10 @@ impl Records {
     }
     /// Appends a record whose key is `prefix ++ record[..key_len]` and whose value is the rest
     /// of `record` (a slotted page stores key and value back to back): one reservation, and the
-    /// prefix and the record each copied without a call to `memcpy` when short.
-    #[inline]
+    /// prefix and the record each copied without a call to `memcpy` when short. Always inlined:
+    /// left to the compiler, it became a call per record in some builds, which cost more than
+    /// the copies.
+    #[inline(always)]
     pub(crate) fn push_stored(&mut self, prefix: &[u8], record: &[u8], key_len: usize) {
         let (pl, rl) = (prefix.len(), record.len());
         self.data.reserve(pl + rl);

@@ -29,6 +29,15 @@ pub trait NodeLatch: Copy {
     /// Waits until the page is not write-locked and returns its version. `Restart` if the page
     /// was freed; a store that loads pages on demand may fail here with a real error.
     fn read_lock(self) -> Olc<u64>;
+    /// [`NodeLatch::read_lock`] for a caller that knows already whether its thread is marked
+    /// non-blocking ([`crate::sync::nonblocking`]): a descent asks once, not at every level,
+    /// and is compiled once for each answer, so that the blocking descent carries no trace of
+    /// the non-blocking one. A store that never stops at a page not in memory ignores it.
+    #[inline]
+    fn read_lock_as(self, nonblocking: bool) -> Olc<u64> {
+        let _ = nonblocking;
+        self.read_lock()
+    }
     /// Whether the version is still `v`.
     fn validate(self, v: u64) -> Olc<()>;
     /// Takes the write lock if the version is still `v`.

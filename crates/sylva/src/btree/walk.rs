@@ -16,7 +16,8 @@
 use super::adapt::Seen;
 use super::leaf::{collect, fences, Records};
 use super::store::{NodeLatch, NodeStore};
-use super::tree::{checked, retry, BTree, ChildPos, WriteGuard};
+use super::descent::ChildPos;
+use super::tree::{checked, retry, BTree, WriteGuard};
 use crate::error::Result;
 use crate::page::dense::{Dense, SlotKeys, KIND_DENSE_LEAF};
 use crate::page::semidense::{SemiDense, KIND_SEMI_DENSE_LEAF};

@@ -262,16 +262,19 @@ impl BufferPool {
     }
 
     fn state(&self, id: u64) -> Result<&PageState> {
-        if id >= self.capacity {
-            return Err(Error::InvalidArgument {
-                what: format!("page {id} is beyond the pool's reserved address space"),
-                limit: self.capacity as usize,
-            });
-        }
+        self.state_of(id).ok_or_else(|| Error::InvalidArgument {
+            what: format!("page {id} is beyond the pool's reserved address space"),
+            limit: self.capacity as usize,
+        })
+    }
+
+    #[inline]
+    fn state_of(&self, id: u64) -> Option<&PageState> {
         // SAFETY: the states region holds `capacity` zero-initialised u64 slots, suitably aligned
         // (mmap returns page-aligned memory); AtomicU64 has the layout of u64, and zero is a
         // valid value. The slot is only ever accessed atomically.
-        Ok(unsafe { &*(self.states.at(id as usize * 8).as_ptr() as *const PageState) })
+        (id < self.capacity)
+            .then(|| unsafe { &*(self.states.at(id as usize * 8).as_ptr() as *const PageState) })
     }
 
     fn frame(&self, id: u64) -> NonNull<u8> {
@@ -301,7 +304,25 @@ impl BufferPool {
 
     /// Starts an optimistic read of page `id`, loading it first if it is not resident. Returns
     /// the version to validate against, or `None` if the page was freed (restart from the root).
+    ///
+    /// Every level of every descent starts here, so the common case is inline: a resident page
+    /// that nobody holds, freed or marked by the clock. Everything else (a wait, a load, the
+    /// clock's mark to clear, an id out of range) is [`BufferPool::read_lock_slow`].
+    #[inline]
     pub fn read_lock(&self, id: u64) -> Result<Option<u64>> {
+        if let Some(st) = self.state_of(id) {
+            let s = st.load();
+            if s & (LOCKED | EVICTED | MARKED | FREED) == 0 && s != 0 {
+                self.hits.add_one();
+                return Ok(Some(stable(s)));
+            }
+        }
+        self.read_lock_slow(id)
+    }
+
+    /// [`BufferPool::read_lock`] past its common case.
+    #[inline(never)]
+    fn read_lock_slow(&self, id: u64) -> Result<Option<u64>> {
         let st = self.state(id)?;
         let mut spins = 0;
         loop {
@@ -348,7 +369,7 @@ impl BufferPool {
     #[inline]
     pub fn validate(&self, id: u64, version: u64) -> bool {
         std::sync::atomic::fence(Ordering::Acquire);
-        self.state(id).is_ok_and(|st| stable(st.load()) == version)
+        self.state_of(id).is_some_and(|st| stable(st.load()) == version)
     }
 
     /// Takes page `id` exclusively, loading it first if needed.
@@ -381,7 +402,7 @@ impl BufferPool {
     /// [`BufferPool::read_lock`]).
     #[inline]
     pub fn try_upgrade(&self, id: u64, version: u64) -> bool {
-        let Ok(st) = self.state(id) else {
+        let Some(st) = self.state_of(id) else {
             return false;
         };
         loop {
@@ -469,7 +490,7 @@ impl BufferPool {
 
     /// Releases the exclusive lock of page `id`; `dirty` if the holder changed it.
     pub fn unlock(&self, id: u64, dirty: bool) {
-        if let Ok(st) = self.state(id) {
+        if let Some(st) = self.state_of(id) {
             st.unlock(if dirty { DIRTY } else { 0 }, true);
         }
     }

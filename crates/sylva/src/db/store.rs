@@ -118,8 +118,9 @@ pub(crate) struct PoolLatch<'a> {
 
 impl PoolLatch<'_> {
     /// [`NodeLatch::read_lock`] on a non-blocking thread (the PA-Tree mode's worker). Out of
-    /// line and cold: every descent inlines `read_lock` once per level, and other threads'
-    /// descents then carry only the flag's test (measured: `docs/results/db.md`, session 20).
+    /// line and cold: a descent asks for the mark once and has a copy of its loop for each
+    /// answer ([`NodeLatch::read_lock_as`]), and the other callers of `read_lock` then carry
+    /// only the mark's test (measured: `docs/results/db.md`, session 20).
     #[cold]
     #[inline(never)]
     fn read_lock_nonblocking(self) -> Olc<u64> {
@@ -137,7 +138,12 @@ impl PoolLatch<'_> {
 impl NodeLatch for PoolLatch<'_> {
     #[inline]
     fn read_lock(self) -> Olc<u64> {
-        if crate::sync::nonblocking() {
+        self.read_lock_as(crate::sync::nonblocking())
+    }
+
+    #[inline]
+    fn read_lock_as(self, nonblocking: bool) -> Olc<u64> {
+        if nonblocking {
             return self.read_lock_nonblocking();
         }
         match self.pool.read_lock(self.id) {

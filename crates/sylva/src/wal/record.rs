@@ -195,21 +195,21 @@ pub(crate) fn encode_record(
     synced_below: u64,
     payload: &[u8],
 ) {
-    let len = (payload.len() as u32).to_le_bytes();
-    let mut tail = [0u8; FRAME_LEN - 8];
-    tail[..8].copy_from_slice(&lsn.to_le_bytes());
-    let tail = if version == 1 {
-        &tail[..8]
-    } else {
+    let start = out.len();
+    out.reserve(FRAME_LEN + payload.len());
+    out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]); // the CRC, below
+    out.extend_from_slice(&lsn.to_le_bytes());
+    if version != 1 {
         let gap = u32::try_from(lsn.saturating_sub(synced_below)).unwrap_or(u32::MAX);
-        tail[8..].copy_from_slice(&gap.to_le_bytes());
-        &tail[..]
-    };
-    let crc = crc32c::crc32c_append(crc32c::crc32c_append(crc32c::crc32c(&len), tail), payload);
-    out.extend_from_slice(&len);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(tail);
+        out.extend_from_slice(&gap.to_le_bytes());
+    }
     out.extend_from_slice(payload);
+    // The CRC covers the length, then the rest of the frame and the payload, which follow it
+    // in `out` with only the CRC's own bytes between: two passes instead of one per piece (each
+    // pass has a fixed cost that, for a small record, is most of the work).
+    let crc = crc32c::crc32c_append(crc32c::crc32c(&out[start..start + 4]), &out[start + 8..]);
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Decodes the record of log `version` at the start of `bytes`, or `None` if the bytes there
