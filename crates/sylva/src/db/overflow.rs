@@ -549,12 +549,10 @@ pub(crate) fn resolve(tree: &BTree<PoolStore>, key: &[u8], out: &mut Vec<u8>) ->
 /// Puts `key` with `value` into the tree of a database, in the stored form its format wants
 /// (module docs); returns the LSN of the put's last record.
 pub(crate) fn put(tree: &BTree<PoolStore>, key: &[u8], value: &[u8]) -> Result<u64> {
-    // The small-value path, ahead of [`form`]: a value shorter than a reference is never
-    // escaped under version 4's rule (nor by a database without tags), so one that fits the
-    // leaf is stored as it is, which is what `form` would answer.
-    if value.len() < REF_LEN
-        && tree.store.tags == Tags::RefShape
-        && value.len() <= tree.max_inline_value(key.len())
+    // The small-value path, ahead of [`form`]: a value that fits the leaf and needs no escape
+    // (or a database without tags) is stored as it is, which is what `form` would answer.
+    if value.len() <= tree.max_inline_value(key.len())
+        && (!tree.store.escaped || !needs_escape(value, tree.store.tags))
     {
         return tree.put_logged(key, value);
     }
