@@ -49,8 +49,8 @@ pub(crate) enum Bytes {
 
 /// Values at least this long get pages of their own.
 pub(super) const MAP_MIN: usize = 8 << 10;
-/// Dirty values at least this long are kept as their run's image ([`Bytes::Run`]): the header
-/// page costs at most one page in sixteen more than the value.
+/// Dirty values at least this long are kept as their run's image ([`Bytes::Run`]): with 4 KiB
+/// pages the header page costs at most one page in sixteen more than the value.
 pub(super) const RUN_IMAGE_MIN: usize = 64 << 10;
 
 impl Bytes {
