@@ -43,8 +43,11 @@
 //! allocator finds them (and a value overwritten twice before a write-back leaves a hole
 //! between its neighbours, below). One write at a time then runs at the device's latency, so a
 //! database with background threads (`DbOptions::background`) writes a batch's groups from
-//! [`WRITERS`] scoped threads, that many writes in flight. Without background threads writes
-//! keep one order, which the power-loss simulation's replay by seed relies on.
+//! [`WRITERS`] scoped threads, that many writes in flight. Not when it has few writes and they
+//! are long (at least [`PARALLEL_BELOW`] on average, as the write-behind thread's passes over
+//! long values are): one of them at a time keeps the device busy, and starting the threads for
+//! a few writes cost more than they saved (`docs/results/db.md`, session 28). Without background
+//! threads writes keep one order, which the power-loss simulation's replay by seed relies on.
 //!
 //! **Holes.** A value overwritten again before a write-back leaves a hole between its
 //! neighbours: its run was allocated between theirs, and a freed value put since the last
@@ -152,6 +155,9 @@ const WRITE_BYTES: usize = 1 << 20;
 const COPY_UNDER_LOCK: usize = 16 << 10;
 /// Writes in flight at once when writing back in parallel.
 const WRITERS: usize = 8;
+/// A write-back of fewer than twice [`WRITERS`] writes averaging this many bytes or more writes
+/// them one at a time (module docs, "Writing in parallel").
+const PARALLEL_BELOW: u64 = 256 << 10;
 /// Unlogged values put since the last pass that wake the write-behind thread.
 const WRITE_BEHIND_BYTES: u64 = WRITE_BYTES as u64;
 /// The most bytes of values one write-behind pass takes ([`unlogged`], "Written behind").
@@ -647,7 +653,12 @@ impl RunCache {
         }
         let ps = file.page_size();
         let groups = groups(victims, ps);
-        let threads = if self.parallel {
+        let bytes: u64 = victims
+            .iter()
+            .map(|v| run_pages(v.value.len(), ps) * ps as u64)
+            .sum();
+        let long = bytes >= PARALLEL_BELOW * groups.len() as u64;
+        let threads = if self.parallel && !(long && groups.len() < 2 * WRITERS) {
             WRITERS.min(groups.len())
         } else {
             1
