@@ -43,11 +43,15 @@
 //! allocator finds them (and a value overwritten twice before a write-back leaves a hole
 //! between its neighbours, below). One write at a time then runs at the device's latency, so a
 //! database with background threads (`DbOptions::background`) writes a batch's groups from
-//! [`WRITERS`] scoped threads, that many writes in flight. Not when it has few writes and they
-//! are long (at least [`PARALLEL_BELOW`] on average, as the write-behind thread's passes over
-//! long values are): one of them at a time keeps the device busy, and starting the threads for
-//! a few writes cost more than they saved (`docs/results/db.md`, session 28). Without background
-//! threads writes keep one order, which the power-loss simulation's replay by seed relies on.
+//! [`WRITERS`] scoped threads, that many writes in flight. Not when every write lies past the
+//! file's end (a load's, or overwrites' before a checkpoint lets them reuse freed pages) and
+//! every value is kept as its run's image: a direct write that grows the file holds the file's
+//! lock until it completes (ext4's, at least), so such writes run one at a time whatever the
+//! threads, and with nothing to copy into a buffer meanwhile the threads only cost their start
+//! (the write-behind thread's passes over 256 KiB values loaded 1.2–1.3× faster without them;
+//! short values' write-backs, whose threads copy while another writes, did not:
+//! `docs/results/db.md`, session 28). Without background threads writes keep one order, which
+//! the power-loss simulation's replay by seed relies on.
 //!
 //! **Holes.** A value overwritten again before a write-back leaves a hole between its
 //! neighbours: its run was allocated between theirs, and a freed value put since the last
@@ -155,9 +159,6 @@ const WRITE_BYTES: usize = 1 << 20;
 const COPY_UNDER_LOCK: usize = 16 << 10;
 /// Writes in flight at once when writing back in parallel.
 const WRITERS: usize = 8;
-/// A write-back of fewer than twice [`WRITERS`] writes averaging this many bytes or more writes
-/// them one at a time (module docs, "Writing in parallel").
-const PARALLEL_BELOW: u64 = 256 << 10;
 /// Unlogged values put since the last pass that wake the write-behind thread.
 const WRITE_BEHIND_BYTES: u64 = WRITE_BYTES as u64;
 /// The most bytes of values one write-behind pass takes ([`unlogged`], "Written behind").
@@ -653,12 +654,7 @@ impl RunCache {
         }
         let ps = file.page_size();
         let groups = groups(victims, ps);
-        let bytes: u64 = victims
-            .iter()
-            .map(|v| run_pages(v.value.len(), ps) * ps as u64)
-            .sum();
-        let long = bytes >= PARALLEL_BELOW * groups.len() as u64;
-        let threads = if self.parallel && !(long && groups.len() < 2 * WRITERS) {
+        let threads = if self.parallel && !self.one_at_a_time(victims, file)? {
             WRITERS.min(groups.len())
         } else {
             1
@@ -703,6 +699,18 @@ impl RunCache {
             Some(e) => Err(e),
             None => Ok(()),
         }
+    }
+
+    /// Whether `victims` (sorted by first page) are written one at a time even with background
+    /// threads: every one is kept as its run's image (nothing to copy while another is written)
+    /// and lies past the end of the file as it is now, so each write grows it (module docs,
+    /// "Writing in parallel").
+    fn one_at_a_time(&self, victims: &[&Victim], file: &PageFile) -> Result<bool> {
+        if !victims.iter().all(|v| v.value.run_image().is_some()) {
+            return Ok(false);
+        }
+        let end = file.file_len()?.div_ceil(file.page_size() as u64);
+        Ok(victims.first().is_some_and(|v| v.first >= end))
     }
 
     /// Writes one group of [`groups`]: with one write from the values' run images if each has
