@@ -187,7 +187,8 @@ fn runs_freed_call_for_a_checkpoint_so_overwrites_reuse_their_pages() {
     let stats = db.stats();
     assert!(
         stats.checkpoints >= 3,
-        "160 MiB freed, more than twice the least that calls for a checkpoint (and one at open): {} checkpoints",
+        "160 MiB freed, more than twice the least that calls for a checkpoint (and one at \
+         open): {} checkpoints",
         stats.checkpoints
     );
     // Without those checkpoints the file would hold every run ever written (160 MiB and

@@ -87,12 +87,12 @@ impl Engine for PagedTree {
     }
 
     /// Once the runs freed since the last checkpoint began pass an eighth of the file (at least
-    /// [`FREES_MIN`](super::store::FREES_MIN)): freed runs are reusable only after the next checkpoint, so without one
-    /// each overwrite of an out-of-line value takes new pages at the file's end. Values the log
-    /// does not carry add little to the log, which alone would let the file grow by the whole
-    /// `checkpoint_bytes` and more; and a write over pages the file system has already
-    /// allocated and written is cheaper than one that extends the file (`docs/results/db.md`,
-    /// session 28).
+    /// [`FREES_MIN`](super::store::FREES_MIN)): freed runs are reusable only after the next
+    /// checkpoint, so without one each overwrite of an out-of-line value takes new pages at the
+    /// file's end. Values the log does not carry add little to the log, which alone would let
+    /// the file grow by the whole `checkpoint_bytes` and more; and a write over pages the file
+    /// system has already allocated and written is cheaper than one that extends the file
+    /// (`docs/results/db.md`, session 28).
     #[inline]
     fn frees_due(&self) -> bool {
         let store = &self.tree.store;

@@ -10,11 +10,11 @@
 //!   value's length are left from the old one; a value only ever exposes its own length
 //!   ([`super::runcache`]'s `Bytes`), so they are never read.
 //! - *Faulted in ahead.* A database with background threads gets a thread of this pool's own
-//!   (`sylva-prefault`, started at the first miss) that maps mappings of the page count last
-//!   asked for and not found and faults them in (one `madvise` per mapping), so a load, whose
-//!   values never leave, finds them ready and its put only copies. The thread spends what the put saved, but on the other core,
-//!   while the put goes on. Without background threads a miss maps as before (no extra threads,
-//!   as [`crate::DbOptions::background`] promises).
+//!   (`sylva-prefault`, started at the first miss) that maps mappings of the page count last asked
+//!   for and not found and faults them in (one `madvise` per mapping), so a load, whose values
+//!   never leave, finds them ready and its put only copies. The thread spends what the put saved,
+//!   but on the other core, while the put goes on. Without background threads a miss maps as before
+//!   (no extra threads, as [`crate::DbOptions::background`] promises).
 //!
 //! Spares are kept by exact page count (a value of another size maps afresh, as before) and
 //! total at most [`Mappings::new`]'s `max` bytes (the run cache passes 16 MiB or an eighth of its

@@ -107,17 +107,17 @@
 //! writers, kept from one write-back to the next once used, and the spare mappings, at most
 //! [`SPARE_BYTES`] or an eighth of the cache.
 //!
-//! One reader-writer lock guards the map and the clock. A lookup holds it shared for a hash
-//! probe (rapidhash: std's SipHash cost measurably more per get), sets the entry's clock bit
-//! (an atomic) and copies a value of up to 16 KiB out under it; a longer one is copied after it
-//! is released, through a clone of its `Arc`. Gets on several threads so copy at once (a mutex
-//! serialised them: `docs/results/db.md`, session 27); puts, frees, evictions and write-backs
-//! hold it exclusively. The lock is sharded (crossbeam's `ShardedLock`): a reader locks the
-//! shard of its thread, a writer every shard, so readers on two cores do not pass one lock
-//! word back and forth on every get, and a put pays a few more atomic operations; the hit and
-//! miss counts are striped for the same reason. An entry keeps its value's address and length beside the `Arc` that
-//! owns the value: in a cache larger than the CPU's, each memory a lookup reads in turn is a
-//! miss, and the entry, the `Arc`'s allocation and the value were three of them.
+//! One reader-writer lock guards the map and the clock. A lookup holds it shared for a hash probe
+//! (rapidhash: std's SipHash cost measurably more per get), sets the entry's clock bit (an atomic)
+//! and copies a value of up to 16 KiB out under it; a longer one is copied after it is released,
+//! through a clone of its `Arc`. Gets on several threads so copy at once (a mutex serialised them:
+//! `docs/results/db.md`, session 27); puts, frees, evictions and write-backs hold it exclusively.
+//! The lock is sharded (crossbeam's `ShardedLock`): a reader locks the shard of its thread, a
+//! writer every shard, so readers on two cores do not pass one lock word back and forth on every
+//! get, and a put pays a few more atomic operations; the hit and miss counts are striped for the
+//! same reason. An entry keeps its value's address and length beside the `Arc` that owns the value:
+//! in a cache larger than the CPU's, each memory a lookup reads in turn is a miss, and the entry,
+//! the `Arc`'s allocation and the value were three of them.
 //!
 //! **Values the log does not carry** (longer than `logged_value_max`) are written before the
 //! log's sync that makes their records durable, and with background threads written behind:
