@@ -654,7 +654,7 @@ impl RunCache {
         }
         let ps = file.page_size();
         let groups = groups(victims, ps);
-        let threads = if self.parallel && !self.one_at_a_time(victims, file)? {
+        let threads = if self.parallel && !self.one_at_a_time(victims, file) {
             WRITERS.min(groups.len())
         } else {
             1
@@ -705,12 +705,16 @@ impl RunCache {
     /// threads: every one is kept as its run's image (nothing to copy while another is written)
     /// and lies past the end of the file as it is now, so each write grows it (module docs,
     /// "Writing in parallel").
-    fn one_at_a_time(&self, victims: &[&Victim], file: &PageFile) -> Result<bool> {
+    fn one_at_a_time(&self, victims: &[&Victim], file: &PageFile) -> bool {
         if !victims.iter().all(|v| v.value.run_image().is_some()) {
-            return Ok(false);
+            return false;
         }
-        let end = file.file_len()?.div_ceil(file.page_size() as u64);
-        Ok(victims.first().is_some_and(|v| v.first >= end))
+        // A file whose length cannot be had is written as any other: it costs only the threads.
+        let Ok(len) = file.file_len() else {
+            return false;
+        };
+        let end = len.div_ceil(file.page_size() as u64);
+        victims.first().is_some_and(|v| v.first >= end)
     }
 
     /// Writes one group of [`groups`]: with one write from the values' run images if each has
