@@ -48,10 +48,9 @@
 //! every value is kept as its run's image: a direct write that grows the file holds the file's
 //! lock until it completes (ext4's, at least), so such writes run one at a time whatever the
 //! threads, and with nothing to copy into a buffer meanwhile the threads only cost their start
-//! (the write-behind thread's passes over 256 KiB values loaded 1.2–1.3× faster without them;
-//! short values' write-backs, whose threads copy while another writes, did not:
-//! `docs/results/db.md`, session 28). Without background threads writes keep one order, which
-//! the power-loss simulation's replay by seed relies on.
+//! (`docs/results/db.md`, session 28). Short values' write-backs keep their threads: one copies
+//! runs into its buffer while another writes. Without background threads writes keep one order,
+//! which the power-loss simulation's replay by seed relies on.
 //!
 //! **Holes.** A value overwritten again before a write-back leaves a hole between its
 //! neighbours: its run was allocated between theirs, and a freed value put since the last
