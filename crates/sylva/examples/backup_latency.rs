@@ -12,13 +12,19 @@
 //! again and `cp` of the database's files to `DIR/cp`, each made durable (`cp` reads through the
 //! page cache, so the source's cached pages are dropped first: both copies read the disk).
 //! Prints per window the writes per second, p50, p99, p99.9 and max latency.
+//!
+//! Environment: `CACHE=BYTES` (the pool's size), `CHECKPOINT=BYTES` (`checkpoint_bytes`),
+//! `WARM=SECONDS` (writers before the first round, not counted), `WINDOW=SECONDS` (the first
+//! window without a backup; 2 s unless given), `TICK=SECONDS` (writes per second of each such
+//! interval, as a window goes), `SHARE=F` (the backup's `BackupOptions::device_share`),
+//! `KEEP=1` (reuse `DIR/db` from an earlier run instead of loading, and keep it).
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use sylva::{Db, DbOptions, SyncMode};
+use sylva::{BackupOptions, Db, DbOptions, SyncMode, DEFAULT_DEVICE_SHARE};
 
 fn key(i: u64) -> [u8; 8] {
     i.to_be_bytes()
@@ -66,10 +72,28 @@ fn window(
 ) -> Window {
     let stop = AtomicBool::new(false);
     let all = Mutex::new(Vec::new());
+    let done = AtomicU64::new(0);
     let started = Instant::now();
     std::thread::scope(|s| {
+        // `TICK=SECONDS`: the writes per second of each such interval, as the window goes.
+        if let Some(tick) = std::env::var("TICK")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+        {
+            let (stop, done) = (&stop, &done);
+            s.spawn(move || {
+                let mut last = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_secs_f64(tick));
+                    let now = done.load(Ordering::Relaxed);
+                    let at = started.elapsed().as_secs_f64();
+                    println!("  {at:>7.1} s {:>9.0} writes/s", (now - last) as f64 / tick);
+                    last = now;
+                }
+            });
+        }
         for t in 0..threads {
-            let (stop, all) = (&stop, &all);
+            let (stop, all, done) = (&stop, &all, &done);
             s.spawn(move || {
                 let mut mine = Vec::with_capacity(1 << 20);
                 let mut n = 0u64;
@@ -79,6 +103,7 @@ fn window(
                     let at = Instant::now();
                     db.put(&key(k), &value).expect("put");
                     mine.push(at.elapsed().as_nanos() as u64);
+                    done.fetch_add(1, Ordering::Relaxed);
                     n += 1;
                 }
                 all.lock().expect("lock").extend(mine);
@@ -129,12 +154,30 @@ fn main() {
     let rounds: u64 = args.get(4).map_or(2, |s| s.parse().expect("ROUNDS"));
     let value_len: usize = args.get(5).map_or(56, |s| s.parse().expect("VALUE"));
     let src = base.join("db");
-    let _ = std::fs::remove_dir_all(&base);
+    // `KEEP=1`: the database `DIR/db` of an earlier run is opened as it is (not loaded again,
+    // and kept at the end), so variants can be compared on one database without its load.
+    let keep = std::env::var("KEEP").is_ok_and(|v| v == "1") && src.join("data.sylva").exists();
+    if !keep {
+        let _ = std::fs::remove_dir_all(&base);
+    }
+    // `CACHE=BYTES`: the buffer pool's size (a pool smaller than the database keeps the
+    // writers reading the disk); `WARM=SECONDS`: a window of writers before the first round,
+    // not counted, so the rounds start from a pool in its steady state.
+    let env_number = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|v| v.parse::<u64>().expect(name))
+    };
+    let defaults = DbOptions::default();
     let options = DbOptions {
         sync,
-        ..DbOptions::default()
+        cache_bytes: env_number("CACHE").unwrap_or(defaults.cache_bytes),
+        // `CHECKPOINT=BYTES`: the log that calls for a checkpoint (none runs during a backup:
+        // a high figure takes that difference out of the comparison).
+        checkpoint_bytes: env_number("CHECKPOINT").unwrap_or(defaults.checkpoint_bytes),
+        ..defaults
     };
-    {
+    if !keep {
         let db = Db::open(
             &src,
             DbOptions {
@@ -157,7 +200,26 @@ fn main() {
         );
     }
     let db = Db::open(&src, options).expect("open");
-    let mut last = Duration::from_secs(2);
+    // `WINDOW=SECONDS`: the first window without a backup (later ones last as long as the
+    // backup before them).
+    let mut last = Duration::from_secs(env_number("WINDOW").unwrap_or(2));
+    // `SHARE=F`: the backup's share of the device while the writers read (`BackupOptions`).
+    let backup = BackupOptions {
+        device_share: std::env::var("SHARE")
+            .map_or(DEFAULT_DEVICE_SHARE, |v| v.parse().expect("SHARE")),
+    };
+    if let Some(warm) = env_number("WARM") {
+        window(
+            &db,
+            value_len,
+            threads,
+            records,
+            u64::MAX,
+            Duration::from_secs(warm),
+            || {},
+        )
+        .print("warming");
+    }
     for round in 0..rounds {
         let mut base_w = window(&db, value_len, threads, records, round * 2, last, || {});
         base_w.print("without backup");
@@ -171,7 +233,7 @@ fn main() {
             round * 2 + 1,
             Duration::ZERO,
             || {
-                report = Some(db.backup_to(&copy).expect("backup"));
+                report = Some(db.backup_with(&copy, backup).expect("backup"));
             },
         );
         with.print("during backup");
@@ -179,12 +241,13 @@ fn main() {
         last = report.duration.max(Duration::from_secs(2));
         let bytes = report.page_bytes + report.recopied_bytes + report.log_bytes;
         println!(
-            "backup: {:.1} MiB in {:.2} s = {:.1} MiB/s (writers held {:.1} ms at the log's end; {:.1} MiB of log)",
+            "backup: {:.1} MiB in {:.2} s = {:.1} MiB/s (writers held {:.1} ms at the log's end; {:.1} MiB of log; yielded {:.2} s)",
             bytes as f64 / 1048576.0,
             report.duration.as_secs_f64(),
             bytes as f64 / 1048576.0 / report.duration.as_secs_f64(),
             report.writers_held.as_secs_f64() * 1e3,
             report.log_bytes as f64 / 1048576.0,
+            report.yielded.as_secs_f64(),
         );
         // The same backup with the writers idle, beside `cp` of the same files (the database
         // open and idle), made durable as the backup is.
@@ -240,5 +303,7 @@ fn main() {
         let _ = std::fs::remove_dir_all(&cp);
     }
     db.close().expect("close");
-    let _ = std::fs::remove_dir_all(&base);
+    if std::env::var("KEEP").is_err() {
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }

@@ -3,7 +3,8 @@
 //! acknowledged before the backup began among them and none begun after it returned; writes
 //! the copied page file missed are in the copy (from the log, or copied again for values over
 //! 1 MiB, whose bytes the log does not carry); a target that is not empty is refused; a crash
-//! during a backup leaves the source intact and a target that is either whole or refused.
+//! during a backup leaves the source intact and a target that is either whole or refused; the
+//! copy waits while the store reads its pages, and only then.
 
 mod db_common;
 
@@ -14,7 +15,10 @@ use std::time::Duration;
 
 use db_common::{contents, tmp};
 use sylva::io::{SimFs, SimOptions, Vfs};
-use sylva::{Db, DbOptions, Error, SyncMode, DATA_FILE, PARTIAL_DATA_FILE};
+use sylva::{
+    BackupOptions, Db, DbOptions, Error, SyncMode, DATA_FILE, DEFAULT_DEVICE_SHARE,
+    PARTIAL_DATA_FILE,
+};
 
 const THREADS: u64 = 4;
 /// Keys per writer: operation `n` of a writer changes its key `n % SLOTS` (the first `SLOTS`
@@ -122,7 +126,17 @@ fn backup_during_writers_holds_a_prefix_of_the_acknowledged_writes() {
             std::thread::sleep(Duration::from_millis(300));
             let acked_before: Vec<u64> = acked.iter().map(|a| a.load(Ordering::SeqCst)).collect();
             let target = tmp.path().join(format!("backup{round}"));
-            let report = db.backup_to(&target).expect("backup");
+            // The first round yields to the writers' reads, as by default; the others copy at
+            // full speed: a yielding backup lets the writers grow the file (their freed runs
+            // wait for a checkpoint), so each round would copy more than the last.
+            let share = BackupOptions {
+                device_share: if round == 0 {
+                    DEFAULT_DEVICE_SHARE
+                } else {
+                    1.0
+                },
+            };
+            let report = db.backup_with(&target, share).expect("backup");
             let begun_after: Vec<u64> = begun.iter().map(|b| b.load(Ordering::SeqCst)).collect();
             assert!(report.end_lsn > report.checkpoint_lsn, "{report:?}");
 
@@ -304,6 +318,76 @@ fn a_backup_starts_from_the_last_checkpoint_and_takes_none() {
     assert!(contents(&copy).expect("read") == model);
     copy.close().expect("close");
     db.check().expect("the source checks clean");
+}
+
+#[test]
+fn the_copy_waits_for_the_stores_reads_and_only_for_them() {
+    let tmp = tmp();
+    let options = DbOptions {
+        // Leaves miss the pool: every get reads the page file.
+        cache_bytes: 32 * 4096,
+        ..quiet_options()
+    };
+    let db = Db::open(tmp.path().join("db"), options).expect("open");
+    // Some 16 MiB of leaves: the copy is many pieces long.
+    let keys = 64_000u32;
+    let value = vec![7u8; 200];
+    for i in 0..keys {
+        db.put(&small_key(i), &value).expect("put");
+    }
+    db.checkpoint().expect("checkpoint");
+
+    let idle = db.backup_to(tmp.path().join("idle")).expect("backup");
+    assert_eq!(idle.yielded, Duration::ZERO, "nothing read, yet {idle:?}");
+
+    let reads = AtomicU64::new(0);
+    let done = AtomicBool::new(false);
+    // A few tries: on a busy machine the reading thread may not run during a whole copy.
+    let busy = std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut n = 0u64;
+            while !done.load(Ordering::Relaxed) {
+                n = n
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let k = small_key((n >> 33) as u32 % keys);
+                assert!(db.get(&k).expect("get").is_some());
+                reads.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        while reads.load(Ordering::Relaxed) < 100 {
+            std::thread::yield_now();
+        }
+        let mut tries = Vec::new();
+        for i in 0..10 {
+            let report = db.backup_to(tmp.path().join(format!("busy{i}")));
+            // An error ends the tries too (and the test, below).
+            let waited = match &report {
+                Ok(r) => r.yielded > Duration::ZERO,
+                Err(_) => true,
+            };
+            tries.push(report);
+            if waited {
+                break;
+            }
+        }
+        done.store(true, Ordering::Relaxed);
+        tries
+    });
+    let last = busy.len() - 1;
+    let busy: Vec<_> = busy.into_iter().map(|r| r.expect("backup")).collect();
+    assert!(
+        busy[last].yielded > Duration::ZERO,
+        "the copy never waited in {} backups: {busy:?}",
+        busy.len()
+    );
+    let busy_dir = format!("busy{last}");
+    for dir in ["idle", busy_dir.as_str()] {
+        let copy = Db::open(tmp.path().join(dir), options).expect("open the backup");
+        copy.check().expect("the backup checks clean");
+        assert_eq!(contents(&copy).expect("read").len(), keys as usize, "{dir}");
+        copy.close().expect("close");
+    }
 }
 
 #[test]

@@ -752,6 +752,11 @@ impl BufferPool {
         self.make_room()
     }
 
+    /// Pages read from the file into the pool, so far (what [`PoolStats::misses`] reports).
+    pub fn misses(&self) -> u64 {
+        self.misses.load(Ordering::Relaxed)
+    }
+
     /// Counters.
     pub fn stats(&self) -> PoolStats {
         PoolStats {

@@ -99,6 +99,12 @@ impl Engine for PagedTree {
         store.freed_bytes.load(Ordering::Relaxed) > store.freed_limit.load(Ordering::Relaxed)
     }
 
+    /// The pool's misses and the run cache's: each is a read of the page file.
+    fn reads_made(&self) -> u64 {
+        let store = &self.tree.store;
+        store.pool.misses() + store.runs.misses()
+    }
+
     /// The runs of values their records do not carry (noted by [`super::overflow`] at their
     /// put), and those the run cache holds unwritten when noting starts: such a run is written
     /// at the latest by the log's sync that makes its record durable, which may come after the

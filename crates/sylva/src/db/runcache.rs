@@ -756,6 +756,11 @@ impl RunCache {
         }
     }
 
+    /// Gets that read the value from the page file, so far.
+    pub(crate) fn misses(&self) -> u64 {
+        self.misses.sum()
+    }
+
     /// Counters.
     pub(crate) fn stats(&self) -> RunCacheStats {
         let values = self.inner.read().map.len() as u64;

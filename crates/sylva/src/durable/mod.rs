@@ -82,7 +82,7 @@ use crate::wal::{SyncMode, Wal};
 use background::Trigger;
 use poison::Poison;
 
-pub use backup::{BackupReport, PARTIAL_DATA_FILE};
+pub use backup::{BackupOptions, BackupReport, DEFAULT_DEVICE_SHARE, PARTIAL_DATA_FILE};
 pub use cadence::{Due, SyncCadence};
 pub use dir::{DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2};
 pub use recovery::RecoveryReport;
@@ -154,6 +154,13 @@ pub(crate) trait Engine: Send + Sync + 'static {
     #[inline]
     fn frees_due(&self) -> bool {
         false
+    }
+
+    /// How many reads of the page file the store's own operations have made so far (a count
+    /// that only grows): an online backup's copy gives the device up while it grows
+    /// ([`backup`], "Sharing the device"). None by default: the copy never yields.
+    fn reads_made(&self) -> u64 {
+        0
     }
 
     /// Whether the checkpoint thread runs at nice 10: yes unless writers wait for its
