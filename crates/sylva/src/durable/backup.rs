@@ -92,9 +92,8 @@
 //! writers free runs (their pages are reused only after a checkpoint): the price of the
 //! readers' speed, which the caller sets. The time waited is reported
 //! ([`BackupReport::yielded`]). Whether the writers' throughput during a backup reaches the
-//! issue's 0.7 of that without one: on 1 and 2.1 GiB databases yes, on a 4.3 GiB one not yet
-//! (the results section above). `ioprio_set`'s
-//! idle class was tried instead and dropped: it starved the copy without sparing the readers
+//! issue's 0.7 of that without one: on 1 and 2.1 GiB databases yes, on a 4.3 GiB one not
+//! shown (the results section above). `ioprio_set`'s idle class was tried instead and dropped: it starved the copy without sparing the readers
 //! (`docs/results/db.md`, "Issue 23: online backup, session 21").
 //!
 //! **Failure.** The backup only reads the source's files: an error or a crash leaves the
