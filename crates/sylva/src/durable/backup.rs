@@ -93,8 +93,9 @@
 //! readers' speed, which the caller sets. The time waited is reported
 //! ([`BackupReport::yielded`]). Whether the writers' throughput during a backup reaches the
 //! issue's 0.7 of that without one: on 1 and 2.1 GiB databases yes, on a 4.3 GiB one not
-//! shown (the results section above). `ioprio_set`'s idle class was tried instead and dropped: it starved the copy without sparing the readers
-//! (`docs/results/db.md`, "Issue 23: online backup, session 21").
+//! shown (the results section above). `ioprio_set`'s idle class was tried instead and
+//! dropped: it starved the copy without sparing the readers (`docs/results/db.md`, "Issue 23:
+//! online backup, session 21").
 //!
 //! **Failure.** The backup only reads the source's files: an error or a crash leaves the
 //! source as it was. A target left by a backup that did not end holds [`PARTIAL_DATA_FILE`]
