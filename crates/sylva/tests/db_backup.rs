@@ -4,7 +4,8 @@
 //! the copied page file missed are in the copy (from the log, or copied again for values over
 //! 1 MiB, whose bytes the log does not carry); a target that is not empty is refused; a crash
 //! during a backup leaves the source intact and a target that is either whole or refused; the
-//! copy waits while the store reads its pages, and only then.
+//! copy waits while the store reads its pages, and only then; a device share out of range is
+//! refused.
 
 mod db_common;
 
@@ -388,6 +389,31 @@ fn the_copy_waits_for_the_stores_reads_and_only_for_them() {
         assert_eq!(contents(&copy).expect("read").len(), keys as usize, "{dir}");
         copy.close().expect("close");
     }
+}
+
+#[test]
+fn a_device_share_out_of_range_is_refused_before_the_target_is_made() {
+    let tmp = tmp();
+    let db = Db::open(tmp.path().join("db"), quiet_options()).expect("open");
+    db.put(b"k", b"v").expect("put");
+    for share in [0.0, -0.5, 1.5, f64::NAN, f64::INFINITY] {
+        let target = tmp.path().join("backup");
+        let got = db.backup_with(
+            &target,
+            BackupOptions {
+                device_share: share,
+            },
+        );
+        assert!(
+            matches!(got, Err(Error::InvalidArgument { .. })),
+            "share {share}: {got:?}"
+        );
+        assert!(!target.exists(), "share {share}: the target was made");
+    }
+    let report = db
+        .backup_with(tmp.path().join("full"), BackupOptions { device_share: 1.0 })
+        .expect("a share of 1 is taken");
+    assert_eq!(report.yielded, Duration::ZERO);
 }
 
 #[test]

@@ -616,10 +616,10 @@ impl Db {
     /// (as recovery after a crash would). Every file of the copy and the directory are durable on
     /// return. The scheme and why it is consistent: the `durable::backup` module docs.
     ///
-    /// [`Error::NotEmpty`]: crate::Error::NotEmpty
-    ///
     /// While other threads read pages the pool and the run cache do not hold, the copy takes
     /// about a quarter of the device's time ([`BackupOptions`]; [`Db::backup_with`] chooses).
+    ///
+    /// [`Error::NotEmpty`]: crate::Error::NotEmpty
     pub fn backup_to(&self, dir: impl AsRef<Path>) -> Result<BackupReport> {
         self.backup_with(dir, BackupOptions::default())
     }

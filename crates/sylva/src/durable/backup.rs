@@ -54,8 +54,7 @@
 //! [`CHUNK`] bytes from the source (with direct I/O, as the page file is open) while the
 //! backup's thread writes the full ones to the target (the page file's copy with direct I/O
 //! too), so the device reads ahead while the last piece is written, as `cp`'s kernel copy
-//! does with readahead and write-back. A kernel
-//! copy (`copy_file_range`) was not used for the page file: on a file system without shared
+//! does with readahead and write-back. A kernel copy (`copy_file_range`) was not used for the page file: on a file system without shared
 //! extents it reads through the page cache, which the store's direct writes bypass and only
 //! invalidate after they land. A read racing such a write can leave a stale page cached (the
 //! kernel warns "Page cache invalidation failure on direct I/O" when it notices), which a later
@@ -65,19 +64,18 @@
 //! only for the device (and for the log it grows, since no checkpoint runs meanwhile).
 //!
 //! **Sharing the device.** A read of the store's that reaches the device behind the copy's
-//! requests waits for them: a copy at the disk's full speed slowed writers whose leaves were
-//! not cached (a pool smaller than the database) severalfold (`docs/results/db.md`, "Issue 23:
-//! writers during a backup, session 29"). So the copy makes room for them, as a background job
-//! should, at the price of a longer backup while they read:
-//! - its requests are short: [`CHUNK`] (1 MiB, against 8 MiB before) while the store does not
-//!   read, [`SHARED_PIECE`] (128 KiB) while it does. A read of the store's that arrives while
-//!   one of them is served waits for the rest of it: with the copy's requests a quarter of
-//!   the device's time, a read waits on average an eighth of one request's service time,
-//!   which at 1 MiB was already longer than the read itself;
-//! - the page file's copy is written with direct I/O and synced every [`SYNC_EVERY`] bytes,
-//!   so that what the copy writes reaches the disk while the copy holds it, not in a
-//!   write-back that the kernel (or the host of a virtual disk) runs later, under the store's
-//!   reads;
+//! requests waits for them, and a store whose pages are not all cached reads all along. So the
+//! copy makes room for those reads, as a background job should, at the price of a longer
+//! backup while they go on (measured: `docs/results/db.md`, "Issue 23: writers during a
+//! backup, session 29"):
+//! - its requests are short: [`CHUNK`] (1 MiB) while the store does not read,
+//!   [`SHARED_PIECE`] (128 KiB) while it does. A read of the store's that arrives while one of
+//!   them is served waits for the rest of it: with the copy's requests a quarter of the
+//!   device's time, on average an eighth of one request's service time;
+//! - the page file's copy is written with direct I/O (when the source is), and every target
+//!   is synced each [`SYNC_EVERY`] bytes, so that what the copy writes reaches the disk while
+//!   the copy holds it, not in a write-back that the kernel (or the host of a virtual disk)
+//!   runs later, under the store's reads;
 //! - after each piece, if the store has read its page file ([`Engine::reads_made`]: the pool's
 //!   and the run cache's misses) within the last [`RECENT`], the reading thread waits
 //!   `1 / `[`BackupOptions::device_share`]` - 1` times as long as that piece's read and the
@@ -91,10 +89,8 @@
 //! copies (and the copy's first open replays) grows with it, as does the page file when
 //! writers free runs (their pages are reused only after a checkpoint): the price of the
 //! readers' speed, which the caller sets. The time waited is reported
-//! ([`BackupReport::yielded`]). Whether the writers' throughput during a backup reaches the
-//! issue's 0.7 of that without one: on 1 and 2.1 GiB databases yes, on a 4.3 GiB one not
-//! shown (the results section above). `ioprio_set`'s idle class was tried instead and
-//! dropped: it starved the copy without sparing the readers (`docs/results/db.md`, "Issue 23:
+//! ([`BackupReport::yielded`]). The I/O priority classes (`ioprio_set`) are not used: the
+//! idle class starved the copy without sparing the readers (`docs/results/db.md`, "Issue 23:
 //! online backup, session 21").
 //!
 //! **Failure.** The backup only reads the source's files: an error or a crash leaves the
