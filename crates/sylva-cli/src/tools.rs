@@ -16,12 +16,13 @@
 //! - Only `put` creates a database; every other command on a directory without a `data.sylva`
 //!   fails with `no database at DIR` (a mistyped path must not leave an empty database behind).
 
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use sylva::{Db, DbOptions, DbStats, SyncMode};
+use indicatif::{ProgressBar, ProgressStyle};
+use sylva::{BackupOptions, Db, DbOptions, DbStats, SyncMode};
 
 use crate::encoding::Encoding;
 
@@ -302,14 +303,31 @@ fn format_stats(s: &DbStats) -> String {
 }
 
 /// `sylva backup`: `Db::backup_to` (the copy durable when the command returns), then one line
-/// `backed up DIR to DIR2: ...` with what was copied. The command opens the database itself, so
-/// a database another process has open is refused (`locked`): that process takes its online
-/// backups with `Db::backup_to`.
+/// `backed up DIR to DIR2: ...` with what was copied; on a terminal a progress bar on stderr
+/// counts the bytes copied meanwhile. The command opens the database itself, so a database
+/// another process has open is refused (`locked`): that process takes its online backups with
+/// `Db::backup_to`.
 pub fn backup(args: BackupArgs) -> Result<Outcome, String> {
     let db = open_existing(&args.db, DbOptions::default())?;
+    let bar = io::stderr().is_terminal().then(|| {
+        let style = ProgressStyle::with_template(
+            "backup [{bar:40}] {bytes}/{total_bytes} ({bytes_per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> ");
+        ProgressBar::new(0).with_style(style)
+    });
     let done = db
-        .backup_to(&args.to)
+        .backup_watched(&args.to, BackupOptions::default(), &mut |p| {
+            if let Some(bar) = &bar {
+                bar.set_length(p.total);
+                bar.set_position(p.copied);
+            }
+        })
         .map_err(|e| format!("backup failed: {e}"));
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
     let r = close(db, done)?;
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     let line = format!(

@@ -17,7 +17,12 @@
 //! `WARM=SECONDS` (writers before the first round, not counted), `WINDOW=SECONDS` (the first
 //! window without a backup; 2 s unless given), `TICK=SECONDS` (writes per second of each such
 //! interval, as a window goes), `SHARE=F` (the backup's `BackupOptions::device_share`),
-//! `KEEP=1` (reuse `DIR/db` from an earlier run instead of loading, and keep it).
+//! `KEEP=1` (reuse `DIR/db` from an earlier run instead of loading, and keep it),
+//! `ALTERNATE=SECONDS` (the backup, through `Db::backup_watched`, pauses for that long after
+//! each such stretch of copying; the writers' speed in each stretch is printed against the
+//! pauses beside it, each phase's first second left out, with the median of those ratios:
+//! both sides then meet the same disk, whose speed drifts over minutes, and the same held-off
+//! checkpoints).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -60,7 +65,8 @@ impl Window {
     }
 }
 
-/// Runs `threads` writers until `during` returns (after at least `min`).
+/// Runs `threads` writers until `during` returns (after at least `min`); `during` sees the
+/// count of their writes so far.
 fn window(
     db: &Db,
     value_len: usize,
@@ -68,7 +74,7 @@ fn window(
     records: u64,
     seed: u64,
     min: Duration,
-    during: impl FnOnce(),
+    during: impl FnOnce(&AtomicU64),
 ) -> Window {
     let stop = AtomicBool::new(false);
     let all = Mutex::new(Vec::new());
@@ -109,7 +115,7 @@ fn window(
                 all.lock().expect("lock").extend(mine);
             });
         }
-        during();
+        during(&done);
         let left = min.saturating_sub(started.elapsed());
         std::thread::sleep(left);
         stop.store(true, Ordering::Relaxed);
@@ -118,6 +124,97 @@ fn window(
     Window {
         latencies: all.into_inner().expect("lock"),
         seconds,
+    }
+}
+
+/// `ALTERNATE`: a backup's watcher that lets it copy for `phase`, then holds it paused for as
+/// long, and so on, noting the writers' speed in each phase after its first [`SETTLE`]: the
+/// writers with and without the copy in alternate stretches of a few seconds, so that a disk
+/// whose speed drifts over minutes affects both alike.
+struct Alternate<'a> {
+    done: &'a AtomicU64,
+    phase: Duration,
+    /// When the present stretch of copying began, and the writes counted once it had settled.
+    began: Instant,
+    mark: Option<(Instant, u64)>,
+    copying: Vec<f64>,
+    paused: Vec<f64>,
+}
+
+/// The part of each phase not counted: the copy's pieces read ahead still land after a pause
+/// begins, and the writers' queue drains after it ends.
+const SETTLE: Duration = Duration::from_secs(1);
+
+impl<'a> Alternate<'a> {
+    fn new(done: &'a AtomicU64, phase: Duration) -> Self {
+        Alternate {
+            done,
+            phase,
+            began: Instant::now(),
+            mark: None,
+            copying: Vec::new(),
+            paused: Vec::new(),
+        }
+    }
+
+    fn writes_since(&self, (at, n): (Instant, u64)) -> f64 {
+        (self.done.load(Ordering::Relaxed) - n) as f64 / at.elapsed().as_secs_f64()
+    }
+
+    fn now(&self) -> (Instant, u64) {
+        (Instant::now(), self.done.load(Ordering::Relaxed))
+    }
+
+    /// After each piece of the copy.
+    fn watch(&mut self) {
+        let copied = self.began.elapsed();
+        if self.mark.is_none() && copied >= SETTLE {
+            self.mark = Some(self.now());
+        }
+        if copied < self.phase {
+            return;
+        }
+        if let Some(mark) = self.mark {
+            self.copying.push(self.writes_since(mark));
+        }
+        std::thread::sleep(SETTLE);
+        let mark = self.now();
+        std::thread::sleep(self.phase.saturating_sub(SETTLE));
+        self.paused.push(self.writes_since(mark));
+        self.began = Instant::now();
+        self.mark = None;
+    }
+
+    /// Each stretch of copying against the pauses on either side of it, and their median.
+    fn print(&self) {
+        let mut ratios = Vec::new();
+        for (i, &c) in self.copying.iter().enumerate() {
+            let before = i.checked_sub(1).and_then(|j| self.paused.get(j));
+            let around: Vec<f64> = before
+                .into_iter()
+                .chain(self.paused.get(i))
+                .copied()
+                .collect();
+            if around.is_empty() {
+                continue;
+            }
+            let without = around.iter().sum::<f64>() / around.len() as f64;
+            println!(
+                "  copying {c:>9.0} writes/s   paused around it {without:>9.0}   ratio {:.2}",
+                c / without
+            );
+            ratios.push(c / without);
+        }
+        ratios.sort_by(f64::total_cmp);
+        if let Some(median) = ratios.get(ratios.len() / 2) {
+            let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+            println!(
+                "alternating: {} stretches, median ratio {median:.2} (means: copying {:.0}, paused {:.0} writes/s)",
+                ratios.len(),
+                mean(&self.copying),
+                mean(&self.paused)
+            );
+        }
     }
 }
 
@@ -208,6 +305,8 @@ fn main() {
         device_share: std::env::var("SHARE")
             .map_or(DEFAULT_DEVICE_SHARE, |v| v.parse().expect("SHARE")),
     };
+    // `ALTERNATE=SECONDS`: the backup pauses for that long after each such stretch of copying.
+    let alternate = env_number("ALTERNATE").map(Duration::from_secs);
     if let Some(warm) = env_number("WARM") {
         window(
             &db,
@@ -216,12 +315,12 @@ fn main() {
             records,
             u64::MAX,
             Duration::from_secs(warm),
-            || {},
+            |_| {},
         )
         .print("warming");
     }
     for round in 0..rounds {
-        let mut base_w = window(&db, value_len, threads, records, round * 2, last, || {});
+        let mut base_w = window(&db, value_len, threads, records, round * 2, last, |_| {});
         base_w.print("without backup");
         let copy = base.join(format!("copy{round}"));
         let mut report = None;
@@ -232,8 +331,19 @@ fn main() {
             records,
             round * 2 + 1,
             Duration::ZERO,
-            || {
-                report = Some(db.backup_with(&copy, backup).expect("backup"));
+            |done| {
+                report = Some(
+                    match alternate {
+                        Some(phase) => {
+                            let mut alt = Alternate::new(done, phase);
+                            let r = db.backup_watched(&copy, backup, &mut |_| alt.watch());
+                            alt.print();
+                            r
+                        }
+                        None => db.backup_with(&copy, backup),
+                    }
+                    .expect("backup"),
+                );
             },
         );
         with.print("during backup");

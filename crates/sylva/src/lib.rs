@@ -109,8 +109,8 @@ pub use db::{
     OPTION_KEYS as DB_OPTION_KEYS,
 };
 pub use durable::{
-    BackupOptions, BackupReport, Due, RecoveryReport, SyncCadence, DATA_FILE, DEFAULT_DEVICE_SHARE,
-    LOCK_FILE, NEW_DATA_FILE, PARTIAL_DATA_FILE, WAL_FILE, WAL_FILE_2,
+    BackupOptions, BackupProgress, BackupReport, Due, RecoveryReport, SyncCadence, DATA_FILE,
+    DEFAULT_DEVICE_SHARE, LOCK_FILE, NEW_DATA_FILE, PARTIAL_DATA_FILE, WAL_FILE, WAL_FILE_2,
 };
 pub use error::{Error, Result};
 pub use exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};

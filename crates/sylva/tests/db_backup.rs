@@ -5,7 +5,7 @@
 //! 1 MiB, whose bytes the log does not carry); a target that is not empty is refused; a crash
 //! during a backup leaves the source intact and a target that is either whole or refused; the
 //! copy waits while the store reads its pages, and only then; a device share out of range is
-//! refused.
+//! refused; a watcher sees the copy's progress up to every byte the report counts.
 
 mod db_common;
 
@@ -414,6 +414,46 @@ fn a_device_share_out_of_range_is_refused_before_the_target_is_made() {
         .backup_with(tmp.path().join("full"), BackupOptions { device_share: 1.0 })
         .expect("a share of 1 is taken");
     assert_eq!(report.yielded, Duration::ZERO);
+}
+
+#[test]
+fn a_watcher_sees_every_byte_the_report_counts() {
+    let tmp = tmp();
+    let db = Db::open(tmp.path().join("db"), quiet_options()).expect("open");
+    // A page file of several pieces, and a value over 1 MiB that the copy takes whole.
+    for i in 0..3000u32 {
+        db.put(&i.to_be_bytes(), &[i as u8; 700]).expect("put");
+    }
+    db.put(b"long", &vec![7u8; (1 << 20) + 3000]).expect("put");
+    db.sync().expect("sync");
+    let mut seen = Vec::new();
+    let report = db
+        .backup_watched(
+            tmp.path().join("copy"),
+            BackupOptions::default(),
+            &mut |p| seen.push(*p),
+        )
+        .expect("backup");
+    let first = seen.first().expect("the watcher was never called");
+    assert_eq!(
+        first.total, report.page_bytes,
+        "the page file is copied first"
+    );
+    assert!(
+        seen.len() > 2,
+        "one call per piece: {} calls for {} bytes of pages",
+        seen.len(),
+        report.page_bytes
+    );
+    for w in seen.windows(2) {
+        assert!(w[0].copied < w[1].copied, "progress went back: {w:?}");
+        assert!(w[0].total <= w[1].total, "the total shrank: {w:?}");
+    }
+    let last = seen.last().expect("calls");
+    let all = report.page_bytes + report.recopied_bytes + report.log_bytes;
+    assert_eq!((last.copied, last.total), (all, all));
+    let copy = Db::open(tmp.path().join("copy"), quiet_options()).expect("open the copy");
+    assert_eq!(contents(&copy).expect("contents").len(), 3001);
 }
 
 #[test]

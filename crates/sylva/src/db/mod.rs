@@ -121,6 +121,7 @@
 //!
 //! [`Error::Poisoned`]: crate::Error::Poisoned
 
+mod backup;
 mod batch;
 pub mod buckets;
 mod check;
@@ -146,7 +147,7 @@ use std::sync::Arc;
 
 use crate::btree::{self, BTree};
 use crate::buffer::{BufferPool, PoolOptions};
-use crate::durable::{self, dir, BackupOptions, BackupReport, Durable, RecoveryReport};
+use crate::durable::{self, dir, Durable, RecoveryReport};
 use crate::error::Result;
 use crate::io::page_header::PageKind;
 use crate::io::{Io, OsFs, Vfs};
@@ -605,59 +606,6 @@ impl Db {
     /// checkpoint, module docs); afterwards recovery redoes only the log appended since it began.
     pub fn checkpoint(&self) -> Result<()> {
         self.durable.checkpoint()
-    }
-
-    /// Copies the database into the directory `dir` (which must not exist or be empty:
-    /// [`Error::NotEmpty`] otherwise) while other threads go on reading and writing: the copy
-    /// opens as this database holding exactly the writes logged below
-    /// [`BackupReport::end_lsn`], every write acknowledged before the call among them. Writers
-    /// are held back only briefly (while the log's end is noted); checkpoints wait for the
-    /// copy, which starts from the last one, so the copy's first open replays the log since it
-    /// (as recovery after a crash would). Every file of the copy and the directory are durable on
-    /// return. The scheme and why it is consistent: the `durable::backup` module docs.
-    ///
-    /// While other threads read pages the pool and the run cache do not hold, the copy takes
-    /// about a quarter of the device's time ([`BackupOptions`]; [`Db::backup_with`] chooses).
-    ///
-    /// [`Error::NotEmpty`]: crate::Error::NotEmpty
-    pub fn backup_to(&self, dir: impl AsRef<Path>) -> Result<BackupReport> {
-        self.backup_with(dir, BackupOptions::default())
-    }
-
-    /// [`Db::backup_to`] with the copy's share of the device chosen: `options.device_share`
-    /// of 1 copies at the disk's full speed whatever other threads read; the default leaves
-    /// them three quarters of the device's time while they read. Refused
-    /// ([`Error::InvalidArgument`]) unless over 0 and at most 1.
-    ///
-    /// [`Error::InvalidArgument`]: crate::Error::InvalidArgument
-    pub fn backup_with(
-        &self,
-        dir: impl AsRef<Path>,
-        options: BackupOptions,
-    ) -> Result<BackupReport> {
-        self.durable
-            .backup_to(&OsFs, dir.as_ref(), options, &mut || {})
-    }
-
-    /// [`Db::backup_to`] with the target on the file system `vfs` (the one the database was
-    /// opened on, in crash tests).
-    pub fn backup_to_in(&self, vfs: &dyn Vfs, dir: &Path) -> Result<BackupReport> {
-        self.durable
-            .backup_to(vfs, dir, BackupOptions::default(), &mut || {})
-    }
-
-    /// [`Db::backup_to_in`], calling `after_page_copy` once the page file is copied and before
-    /// the log's end is noted: what it writes is in the copy, though the copied page file
-    /// missed it. For tests.
-    #[doc(hidden)]
-    pub fn backup_to_paused(
-        &self,
-        vfs: &dyn Vfs,
-        dir: &Path,
-        after_page_copy: &mut dyn FnMut(),
-    ) -> Result<BackupReport> {
-        self.durable
-            .backup_to(vfs, dir, BackupOptions::default(), after_page_copy)
     }
 
     /// Counts and cache figures, with the fill factor (which walks every leaf), the out-of-line

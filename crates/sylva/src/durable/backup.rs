@@ -93,6 +93,14 @@
 //! idle class starved the copy without sparing the readers (`docs/results/db.md`, "Issue 23:
 //! online backup, session 21").
 //!
+//! **Watching.** After each piece written the backup's thread shows a watcher how far the copy
+//! has got ([`BackupProgress`]: bytes copied, and the bytes it knows it will copy, which grow
+//! by the log's length at step 4). The copy waits while the watcher runs, its reading thread at
+//! most [`PIECES`] pieces ahead, so a watcher that sleeps pauses the backup (checkpoints wait
+//! on): `sylva backup` draws its progress bar from it, and the `backup_latency` example
+//! alternates stretches of copying with pauses to measure the writers with and without the copy
+//! on the same disk minutes.
+//!
 //! **Failure.** The backup only reads the source's files: an error or a crash leaves the
 //! source as it was. A target left by a backup that did not end holds [`PARTIAL_DATA_FILE`]
 //! and no [`super::DATA_FILE`], and opening it is refused ([`crate::Error::NotSylva`]): it is
@@ -179,6 +187,30 @@ pub struct BackupReport {
     pub duration: Duration,
 }
 
+/// How far an online backup has got: what its watcher sees after each piece the copy writes
+/// ([`crate::Db::backup_watched`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BackupProgress {
+    /// Bytes written to the target so far.
+    pub copied: u64,
+    /// Bytes the copy knows it will write: the page file's length until the log's end is noted
+    /// (step 4 of the module docs), then also the runs copied again and the log.
+    pub total: u64,
+}
+
+/// Counts what the copy wrote and shows it to the backup's watcher.
+struct Watch<'a> {
+    progress: BackupProgress,
+    watcher: &'a mut dyn FnMut(&BackupProgress),
+}
+
+impl Watch<'_> {
+    fn wrote(&mut self, bytes: u64) {
+        self.progress.copied += bytes;
+        (self.watcher)(&self.progress);
+    }
+}
+
 /// Ends the engine's noting of unlogged runs when the backup ends early.
 struct Noting<'a, E: Engine> {
     engine: &'a E,
@@ -210,6 +242,8 @@ impl<E: Engine> Durable<E> {
     /// copy opens as the store holding exactly the writes logged below
     /// [`BackupReport::end_lsn`]. See the module docs.
     ///
+    /// `watcher` sees the progress after each piece written, on the backup's thread: while it
+    /// runs the copy waits (its reading thread reads at most [`PIECES`] pieces ahead).
     /// `after_page_copy` runs between steps 3 and 4 (tests write there what the copy of the
     /// page file has missed).
     pub(crate) fn backup_to(
@@ -217,6 +251,7 @@ impl<E: Engine> Durable<E> {
         vfs: &dyn Vfs,
         target: &Path,
         options: BackupOptions,
+        watcher: &mut dyn FnMut(&BackupProgress),
         after_page_copy: &mut dyn FnMut(),
     ) -> Result<BackupReport> {
         self.check_open()?;
@@ -258,6 +293,10 @@ impl<E: Engine> Durable<E> {
         let mut logs_out = Vec::new();
         let reads = || engine.reads_made();
         let pace = Pace::new(&reads, options);
+        let mut watch = Watch {
+            progress: BackupProgress::default(),
+            watcher,
+        };
         {
             let _one = core.checkpoint_lock.lock();
             let noting = Noting::start(engine)?;
@@ -265,6 +304,7 @@ impl<E: Engine> Durable<E> {
             report.checkpoint_lsn = core.durable_checkpoint.load(Ordering::Acquire);
             let pages_in = file.io();
             let len = pages_in.file_len()? / ps * ps;
+            watch.progress.total = len;
             copy(
                 &**pages_in,
                 &*pages_out,
@@ -272,6 +312,7 @@ impl<E: Engine> Durable<E> {
                 &mut buf,
                 &new_buf,
                 &pace,
+                &mut watch,
             )?;
             report.page_bytes = len;
             after_page_copy();
@@ -286,10 +327,21 @@ impl<E: Engine> Durable<E> {
             };
             report.writers_held = held.elapsed();
             report.end_lsn = end.next_lsn;
+            watch.progress.total += runs.iter().map(|&(_, pages)| pages * ps).sum::<u64>()
+                + end.lengths.iter().sum::<u64>();
 
             for (first, pages) in runs {
                 let range = (first * ps, pages * ps);
-                copy(&**pages_in, &*pages_out, range, &mut buf, &new_buf, &pace)?;
+                let out = &*pages_out;
+                copy(
+                    &**pages_in,
+                    out,
+                    range,
+                    &mut buf,
+                    &new_buf,
+                    &pace,
+                    &mut watch,
+                )?;
                 report.recopied_bytes += pages * ps;
             }
             for (i, &len) in end.lengths.iter().enumerate() {
@@ -304,7 +356,10 @@ impl<E: Engine> Durable<E> {
                     limit: end.lengths.len(),
                 })?;
                 let out = vfs.open(&target.join(name), create)?.io;
-                copy(&*segment, &*out, (0, len), &mut buf, &new_buf, &pace)?;
+                let range = (0, len);
+                copy(
+                    &*segment, &*out, range, &mut buf, &new_buf, &pace, &mut watch,
+                )?;
                 report.log_bytes += len;
                 logs_out.push(out);
             }
@@ -395,7 +450,7 @@ impl<'a> Pace<'a> {
 /// [`PIECES`] buffers made by `new_buf` while this thread writes those already full, so the
 /// device reads the next piece while the last one is written, and the reading thread gives the
 /// device up to the store's reads as `pace` says. After each write the target's write-back is
-/// started, so the copy does not pile up dirty memory.
+/// started, so the copy does not pile up dirty memory, and `watch` is told.
 fn copy(
     from: &dyn Io,
     to: &dyn Io,
@@ -403,6 +458,7 @@ fn copy(
     buf: &mut AlignedBuf,
     new_buf: &dyn Fn() -> AlignedBuf,
     pace: &Pace,
+    watch: &mut Watch,
 ) -> Result<()> {
     let end = offset + len;
     if len <= buf.len() as u64 {
@@ -410,6 +466,7 @@ fn copy(
         from.read_at(&mut buf[..n], offset)?;
         to.write_at(&buf[..n], offset)?;
         to.start_writeback(offset, len);
+        watch.wrote(len);
         return Ok(());
     }
     let piece = buf.len() as u64;
@@ -465,6 +522,7 @@ fn copy(
             written += n as u64;
             // The reader may have read its last piece and gone: the buffer is then not needed.
             let _ = empty_tx.send(buf);
+            watch.wrote(n as u64);
         }
         // The reader ends early only after sending its error, which the loop returns; were it
         // to end otherwise (a panic, propagated by the scope), this says the copy is short.
@@ -502,20 +560,24 @@ mod tests {
         Pace::new(&no_reads, BackupOptions::default())
     }
 
+    /// [`copy`] through [`PIECE`]-byte buffers; the bytes copied, as each watch saw them.
+    fn run(from: &dyn Io, to: &dyn Io, range: (u64, u64), pace: &Pace) -> Result<Vec<u64>> {
+        let mut seen = Vec::new();
+        let mut watcher = |p: &BackupProgress| seen.push(p.copied);
+        let mut watch = Watch {
+            progress: BackupProgress::default(),
+            watcher: &mut watcher,
+        };
+        copy(from, to, range, &mut new_buf(), &new_buf, pace, &mut watch)?;
+        Ok(seen)
+    }
+
     #[test]
     fn the_copy_waits_only_while_the_store_reads() {
         let len = PIECE * 3 * PIECES;
         let from = MemIo::new(bytes(len));
         let pace = no_pace();
-        copy(
-            &from,
-            &MemIo::new(Vec::new()),
-            (0, len as u64),
-            &mut new_buf(),
-            &new_buf,
-            &pace,
-        )
-        .expect("copy");
+        run(&from, &MemIo::new(Vec::new()), (0, len as u64), &pace).expect("copy");
         assert_eq!(
             pace.waited(),
             Duration::ZERO,
@@ -527,7 +589,7 @@ mod tests {
         let count = || reads.fetch_add(1, Ordering::Relaxed);
         let pace = Pace::new(&count, BackupOptions::default());
         let to = MemIo::new(Vec::new());
-        copy(&from, &to, (0, len as u64), &mut new_buf(), &new_buf, &pace).expect("copy");
+        run(&from, &to, (0, len as u64), &pace).expect("copy");
         assert!(pace.waited() > Duration::ZERO, "the copy never yielded");
         assert!(
             to.contents() == bytes(len),
@@ -542,15 +604,11 @@ mod tests {
         let from = MemIo::new(bytes(len + 3 * PIECE));
         let to = MemIo::new(vec![0xEE; PIECE]);
         let offset = 2 * PIECE as u64;
-        copy(
-            &from,
-            &to,
-            (offset, len as u64),
-            &mut new_buf(),
-            &new_buf,
-            &no_pace(),
-        )
-        .expect("copy");
+        let seen = run(&from, &to, (offset, len as u64), &no_pace()).expect("copy");
+        // One watch per piece written, each counting that piece.
+        let pieces = len.div_ceil(PIECE);
+        let each: Vec<u64> = (1..=pieces).map(|i| (i * PIECE).min(len) as u64).collect();
+        assert_eq!(seen, each);
         let got = to.contents();
         assert_eq!(got.len(), offset as usize + len);
         assert_eq!(
@@ -572,8 +630,7 @@ mod tests {
         let (from, faults) = FaultyIo::new(MemIo::new(bytes(len as usize)));
         faults.arm(Fault::FailRead);
         let to = MemIo::new(Vec::new());
-        let err = copy(&from, &to, (0, len), &mut new_buf(), &new_buf, &no_pace())
-            .expect_err("read fails");
+        let err = run(&from, &to, (0, len), &no_pace()).expect_err("read fails");
         assert!(err.to_string().contains("injected"), "{err}");
 
         // The writer fails while the reader has every buffer full or waits for one: the copy
@@ -581,8 +638,7 @@ mod tests {
         let from = MemIo::new(bytes(len as usize));
         let (to, faults) = FaultyIo::new(MemIo::new(Vec::new()));
         faults.arm(Fault::FailWrite);
-        let err = copy(&from, &to, (0, len), &mut new_buf(), &new_buf, &no_pace())
-            .expect_err("write fails");
+        let err = run(&from, &to, (0, len), &no_pace()).expect_err("write fails");
         assert!(err.to_string().contains("injected"), "{err}");
         assert_eq!(faults.pending(), 0);
     }

@@ -82,7 +82,9 @@ use crate::wal::{SyncMode, Wal};
 use background::Trigger;
 use poison::Poison;
 
-pub use backup::{BackupOptions, BackupReport, DEFAULT_DEVICE_SHARE, PARTIAL_DATA_FILE};
+pub use backup::{
+    BackupOptions, BackupProgress, BackupReport, DEFAULT_DEVICE_SHARE, PARTIAL_DATA_FILE,
+};
 pub use cadence::{Due, SyncCadence};
 pub use dir::{DATA_FILE, LOCK_FILE, NEW_DATA_FILE, WAL_FILE, WAL_FILE_2};
 pub use recovery::RecoveryReport;
