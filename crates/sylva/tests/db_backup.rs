@@ -4,8 +4,8 @@
 //! the copied page file missed are in the copy (from the log, or copied again for values over
 //! 1 MiB, whose bytes the log does not carry); a target that is not empty is refused; a crash
 //! during a backup leaves the source intact and a target that is either whole or refused; the
-//! copy waits while the store reads its pages, and only then; a device share out of range is
-//! refused; a watcher sees the copy's progress up to every byte the report counts.
+//! copy waits while the store reads its pages or logs, and only then; a device share out of
+//! range is refused; a watcher sees the copy's progress up to every byte the report counts.
 
 mod db_common;
 
@@ -321,47 +321,28 @@ fn a_backup_starts_from_the_last_checkpoint_and_takes_none() {
     db.check().expect("the source checks clean");
 }
 
-#[test]
-fn the_copy_waits_for_the_stores_reads_and_only_for_them() {
-    let tmp = tmp();
-    let options = DbOptions {
-        // Leaves miss the pool: every get reads the page file.
-        cache_bytes: 32 * 4096,
-        ..quiet_options()
-    };
-    let db = Db::open(tmp.path().join("db"), options).expect("open");
-    // Some 16 MiB of leaves: the copy is many pieces long.
-    let keys = 64_000u32;
-    let value = vec![7u8; 200];
-    for i in 0..keys {
-        db.put(&small_key(i), &value).expect("put");
-    }
-    db.checkpoint().expect("checkpoint");
-
-    let idle = db.backup_to(tmp.path().join("idle")).expect("backup");
-    assert_eq!(idle.yielded, Duration::ZERO, "nothing read, yet {idle:?}");
-
-    let reads = AtomicU64::new(0);
+/// Backups of `db` into `dir/busy0`, `dir/busy1`, ... while a thread runs `op(n)` for n = 0,
+/// 1, ..., until one waited for the store or ten did not; every report (the last is the one
+/// that waited, if any did).
+fn backups_beside(db: &Db, dir: &Path, op: impl Fn(u64) + Sync) -> Vec<sylva::BackupReport> {
+    let ops = AtomicU64::new(0);
     let done = AtomicBool::new(false);
-    // A few tries: on a busy machine the reading thread may not run during a whole copy.
-    let busy = std::thread::scope(|s| {
+    // A few tries: on a busy machine the operations' thread may not run during a whole copy.
+    std::thread::scope(|s| {
         s.spawn(|| {
             let mut n = 0u64;
             while !done.load(Ordering::Relaxed) {
-                n = n
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                let k = small_key((n >> 33) as u32 % keys);
-                assert!(db.get(&k).expect("get").is_some());
-                reads.fetch_add(1, Ordering::Relaxed);
+                op(n);
+                n += 1;
+                ops.store(n, Ordering::Relaxed);
             }
         });
-        while reads.load(Ordering::Relaxed) < 100 {
+        while ops.load(Ordering::Relaxed) < 100 {
             std::thread::yield_now();
         }
         let mut tries = Vec::new();
         for i in 0..10 {
-            let report = db.backup_to(tmp.path().join(format!("busy{i}")));
+            let report = db.backup_to(dir.join(format!("busy{i}")));
             // An error ends the tries too (and the test, below).
             let waited = match &report {
                 Ok(r) => r.yielded > Duration::ZERO,
@@ -374,9 +355,32 @@ fn the_copy_waits_for_the_stores_reads_and_only_for_them() {
         }
         done.store(true, Ordering::Relaxed);
         tries
-    });
+    })
+    .into_iter()
+    .map(|r| r.expect("backup"))
+    .collect()
+}
+
+/// 64,000 keys of 200-byte values (some 16 MiB of leaves: the copy is many pieces long), then
+/// an idle backup, which must not wait, and backups beside `op` (the store busy), the last of
+/// which must have waited; both copies check clean and hold every key.
+fn the_copy_waits_for(cache_bytes: u64, op: impl Fn(&Db, u64) + Sync) {
+    let tmp = tmp();
+    let options = DbOptions {
+        cache_bytes,
+        ..quiet_options()
+    };
+    let db = Db::open(tmp.path().join("db"), options).expect("open");
+    for i in 0..KEYS {
+        db.put(&small_key(i), &[7u8; 200]).expect("put");
+    }
+    db.checkpoint().expect("checkpoint");
+
+    let idle = db.backup_to(tmp.path().join("idle")).expect("backup");
+    assert_eq!(idle.yielded, Duration::ZERO, "the store idle, yet {idle:?}");
+
+    let busy = backups_beside(&db, tmp.path(), |n| op(&db, n));
     let last = busy.len() - 1;
-    let busy: Vec<_> = busy.into_iter().map(|r| r.expect("backup")).collect();
     assert!(
         busy[last].yielded > Duration::ZERO,
         "the copy never waited in {} backups: {busy:?}",
@@ -386,9 +390,35 @@ fn the_copy_waits_for_the_stores_reads_and_only_for_them() {
     for dir in ["idle", busy_dir.as_str()] {
         let copy = Db::open(tmp.path().join(dir), options).expect("open the backup");
         copy.check().expect("the backup checks clean");
-        assert_eq!(contents(&copy).expect("read").len(), keys as usize, "{dir}");
+        assert_eq!(contents(&copy).expect("read").len(), KEYS as usize, "{dir}");
         copy.close().expect("close");
     }
+}
+
+const KEYS: u32 = 64_000;
+
+/// The n-th of a sequence of keys spread over all `KEYS`.
+fn spread(n: u64) -> Vec<u8> {
+    let x = n
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    small_key((x >> 33) as u32 % KEYS)
+}
+
+#[test]
+fn the_copy_waits_for_the_stores_reads_and_only_for_them() {
+    // Leaves miss the pool: every get reads the page file.
+    the_copy_waits_for(32 * 4096, |db, n| {
+        assert!(db.get(&spread(n)).expect("get").is_some());
+    });
+}
+
+#[test]
+fn the_copy_waits_for_the_stores_log_writes() {
+    // Every page cached: the writer only logs.
+    the_copy_waits_for(64 << 20, |db, n| {
+        db.put(&spread(n), &[n as u8; 200]).expect("put");
+    });
 }
 
 #[test]

@@ -18,8 +18,9 @@ impl Db {
     /// (as recovery after a crash would). Every file of the copy and the directory are durable on
     /// return. The scheme and why it is consistent: the `durable::backup` module docs.
     ///
-    /// While other threads read pages the pool and the run cache do not hold, the copy takes
-    /// about a quarter of the device's time ([`BackupOptions`]; [`Db::backup_with`] chooses).
+    /// While other threads read pages the pool and the run cache do not hold, or write (and so
+    /// log), the copy takes about a quarter of the device's time ([`BackupOptions`];
+    /// [`Db::backup_with`] chooses).
     ///
     /// [`Error::NotEmpty`]: crate::Error::NotEmpty
     pub fn backup_to(&self, dir: impl AsRef<Path>) -> Result<BackupReport> {
@@ -27,8 +28,8 @@ impl Db {
     }
 
     /// [`Db::backup_to`] with the copy's share of the device chosen: `options.device_share`
-    /// of 1 copies at the disk's full speed whatever other threads read; the default leaves
-    /// them three quarters of the device's time while they read. Refused
+    /// of 1 copies at the disk's full speed whatever other threads do; the default leaves
+    /// them three quarters of the device's time while they read or write. Refused
     /// ([`Error::InvalidArgument`]) unless over 0 and at most 1.
     ///
     /// [`Error::InvalidArgument`]: crate::Error::InvalidArgument

@@ -63,32 +63,33 @@
 //! **Writers** are held back once, briefly: by step 4's log sync. The copy competes with them
 //! only for the device (and for the log it grows, since no checkpoint runs meanwhile).
 //!
-//! **Sharing the device.** A read of the store's that reaches the device behind the copy's
-//! requests waits for them, and a store whose pages are not all cached reads all along. So the
-//! copy makes room for those reads, as a background job should, at the price of a longer
-//! backup while they go on (measured: `docs/results/db.md`, "Issue 23: writers during a
-//! backup, session 29"):
-//! - its requests are short: [`CHUNK`] (1 MiB) while the store does not read,
-//!   [`SHARED_PIECE`] (128 KiB) while it does. A read of the store's that arrives while one of
-//!   them is served waits for the rest of it: with the copy's requests a quarter of the
-//!   device's time, on average an eighth of one request's service time;
+//! **Sharing the device.** A read or a log write of the store's that reaches the device behind
+//! the copy's requests waits for them: a store whose pages are not all cached reads all along,
+//! and writers log all along (their commits wait for the log's fsync under `sync=always` and
+//! `batch`). So the copy makes room for the store's I/O, as a background job should, at the
+//! price of a longer backup while it goes on (measured: `docs/results/db.md`, "Issue 23:
+//! writers during a backup", sessions 29 and 30):
+//! - its requests are short: [`CHUNK`] (1 MiB) while the store does no I/O, [`SHARED_PIECE`]
+//!   (128 KiB) while it does. A request of the store's that arrives while one of the copy's is
+//!   served waits for the rest of it: with the copy's requests a quarter of the device's time,
+//!   on average an eighth of one request's service time;
 //! - the page file's copy is written with direct I/O (when the source is), and every target
 //!   is synced each [`SYNC_EVERY`] bytes, so that what the copy writes reaches the disk while
 //!   the copy holds it, not in a write-back that the kernel (or the host of a virtual disk)
-//!   runs later, under the store's reads;
+//!   runs later, under the store's I/O;
 //! - after each piece, if the store has read its page file ([`Engine::reads_made`]: the pool's
-//!   and the run cache's misses) within the last [`RECENT`], the reading thread waits
-//!   `1 / `[`BackupOptions::device_share`]` - 1` times as long as that piece's read and the
-//!   last write took, so the copy keeps that share of the device's time (a quarter by
-//!   default). The share is the caller's choice between the backup's speed and the store's.
-//!   A store that stops reading (an idle one, or one whose pages are all cached) gets the
-//!   copy back at full speed [`RECENT`] later.
+//!   and the run cache's misses) or appended to its log within the last [`RECENT`], the
+//!   reading thread waits `1 / `[`BackupOptions::device_share`]` - 1` times as long as that
+//!   piece's read and the last write took, so the copy keeps that share of the device's time
+//!   (a quarter by default). The share is the caller's choice between the backup's speed and
+//!   the store's. A store that goes idle (or only reads pages it has cached) gets the copy back
+//!   at full speed [`RECENT`] later.
 //!
-//! With readers all along the backup takes more than `1 / device_share` times as long (its
-//! short pieces move fewer bytes per unit of the device's time than long ones), and the log it
-//! copies (and the copy's first open replays) grows with it, as does the page file when
+//! With the store busy all along the backup takes more than `1 / device_share` times as long
+//! (its short pieces move fewer bytes per unit of the device's time than long ones), and the
+//! log it copies (and the copy's first open replays) grows with it, as does the page file when
 //! writers free runs (their pages are reused only after a checkpoint): the price of the
-//! readers' speed, which the caller sets. The time waited is reported
+//! store's speed, which the caller sets. The time waited is reported
 //! ([`BackupReport::yielded`]). The I/O priority classes (`ioprio_set`) are not used: the
 //! idle class starved the copy without sparing the readers (`docs/results/db.md`, "Issue 23:
 //! online backup, session 21").
@@ -119,36 +120,36 @@ use crate::io::{create_dir_all_durable, AlignedBuf, Io, OpenFile, Vfs};
 /// whole and durable.
 pub const PARTIAL_DATA_FILE: &str = "data.sylva.partial";
 
-/// Bytes copied per read and write while the store does not read its pages.
+/// Bytes copied per read and write while the store does no I/O.
 const CHUNK: usize = 1 << 20;
 
-/// Bytes copied per read and write while the store reads its pages: a read of the store's
-/// that arrives while one of the copy's requests is served waits for a fraction of a
+/// Bytes copied per read and write while the store reads its pages or logs: a request of the
+/// store's that arrives while one of the copy's is served waits for a fraction of a
 /// millisecond (module docs, "Sharing the device"). A multiple of every page size.
 const SHARED_PIECE: u64 = 128 << 10;
 
-/// How long after the store's last read of its pages the copy still makes room for its reads.
-/// Its reads come and go at the pace of its operations, many per millisecond or a few per
-/// second: a short piece of the copy often sees none of them, so without this the copy would
-/// take the device back between two of them.
+/// How long after the store's last read of its pages or append to its log the copy still makes
+/// room for its I/O. That comes and goes at the pace of its operations, many per millisecond
+/// or a few per second: a short piece of the copy often sees none of it, so without this the
+/// copy would take the device back between two of them.
 const RECENT: Duration = Duration::from_millis(100);
 
 /// Bytes of the copy written between syncs of the target: what the copy writes reaches the
-/// disk while the copy holds it, not later, when the store's reads would wait for it (module
+/// disk while the copy holds it, not later, when the store's I/O would wait for it (module
 /// docs, "Sharing the device").
 const SYNC_EVERY: u64 = 8 << 20;
 
 /// [`BackupOptions::device_share`] by default.
 pub const DEFAULT_DEVICE_SHARE: f64 = 0.25;
 
-/// How an online backup shares the device with the store's own reads (module docs, "Sharing
-/// the device").
+/// How an online backup shares the device with the store's own I/O (module docs, "Sharing the
+/// device").
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct BackupOptions {
     /// The part of the device's time the copy takes while the store's operations read its
-    /// pages, over 0 and at most 1: after each piece of the copy the store read during, the
-    /// copy waits `1 / device_share - 1` times as long as the piece took. 1: it never waits,
-    /// and takes the device as `cp` would.
+    /// pages or log, over 0 and at most 1: after each piece of the copy they did so during,
+    /// the copy waits `1 / device_share - 1` times as long as the piece took. 1: it never
+    /// waits, and takes the device as `cp` would.
     pub device_share: f64,
 }
 
@@ -181,7 +182,7 @@ pub struct BackupReport {
     /// How long writers were held back while the log's end was noted (step 4 of the module
     /// docs).
     pub writers_held: Duration,
-    /// How long the copy waited for the store's own reads (module docs, "Sharing the device").
+    /// How long the copy waited for the store's own I/O (module docs, "Sharing the device").
     pub yielded: Duration,
     /// From the call to the copy durable.
     pub duration: Duration,
@@ -291,8 +292,10 @@ impl<E: Engine> Durable<E> {
         let new_buf = || file.buffer(CHUNK / ps as usize);
         let mut buf = new_buf();
         let mut logs_out = Vec::new();
-        let reads = || engine.reads_made();
-        let pace = Pace::new(&reads, options);
+        // The store uses the device when it reads pages its caches miss and when it logs: a
+        // sum that moves when either does.
+        let busy = || engine.reads_made() + core.wal.next_lsn();
+        let pace = Pace::new(&busy, options);
         let mut watch = Watch {
             progress: BackupProgress::default(),
             watcher,
@@ -395,33 +398,34 @@ fn prepare_target(vfs: &dyn Vfs, target: &Path) -> Result<()> {
 /// How a copy shares the device with the store's own reads (module docs, "Sharing the
 /// device").
 struct Pace<'a> {
-    /// The store's reads so far ([`Engine::reads_made`]).
-    reads: &'a (dyn Fn() -> u64 + Sync),
-    /// How long the copy waits per unit of its own I/O time after a piece the store read
+    /// A count that moves whenever the store reads pages or logs (module docs, "Sharing the
+    /// device").
+    busy: &'a (dyn Fn() -> u64 + Sync),
+    /// How long the copy waits per unit of its own I/O time after a piece the store did I/O
     /// during (`1 / device_share - 1`).
     factor: f64,
     /// How long the last write of a piece took, in nanoseconds.
     last_write: AtomicU64,
-    /// How long the copy has waited for the store's reads, in nanoseconds.
+    /// How long the copy has waited for the store's I/O, in nanoseconds.
     waited: AtomicU64,
 }
 
 impl<'a> Pace<'a> {
-    fn new(reads: &'a (dyn Fn() -> u64 + Sync), options: BackupOptions) -> Self {
+    fn new(busy: &'a (dyn Fn() -> u64 + Sync), options: BackupOptions) -> Self {
         Pace {
-            reads,
+            busy,
             factor: 1.0 / options.device_share - 1.0,
             last_write: AtomicU64::new(0),
             waited: AtomicU64::new(0),
         }
     }
 
-    /// After a piece read in `read`: if the store has read its pages within [`RECENT`] (its
+    /// After a piece read in `read`: if the store has done I/O within [`RECENT`] (its
     /// count moved from `seen.0`, noted at `seen.1`), waits `factor` times as long as the
     /// piece's read and the last write took, and says so; the next piece is then a short one.
     fn after_piece(&self, read: Duration, seen: &mut (u64, Option<Instant>)) -> bool {
         let look = |seen: &mut (u64, Option<Instant>)| {
-            let now = (self.reads)();
+            let now = (self.busy)();
             if now != seen.0 {
                 *seen = (now, Some(Instant::now()));
             }
@@ -484,8 +488,8 @@ fn copy(
     std::thread::scope(move |s| {
         s.spawn(move || {
             let mut at = offset;
-            // No read of the store's seen yet: the first piece is a long one.
-            let mut seen = ((pace.reads)(), None);
+            // No I/O of the store's seen yet: the first piece is a long one.
+            let mut seen = ((pace.busy)(), None);
             let mut shared = false;
             while at < end {
                 let Ok(mut buf) = empty_rx.recv() else {

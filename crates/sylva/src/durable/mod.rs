@@ -159,8 +159,9 @@ pub(crate) trait Engine: Send + Sync + 'static {
     }
 
     /// How many reads of the page file the store's own operations have made so far (a count
-    /// that only grows): an online backup's copy gives the device up while it grows
-    /// ([`backup`], "Sharing the device"). None by default: the copy never yields.
+    /// that only grows): an online backup's copy gives the device up while it grows, as while
+    /// the log does ([`backup`], "Sharing the device"). None by default: the copy then yields
+    /// to the store's log writes only.
     fn reads_made(&self) -> u64 {
         0
     }
