@@ -7,7 +7,7 @@
 //!   them);
 //! - [`model_test`]: proptest sequences of put/delete/get/scan/map_range (and reopen, for
 //!   durable engines) run against the engine and a [`sylva::MemMap`] model, comparing every answer;
-//! - [`stress`]: writers and readers on several threads, every scan checked sorted, duplicate-free
+//! - [`stress()`]: writers and readers on several threads, every scan checked sorted, duplicate-free
 //!   and complete with respect to records no writer touches, then a full comparison.
 //!
 //! An engine joins with one line in a test file:

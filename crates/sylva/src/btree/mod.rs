@@ -70,7 +70,7 @@
 //!   neighbour under the same parent (the left one for the last child) if the union fits one
 //!   page. Merges cascade to inner nodes; the tree never shrinks in height (an inner root may
 //!   end up with no keys and only its upper child).
-//! - Limits ([`limits`](self::limits) states the condition a split relies on): by default a
+//! - Limits ([`limits`] states the condition a split relies on): by default a
 //!   record must fit in a quarter page, split as keys up to 1/16 of the page
 //!   ([`max_key_len`]: 256 bytes at 4 KiB) and values up to the rest of the quarter after a
 //!   10-byte slot ([`max_value_len`]: 758 bytes at 4 KiB). Fences are stored untruncated, so a

@@ -9,7 +9,7 @@ use crate::io::page_header::PageKind;
 use crate::io::FIRST_DATA_PAGE;
 
 impl Db {
-    /// Verifies every bucket ([`buckets`]: its tree key and bytes decode, its keys are in
+    /// Verifies every bucket ([`super::buckets`]: its tree key and bytes decode, its keys are in
     /// order and within the limit) and returns the keys they hold beyond one each.
     fn check_buckets(&self) -> Result<u64> {
         let Some(b) = self.buckets else {

@@ -1,5 +1,5 @@
 //! GreedyPLR (Xie et al., "Maximum error-bounded piecewise linear representation for online
-//! stream approximation", VLDBJ 2014; reference [54] of the TreeLine thesis): one pass over
+//! stream approximation", VLDBJ 2014; reference \[54\] of the TreeLine thesis): one pass over
 //! points with strictly increasing `x`, keeping the cone of lines that pass within `delta` of
 //! every point so far. A point that no line of the cone can reach ends the segment. TreeLine's
 //! page grouping (§4.5.3, Phase II) feeds it (key, position) pairs and stops at the first point
