@@ -149,8 +149,13 @@ use bytes::Span;
 use unlogged::Behind;
 pub(crate) use unlogged::UnloggedRuns;
 
-/// Bytes an entry is charged beyond its value: the map's slot, the clock's, the `Arc`'s header.
-pub(crate) const ENTRY_OVERHEAD: u64 = 96;
+/// Bytes an entry is charged beyond its value: its slot in the map (the key and the [`Entry`],
+/// 56 bytes, and a control byte, in a table between 7/16 and 7/8 full as it grows: about 86
+/// bytes an entry at its mean fill), the `Arc`'s allocation (its counts and the [`Bytes`],
+/// 64 bytes, 80 with the allocator's header and rounding), and the clock's slot (8, up to 16
+/// in a deque of twice the length). `the_entry_overhead_covers_what_an_entry_holds` checks the
+/// least of it against the types' sizes.
+pub(crate) const ENTRY_OVERHEAD: u64 = 176;
 /// The largest write of contiguous runs at once.
 const WRITE_BYTES: usize = 1 << 20;
 /// Values up to this long are copied out under the cache's lock; longer ones after it, through
@@ -809,4 +814,24 @@ fn groups(victims: &[&Victim], page_size: usize) -> Vec<std::ops::Range<usize>> 
         out.push(start..i);
     }
     out
+}
+
+#[cfg(test)]
+mod overhead_tests {
+    use super::*;
+    use std::mem::size_of;
+
+    #[test]
+    fn the_entry_overhead_covers_what_an_entry_holds() {
+        // The map's slot and control byte in a table at its fullest (7/8), the `Arc`'s
+        // allocation (two counts and the value's `Bytes`) with glibc's 8-byte header rounded to
+        // 16, and the clock's key: the least an entry costs beyond its value's bytes.
+        let slot = (size_of::<(u64, Entry)>() + 1) * 8 / 7;
+        let arc = (2 * size_of::<usize>() + size_of::<Bytes>() + 8).next_multiple_of(16);
+        let least = slot + arc + size_of::<u64>();
+        assert!(
+            ENTRY_OVERHEAD as usize >= least,
+            "ENTRY_OVERHEAD is {ENTRY_OVERHEAD}, an entry holds at least {least} bytes beside its value"
+        );
+    }
 }
