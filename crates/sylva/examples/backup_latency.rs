@@ -11,7 +11,8 @@
 //! which `backup_to` copies the database to `DIR/copy`; then, with the writers idle, a
 //! checkpoint (the one the backup held off), `backup_to` again and `cp` of the database's files
 //! to `DIR/cp`, each made durable (`cp` reads through the page cache, so the source's cached
-//! pages are dropped first: both copies read the disk). Prints per window the writes per second, p50, p99, p99.9 and max latency.
+//! pages are dropped first: both copies read the disk). Prints per window the writes per
+//! second, p50, p99, p99.9 and max latency.
 //!
 //! Environment: `CACHE=BYTES` (the pool's size), `CHECKPOINT=BYTES` (`checkpoint_bytes`),
 //! `WARM=SECONDS` (writers before the first round, not counted), `WINDOW=SECONDS` (the first

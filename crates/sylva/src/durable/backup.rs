@@ -54,21 +54,22 @@
 //! [`CHUNK`] bytes from the source (with direct I/O, as the page file is open) while the
 //! backup's thread writes the full ones to the target (the page file's copy with direct I/O
 //! too), so the device reads ahead while the last piece is written, as `cp`'s kernel copy
-//! does with readahead and write-back. A kernel copy (`copy_file_range`) was not used for the page file: on a file system without shared
-//! extents it reads through the page cache, which the store's direct writes bypass and only
-//! invalidate after they land. A read racing such a write can leave a stale page cached (the
-//! kernel warns "Page cache invalidation failure on direct I/O" when it notices), which a later
-//! backup would copy as a version older than `l`, one redo does not repair.
+//! does with readahead and write-back. A kernel copy (`copy_file_range`) was not used for the
+//! page file: on a file system without shared extents it reads through the page cache, which
+//! the store's direct writes bypass and only invalidate after they land. A read racing such a
+//! write can leave a stale page cached (the kernel warns "Page cache invalidation failure on
+//! direct I/O" when it notices), which a later backup would copy as a version older than `l`,
+//! one redo does not repair.
 //!
 //! **Writers** are held back once, briefly: by step 4's log sync. The copy competes with them
 //! only for the device (and for the log it grows, since no checkpoint runs meanwhile).
 //!
 //! **Sharing the device.** A read or a log write of the store's that reaches the device behind
 //! the copy's requests waits for them: a store whose pages are not all cached reads all along,
-//! and writers log all along (their commits wait for the log's fsync under `sync=always` and
-//! `batch`). So the copy makes room for the store's I/O, as a background job should, at the
-//! price of a longer backup while it goes on (measured: `docs/results/db.md`, "Issue 23:
-//! writers during a backup", sessions 29 and 30):
+//! and writers log all along (a commit waits for the log's fsync under `sync=always`, and at
+//! each boundary under `batch`). So the copy makes room for the store's I/O, as a background
+//! job should, at the price of a longer backup while it goes on (measured: `docs/results/db.md`,
+//! "Issue 23: writers during a backup", sessions 29 and 30):
 //! - its requests are short: [`CHUNK`] (1 MiB) while the store does no I/O, [`SHARED_PIECE`]
 //!   (128 KiB) while it does. A request of the store's that arrives while one of the copy's is
 //!   served waits for the rest of it: with the copy's requests a quarter of the device's time,
@@ -334,12 +335,10 @@ impl<E: Engine> Durable<E> {
                 + end.lengths.iter().sum::<u64>();
 
             for (first, pages) in runs {
-                let range = (first * ps, pages * ps);
-                let out = &*pages_out;
                 copy(
                     &**pages_in,
-                    out,
-                    range,
+                    &*pages_out,
+                    (first * ps, pages * ps),
                     &mut buf,
                     &new_buf,
                     &pace,
@@ -359,9 +358,14 @@ impl<E: Engine> Durable<E> {
                     limit: end.lengths.len(),
                 })?;
                 let out = vfs.open(&target.join(name), create)?.io;
-                let range = (0, len);
                 copy(
-                    &*segment, &*out, range, &mut buf, &new_buf, &pace, &mut watch,
+                    &*segment,
+                    &*out,
+                    (0, len),
+                    &mut buf,
+                    &new_buf,
+                    &pace,
+                    &mut watch,
                 )?;
                 report.log_bytes += len;
                 logs_out.push(out);
@@ -395,8 +399,7 @@ fn prepare_target(vfs: &dyn Vfs, target: &Path) -> Result<()> {
     create_dir_all_durable(vfs, target)
 }
 
-/// How a copy shares the device with the store's own reads (module docs, "Sharing the
-/// device").
+/// How a copy shares the device with the store's own I/O (module docs, "Sharing the device").
 struct Pace<'a> {
     /// A count that moves whenever the store reads pages or logs (module docs, "Sharing the
     /// device").
