@@ -1,15 +1,16 @@
 //! Stored NB-tree stores, opened by every build: `tests/fixtures/nbtree-v1` (state version 1:
-//! a committed s-tree of several levels and 100 writes in the log after the last commit) and
-//! `nbtree-v2` (the same writes in state version 2: d-trees in pieces) must open, replay their
-//! log and hold exactly their records, and version 1 must still after its first commit (in
-//! version 2) and a reopen; `nbtree-v1-bitflip` (one bit flipped in a d-tree leaf) must answer
-//! every lookup correctly or with `ChecksumMismatch`, and `check()` must refuse it. A copy of
-//! `nbtree-v2` with one bit flipped, in each of its pages in turn (d-tree leaves and inner
-//! nodes, Bloom pages, manifest pages, meta and free-space pages), must be refused with
-//! `ChecksumMismatch` or `Corruption` (the newest meta page: `LogCorruption`, the log no longer
-//! reaching back to the checkpoint before) or answer exactly the fixture's records.
+//! a committed s-tree of several levels and 100 writes in the log after the last commit),
+//! `nbtree-v2` (the same writes in state version 2: d-trees in pieces) and `nbtree-v3` (version
+//! 3: Bloom filters of probe scheme 1) must open, replay their log, answer every lookup and hold
+//! exactly their records, and still after their first commit (in version 3), more writes and a
+//! reopen; `nbtree-v1-bitflip` (one bit flipped in a d-tree leaf) must answer every lookup
+//! correctly or with `ChecksumMismatch`, and `check()` must refuse it. A copy of `nbtree-v3`
+//! with one bit flipped, in each of its pages in turn (d-tree leaves and inner nodes, Bloom
+//! pages, manifest pages, meta and free-space pages), must be refused with `ChecksumMismatch`
+//! or `Corruption` (the newest meta page: `LogCorruption`, the log no longer reaching back to
+//! the checkpoint before) or answer exactly the fixture's records.
 //! `SYLVA_WRITE_FIXTURES=1 cargo test -p sylva --test nbtree_fixtures -- --ignored` writes
-//! the current version's fixture (`nbtree-v2`) again; the older ones pin their versions and are
+//! the current version's fixture (`nbtree-v3`) again; the older ones pin their versions and are
 //! not rewritten.
 
 #![allow(clippy::unwrap_used)]
@@ -27,6 +28,9 @@ fn fixture(name: &str) -> PathBuf {
 
 const FILES: [&str; 3] = ["data.sylva", "wal.log", "wal.2.log"];
 
+/// The fixture of the current state version.
+const CURRENT: &str = "nbtree-v3";
+
 fn options(sync: SyncMode) -> NbTreeOptions {
     NbTreeOptions {
         sync,
@@ -39,8 +43,13 @@ fn options(sync: SyncMode) -> NbTreeOptions {
 
 /// The records the fixture holds: a pure function of the index.
 fn model() -> BTreeMap<Vec<u8>, Vec<u8>> {
+    model_to(3100)
+}
+
+/// The records after [`write`] of `0..end`.
+fn model_to(end: u32) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut m = BTreeMap::new();
-    for i in 0..3100u32 {
+    for i in 0..end {
         let k = (i.wrapping_mul(7919) % 100_000).to_be_bytes().to_vec();
         if i % 10 == 9 {
             m.remove(&((i - 5).wrapping_mul(7919) % 100_000).to_be_bytes()[..]);
@@ -77,7 +86,7 @@ fn write_fixtures() {
     if std::env::var("SYLVA_WRITE_FIXTURES").is_err() {
         return;
     }
-    let dir = fixture("nbtree-v2");
+    let dir = fixture(CURRENT);
     let _ = std::fs::remove_dir_all(&dir);
     let nb = NbTree::open(&dir, options(SyncMode::Always)).unwrap();
     write(&nb, 0..3000);
@@ -89,8 +98,8 @@ fn write_fixtures() {
         return;
     }
     // `nbtree-v1-bitflip` was made from version 1 and stays; SYLVA_WRITE_FIXTURES=bitflip also
-    // makes `nbtree-v2-bitflip` from the current version.
-    let bad = fixture("nbtree-v2-bitflip");
+    // makes `{CURRENT}-bitflip` from the current version.
+    let bad = fixture(&format!("{CURRENT}-bitflip"));
     let _ = std::fs::remove_dir_all(&bad);
     std::fs::create_dir_all(&bad).unwrap();
     for f in FILES {
@@ -106,7 +115,7 @@ fn write_fixtures() {
         let mut damaged = data.clone();
         damaged[leaf * 4096 + 2000] ^= 0x10;
         std::fs::write(bad.join("data.sylva"), &damaged).unwrap();
-        let trial = copy("nbtree-v2-bitflip");
+        let trial = copy(&format!("{CURRENT}-bitflip"));
         let nb = NbTree::open(trial.path(), options(SyncMode::Never)).unwrap();
         if model().keys().any(|k| nb.get(k).is_err()) {
             return;
@@ -125,6 +134,29 @@ fn the_version_2_fixture_opens_replays_its_log_and_holds_its_records() {
     opens_replays_and_holds("nbtree-v2");
 }
 
+#[test]
+fn the_version_3_fixture_opens_replays_its_log_and_holds_its_records() {
+    opens_replays_and_holds("nbtree-v3");
+}
+
+/// The state version in the newer meta page of the store in `dir`.
+fn state_version(dir: &Path) -> u32 {
+    let data = std::fs::read(dir.join("data.sylva")).unwrap();
+    let at = |m: usize, off: usize| u64::from_le_bytes(data[m * 4096 + off..][..8].try_into().unwrap());
+    let newer = (0..2).max_by_key(|&m| at(m, 40)).unwrap();
+    assert_eq!(&data[newer * 4096 + 80..][..8], b"sylvaNB\0");
+    at(newer, 88) as u32
+}
+
+/// Every record of `model` is found by a lookup (through the Bloom filters, whichever probe
+/// scheme each was built with) and by the scan.
+fn holds(nb: &NbTree, model: &BTreeMap<Vec<u8>, Vec<u8>>) {
+    for (k, v) in model {
+        assert_eq!(nb.get(k).unwrap().as_ref(), Some(v), "key {k:?}");
+    }
+    assert_eq!(&scan_all(nb), model);
+}
+
 fn scan_all(nb: &NbTree) -> BTreeMap<Vec<u8>, Vec<u8>> {
     let mut got = BTreeMap::new();
     nb.scan(&[], usize::MAX, &mut |k, v| {
@@ -139,21 +171,21 @@ fn opens_replays_and_holds(name: &str) {
     let dir = copy(name);
     let nb = NbTree::open(dir.path(), options(SyncMode::Never)).unwrap();
     assert_eq!(nb.recovery().records_redone, 110, "{:?}", nb.recovery());
-    let mut got = BTreeMap::new();
-    nb.scan(&[], usize::MAX, &mut |k, v| {
-        got.insert(k.to_vec(), v.to_vec());
-        true
-    })
-    .unwrap();
-    assert_eq!(got, model());
+    holds(&nb, &model());
     let height = nb.counters().iter().find(|c| c.0 == "height").unwrap().1;
     assert!(height >= 2, "the fixture's s-tree has levels: {height}");
     nb.check().unwrap();
-    // `check` committed (in the current version); a reopen reads that commit.
+    // `check` committed (in the current version); a reopen reads that commit, and more writes
+    // put new d-trees beside the fixture's.
     nb.close().expect("close");
+    assert_eq!(state_version(dir.path()), 3);
     let nb = NbTree::open(dir.path(), options(SyncMode::Never)).expect("reopen");
-    assert_eq!(scan_all(&nb), model());
+    holds(&nb, &model());
     nb.check().expect("check after reopen");
+    write(&nb, 3100..6000);
+    nb.checkpoint().unwrap();
+    holds(&nb, &model_to(6000));
+    nb.check().expect("check after more writes");
 }
 
 #[test]
@@ -186,7 +218,7 @@ fn refused(what: &str, e: Error) -> &'static str {
     }
 }
 
-/// What opening a copy of `nbtree-v2` with one bit flipped came to.
+/// What opening a copy of the current fixture with one bit flipped came to.
 #[derive(Debug, PartialEq)]
 enum Outcome {
     /// `open` refused the store (with this error).
@@ -202,10 +234,10 @@ enum Outcome {
     Unharmed,
 }
 
-/// Opens a copy of `nbtree-v2` with byte `at` of `data.sylva` XORed with `bit`, and reads all
-/// of it: every answer is the fixture's record or a refusal.
+/// Opens a copy of the current fixture with byte `at` of `data.sylva` XORed with `bit`, and
+/// reads all of it: every answer is the fixture's record or a refusal.
 fn open_flipped(at: usize, bit: u8) -> Outcome {
-    let dir = copy("nbtree-v2");
+    let dir = copy(CURRENT);
     let path = dir.path().join("data.sylva");
     let mut data = std::fs::read(&path).unwrap();
     data[at] ^= bit;
@@ -258,13 +290,13 @@ fn open_flipped(at: usize, bit: u8) -> Outcome {
     }
 }
 
-/// One bit flipped in each page of `nbtree-v2` in turn (a copy per page): a d-tree leaf or
+/// One bit flipped in each page of the current fixture in turn (a copy per page): a d-tree leaf or
 /// inner page, a Bloom page, a manifest page and a meta page of the live store are each refused
 /// with `ChecksumMismatch` or `Corruption`, never a panic or a wrong answer; the older meta page
 /// and free pages are not read, so their damage changes nothing.
 #[test]
-fn one_bit_flipped_in_any_page_of_the_version_2_fixture_is_refused_never_misread() {
-    let data = std::fs::read(fixture("nbtree-v2").join("data.sylva")).unwrap();
+fn one_bit_flipped_in_any_page_of_the_current_fixture_is_refused_never_misread() {
+    let data = std::fs::read(fixture(CURRENT).join("data.sylva")).unwrap();
     let pages = data.len() / 4096;
     let newer_meta = (0..2)
         .max_by_key(|&m| u64::from_le_bytes(data[m * 4096 + 40..m * 4096 + 48].try_into().unwrap()))

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! state (meta page owner area, 56 bytes)
-//!   0..8   "sylvaNB\0"        8..12  version u32 (2; 1 is read)
+//!   0..8   "sylvaNB\0"        8..12  version u32 (3; 2 and 1 are read)
 //!   12..16 fanout f u32        16..24 σ in bytes u64
 //!   24..28 Bloom bits per key  28..32 zero
 //!   32..40 manifest head page u64 (0: an empty s-tree)
@@ -18,7 +18,7 @@
 //!   | start len u16 | start | live records u64 | live bytes u64
 //!   | d-tree (if flag 2): first u64 | leaf pages u32 | inner pages u32 | Bloom pages u32
 //!     | root u64 | records u64 | bytes u64 | max record u32 | max key u32 | Bloom bytes u32
-//!     | pieces u32 | pieces × (first page u64 | pages u32)   (version 2; version 1 has no
+//!     | pieces u32 | pieces × (first page u64 | pages u32)   (versions 2, 3; 1 has no
 //!       pieces: one run of the d-tree's pages from its first page)
 //!   followed by the children (keys + 1 of them, unless a leaf)
 //! ```
@@ -33,7 +33,9 @@ use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::PageFile;
 
 pub(crate) const STATE_MAGIC: &[u8; 8] = b"sylvaNB\0";
-pub(crate) const STATE_VERSION: u32 = 2;
+/// Version 3 is version 2's layout in a store whose Bloom filters may use probe scheme 1
+/// (`super::bloom`), which builds reading version 2 at most would misread.
+pub(crate) const STATE_VERSION: u32 = 3;
 /// The oldest state version this build reads (version 1: d-trees in one run each).
 pub(crate) const STATE_VERSION_MIN: u32 = 1;
 pub(crate) const STATE_LEN: usize = 56;
