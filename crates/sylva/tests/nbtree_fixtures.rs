@@ -142,7 +142,8 @@ fn the_version_3_fixture_opens_replays_its_log_and_holds_its_records() {
 /// The state version in the newer meta page of the store in `dir`.
 fn state_version(dir: &Path) -> u32 {
     let data = std::fs::read(dir.join("data.sylva")).unwrap();
-    let at = |m: usize, off: usize| u64::from_le_bytes(data[m * 4096 + off..][..8].try_into().unwrap());
+    let at =
+        |m: usize, off: usize| u64::from_le_bytes(data[m * 4096 + off..][..8].try_into().unwrap());
     let newer = (0..2).max_by_key(|&m| at(m, 40)).unwrap();
     assert_eq!(&data[newer * 4096 + 80..][..8], b"sylvaNB\0");
     at(newer, 88) as u32
