@@ -1,7 +1,8 @@
 //! Where a d-tree's pages are: its *pieces*, runs of contiguous pages in the d-tree's page order
-//! (state versions 2 and 3; `docs/format.md`, "NB-tree directory"). A d-tree is a sequence of pages —
-//! leaves, inner levels, Bloom filter — numbered from 0 (its *logical* page numbers); piece `i`
-//! holds the next `pages` of them from page `first` of the file. Version 1 wrote one piece.
+//! (state versions 2 and 3; `docs/format.md`, "NB-tree directory"). A d-tree is a sequence of
+//! pages — leaves, inner levels, Bloom filter — numbered from 0 (its *logical* page numbers);
+//! piece `i` holds the next `pages` of them from page `first` of the file. Version 1 wrote one
+//! piece.
 //!
 //! Why pieces: a merged d-tree is its old run plus the records moved into it, so it is larger
 //! than the hole its predecessor leaves, and a d-tree in one contiguous run cannot reuse the

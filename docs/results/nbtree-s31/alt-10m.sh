@@ -1,10 +1,14 @@
 #!/bin/bash
-# nbtree alone at run 1's shape (10M), the Bloom probe fix against main before it, alternated.
+# nbtree alone at run 1's shape (10M records), binaries alternated within each round, each
+# bench after a 5 s fio probe. Usage: alt-10m.sh PREFIX "ROUNDS" BINARY... (binaries are
+# ./sylva-BINARY; outputs PREFIX-BINARY-ROUND.{out,json}). The invocations: README.md.
 cd /work/tgt/nb31
+prefix=$1 rounds=$2
+shift 2
 O=cache_bytes=268435456,sync=never
-for round in 1 2; do
-  for b in bloom1 cap1; do
-    n=cy-$b-$round
+for round in $rounds; do
+  for b in "$@"; do
+    n=$prefix-$b-$round
     date -u > $n.out
     fio --name=rr2 --filename=/work/tgt/bk/src4k --size=1G --rw=randread --bs=4k --direct=1 --ioengine=psync --numjobs=2 --group_reporting --runtime=5 --time_based 2>&1 | grep IOPS >> $n.out
     rm -rf DATA; mkdir DATA
