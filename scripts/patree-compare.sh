@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The PA-Tree issue's first side-by-side measurement on YCSB C, the pool an eighth of the data
-# (RECORDS records of 8-byte sparse keys and 8-byte values, about 110 bytes each in the file):
+# (RECORDS records of 8-byte sparse keys and 8-byte values, about 32 bytes each in the file
+# with `db`'s adaptive leaves; `sylva bench --suite patree` measures it instead):
 # `db` at 1 and 32 threads, `patree` with one thread keeping 32 and 64 operations in flight,
 # and fio 4 KiB random reads (io_uring, O_DIRECT) at QD1 and QD32 before and after on the same
 # disk. Prints one line per run: ops/s, p50/p99, CPU µs per op, cores, context switches and
@@ -10,7 +11,7 @@
 set -u
 BIN=${BIN:-target/release/sylva}; OUT=${1:?usage: scripts/patree-compare.sh OUT_DIR}; RECORDS=${RECORDS:-1000000}; OPS=${OPS:-500000}
 BIN=$(realpath "$BIN"); mkdir -p "$OUT"; cd "$OUT"
-POOL=$((RECORDS * 110 / 8))
+POOL=$((RECORDS * 32 / 8))
 fiorun() { fio --name=r --filename=$OUT/fio.dat --size=128M --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=$1 --runtime=6 --time_based --output-format=terse 2>/dev/null | awk -F';' -v q=$1 '{printf "fio QD%s %d IOPS mean %.0f us\n", q, $8, $40}'; }
 common="--keys sparse --value-size 8 --records $RECORDS --ops $OPS --workload c"
 for rep in $(seq "${REPS:-1}"); do

@@ -9,8 +9,10 @@
 //! `--from DIR` that `sylva bench` does not have), so the loads dominate, the slowest those
 //! under `persist=strong` and `sync=always` (a durable log record per insert); the timings that
 //! chose these sizes are in `docs/results/patree.md` (session 21). The pool is an eighth
-//! of the tree ([`FILE_BYTES_PER_RECORD`]: what 8-byte sparse keys and 8-byte values take in the
-//! page file), requests uniform (the paper's α = 0.3 is near uniform), as the issue asks.
+//! of the tree, requests uniform (the paper's α = 0.3 is near uniform), as the issue asks. The
+//! tree's size is measured, not estimated ([`measure_tree`]): before the sets, a `db` loads the
+//! suite's records once and its tree's pages are counted. (An estimate of 110 bytes a record,
+//! taken before `db`'s adaptive leaves, made the pool 43% of a 9.5 MB tree until session 32.)
 //!
 //! Sets (numbered as in the report; `--set N` runs only some):
 //! 1. **Devices**: `fio` 4 KiB random reads (`io_uring`, `O_DIRECT`) at QD 1, 32 and 64 on a
@@ -50,8 +52,6 @@ use crate::bench::{measure, parse_args, BenchArgs};
 pub(crate) const RECORDS: f64 = 3e5;
 /// Operations of a run phase at `--scale 1`.
 pub(crate) const OPS: f64 = 1.5e5;
-/// Bytes an 8-byte-key, 8-byte-value record takes in the page file (`scripts/patree-compare.sh`).
-pub(crate) const FILE_BYTES_PER_RECORD: u64 = 110;
 /// The pool sizes of set 6, as fractions of the tree. The issue asks 0.1–100%; below 1% the
 /// loads through a pool of a few hundred frames took more than half the suite's time (and at
 /// `--scale 1`, 0.1% is under [`MIN_CACHE_BYTES`]), so the smallest is 1%.
@@ -85,23 +85,28 @@ pub(crate) struct Set {
 pub(crate) struct Sizes {
     pub records: u64,
     pub ops: u64,
-    /// Estimated bytes of the loaded tree.
+    /// Bytes of the loaded tree (its pages).
     pub tree_bytes: u64,
     /// An eighth of the tree (at least [`MIN_CACHE_BYTES`]).
     pub pool: u64,
 }
 
 impl Sizes {
-    pub fn at(scale: f64) -> Sizes {
-        let records = ((RECORDS * scale).round() as u64).max(1000);
+    /// The sizes at `scale`, for a tree of `tree_bytes` (see [`Sizes::records_at`]).
+    pub fn at(scale: f64, tree_bytes: u64) -> Sizes {
+        let records = Sizes::records_at(scale);
         let ops = ((OPS * scale).round() as u64).max(100);
-        let tree_bytes = records * FILE_BYTES_PER_RECORD;
         Sizes {
             records,
             ops,
             tree_bytes,
             pool: (tree_bytes / 8).max(MIN_CACHE_BYTES),
         }
+    }
+
+    /// The records every store holds at `scale`.
+    pub fn records_at(scale: f64) -> u64 {
+        ((RECORDS * scale).round() as u64).max(1000)
     }
 
     fn cache(&self, fraction: f64) -> u64 {
@@ -150,9 +155,8 @@ fn engines(run: Run, specs: &[&str], cache: u64) -> Run {
     run
 }
 
-/// The suite's sets at `scale`; `model` is the calibrated model file, if there is one.
-pub(crate) fn sets(scale: f64, model: Option<&Path>) -> Vec<Set> {
-    let z = Sizes::at(scale);
+/// The suite's sets at sizes `z`; `model` is the calibrated model file, if there is one.
+pub(crate) fn sets(z: Sizes, model: Option<&Path>) -> Vec<Set> {
     let pool = z.pool;
     let mut table = Vec::new();
     for threads in ["1", "32", "128"] {
@@ -228,9 +232,9 @@ pub(crate) fn sets(scale: f64, model: Option<&Path>) -> Vec<Set> {
         pool,
     ));
     let sizes = format!(
-        "{} records of 8-byte sparse keys and 8-byte values (about {} MB in the page file), {} operations a run phase, the pool {} bytes (an eighth) unless said",
+        "{} records of 8-byte sparse keys and 8-byte values ({:.1} MB of tree pages after a `db` load, measured before the sets), {} operations a run phase, the pool {} bytes (an eighth) unless said",
         z.records,
-        z.tree_bytes / 1_000_000,
+        z.tree_bytes as f64 / 1e6,
         z.ops,
         pool
     );
@@ -310,7 +314,8 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     if !base.engines.is_empty() {
         return Err("--suite patree runs its own engines: leave out --engine".into());
     }
-    let count = sets(base.scale, None).len();
+    // How many sets there are does not depend on the sizes.
+    let count = sets(Sizes::at(base.scale, 0), None).len();
     if let Some(bad) = base.sets.iter().find(|&&n| n == 0 || n > count) {
         return Err(format!("--set {bad}: the suite has sets 1 to {count}"));
     }
@@ -323,7 +328,7 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     };
     std::fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-    let sizes = Sizes::at(base.scale);
+    let sizes = Sizes::at(base.scale, measure_tree(base, &scratch)?);
     let fio_file = scratch.join(format!("sylva-patree-fio-{}.dat", std::process::id()));
     let fio_seconds = (FIO_SECONDS * base.scale).ceil().max(1.0) as u64;
 
@@ -340,7 +345,7 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     );
     let mut all: Vec<RunRecord> = Vec::new();
     let mut model: Option<PathBuf> = None;
-    for (index, set) in sets(base.scale, None).into_iter().enumerate() {
+    for (index, set) in sets(sizes, None).into_iter().enumerate() {
         let number = index + 1;
         if !wanted(number) {
             continue;
@@ -361,7 +366,7 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
             );
         }
         // The probe set's runs name the model file, known only now.
-        let runs = sets(base.scale, model.as_deref())
+        let runs = sets(sizes, model.as_deref())
             .into_iter()
             .nth(index)
             .map(|s| s.runs)
@@ -408,6 +413,46 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     }
     let _ = std::fs::remove_file(&fio_file);
     crate::suite::write_report(base, "patree-suite", &md, &all)
+}
+
+/// The bytes of the tree a `db` builds from the suite's records (its pages, counted after the
+/// load), which the pool sizes are fractions of: one `sylva bench` load of `db` (with the
+/// suite's seed, keys and values, and 100 operations of C) in `scratch`.
+fn measure_tree(base: &BenchArgs, scratch: &Path) -> Result<u64, String> {
+    let records = Sizes::records_at(base.scale).to_string();
+    let seed = base.seed.to_string();
+    let dir = scratch.display().to_string();
+    let argv = strings(&[
+        "--workload",
+        "c",
+        "--keys",
+        "sparse",
+        "--value-size",
+        "8",
+        "--records",
+        &records,
+        "--ops",
+        "100",
+        "--engine",
+        "db",
+        "--seed",
+        &seed,
+        "--dir",
+        &dir,
+    ]);
+    eprintln!("suite patree: the tree's size: sylva bench {}", argv.join(" "));
+    let m = parse_args(&argv).and_then(|args| measure(&args))?;
+    let load = m
+        .runs
+        .iter()
+        .find(|r| r.phase == "load")
+        .ok_or("the tree's size: the sizing load reported no load phase")?;
+    let pages = load
+        .counters
+        .get("tree_pages")
+        .ok_or("the tree's size: `db` reported no tree_pages")?;
+    let page_size = sylva::DbOptions::default().page_size as u64;
+    Ok(pages * page_size)
 }
 
 /// `run` offered `rate` operations a second, with its operations scaled by `fraction`.
@@ -667,7 +712,7 @@ mod tests {
             beta: vec![[0.1, 0.1]; sylva::exec::sched::FEATURES],
         };
         std::fs::write(&model, fitted.to_text()).expect("model");
-        let all = sets(1.0, Some(&model));
+        let all = sets(Sizes::at(1.0, 33_000_000), Some(&model));
         let model_spec = format!("patree:probe=model:{}", model.display());
         let mut specs: Vec<String> = Vec::new();
         for set in &all {
@@ -714,7 +759,7 @@ mod tests {
             .collect();
         assert_eq!(dists, ["uniform", "zipfian"]);
         assert!(all[0].devices && all[0].runs.is_empty());
-        assert!(!sets(1.0, None)
+        assert!(!sets(Sizes::at(1.0, 33_000_000), None)
             .iter()
             .flat_map(|s| &s.runs)
             .any(|r| r.iter().any(|a| a.contains("model:"))));
@@ -722,7 +767,7 @@ mod tests {
 
     #[test]
     fn rate_runs_are_offered_their_fraction_with_that_share_of_the_operations() {
-        let set = &sets(1.0, None)[4];
+        let set = &sets(Sizes::at(1.0, 33_000_000), None)[4];
         assert_eq!(set.rate_fractions, RATE_FRACTIONS);
         assert!(
             arg(&set.runs[0], "--rate").is_none(),
@@ -756,11 +801,23 @@ mod tests {
 
     #[test]
     fn tiny_scales_keep_a_usable_pool() {
-        let z = Sizes::at(1e-6);
+        let z = Sizes::at(1e-6, 100 << 10);
         assert_eq!(z.records, 1000);
         assert_eq!(z.pool, MIN_CACHE_BYTES);
         assert_eq!(z.cache(0.001), MIN_CACHE_BYTES);
-        let z = Sizes::at(1.0);
-        assert_eq!(z.pool, 300_000 * 110 / 8);
+        let z = Sizes::at(1.0, 9_498_624);
+        assert_eq!(z.records, 300_000);
+        assert_eq!(z.pool, 9_498_624 / 8);
+    }
+
+    #[test]
+    fn the_tree_is_measured_by_a_db_load_of_the_suites_records() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = parse_args(&strings(&["--suite", "patree", "--scale", "0.01"])).expect("args");
+        let bytes = measure_tree(&base, dir.path()).expect("measured");
+        // 3,000 records of 16 bytes: more than their bytes, in whole pages.
+        assert!(bytes >= 3000 * 16, "{bytes}");
+        assert_eq!(bytes % 4096, 0);
+        assert_eq!(Sizes::at(0.01, bytes).pool, (bytes / 8).max(MIN_CACHE_BYTES));
     }
 }
