@@ -440,7 +440,10 @@ fn measure_tree(base: &BenchArgs, scratch: &Path) -> Result<u64, String> {
         "--dir",
         &dir,
     ]);
-    eprintln!("suite patree: the tree's size: sylva bench {}", argv.join(" "));
+    eprintln!(
+        "suite patree: the tree's size: sylva bench {}",
+        argv.join(" ")
+    );
     let m = parse_args(&argv).and_then(|args| measure(&args))?;
     let load = m
         .runs
@@ -498,25 +501,22 @@ fn measure_one(md: &mut String, base: &BenchArgs, run: &Run, set: usize) -> Vec<
     }
 }
 
-/// The worker's mean reads in flight per loop turn during the phase of `records[at]`: the
-/// engine's `worker_outstanding_x100` is the mean since the engine opened (times 100) over
-/// `worker_turns` turns, so the phase's share is taken out of the phase before it (same engine
-/// and repetition), if any.
+/// The mean number of page reads in flight during the phase of `records[at]`, over time: the
+/// engine's `worker_read_ns` (the reads' times in flight, summed since the engine opened) grew
+/// by this phase's share, taken out of the phase before it (same engine and repetition), if
+/// any, and divided by the phase's length (Little's law). Until session 32 the column was the
+/// mean per loop turn, which turns in bursts after completions pulled far below this.
 fn phase_outstanding(records: &[RunRecord], at: usize) -> Option<f64> {
     let r = &records[at];
-    let of = |p: &RunRecord| {
-        let mean = *p.counters.get("worker_outstanding_x100")? as f64 / 100.0;
-        let turns = *p.counters.get("worker_turns")? as f64;
-        Some((mean * turns, turns))
-    };
-    let (sum, turns) = of(r)?;
-    let (sum0, turns0) = records[..at]
+    let of = |p: &RunRecord| p.counters.get("worker_read_ns").map(|&ns| ns as f64);
+    let ns = of(r)?;
+    let ns0 = records[..at]
         .iter()
         .rev()
         .find(|p| p.engine == r.engine && p.repeat == r.repeat)
         .and_then(of)
-        .unwrap_or((0.0, 0.0));
-    (turns > turns0).then(|| (sum - sum0).max(0.0) / (turns - turns0))
+        .unwrap_or(0.0);
+    (r.seconds > 0.0).then(|| (ns - ns0).max(0.0) / (r.seconds * 1e9))
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -781,20 +781,21 @@ mod tests {
     }
 
     #[test]
-    fn a_phase_gets_its_own_share_of_the_cumulative_mean_outstanding_reads() {
-        let rec = |phase: &str, mean_x100: u64, turns: u64| RunRecord {
+    fn a_phase_gets_its_own_share_of_the_reads_time_in_flight() {
+        let rec = |phase: &str, read_ns: u64, seconds: f64| RunRecord {
             engine: "patree".into(),
             phase: phase.into(),
-            counters: [
-                ("worker_outstanding_x100".to_string(), mean_x100),
-                ("worker_turns".to_string(), turns),
-            ]
-            .into_iter()
-            .collect(),
+            seconds,
+            counters: [("worker_read_ns".to_string(), read_ns)]
+                .into_iter()
+                .collect(),
             ..RunRecord::default()
         };
-        // Load: 1,000 turns at 2.0; then 3,000 turns at 6.0 make a mean of 5.0 over 4,000.
-        let records = [rec("load", 200, 1000), rec("run", 500, 4000)];
+        // Load: 2 s of reads in 1 s, two in flight; then 24 s more in 4 s, six.
+        let records = [
+            rec("load", 2_000_000_000, 1.0),
+            rec("run", 26_000_000_000, 4.0),
+        ];
         assert_eq!(phase_outstanding(&records, 0), Some(2.0));
         assert_eq!(phase_outstanding(&records, 1), Some(6.0));
     }
@@ -818,6 +819,9 @@ mod tests {
         // 3,000 records of 16 bytes: more than their bytes, in whole pages.
         assert!(bytes >= 3000 * 16, "{bytes}");
         assert_eq!(bytes % 4096, 0);
-        assert_eq!(Sizes::at(0.01, bytes).pool, (bytes / 8).max(MIN_CACHE_BYTES));
+        assert_eq!(
+            Sizes::at(0.01, bytes).pool,
+            (bytes / 8).max(MIN_CACHE_BYTES)
+        );
     }
 }

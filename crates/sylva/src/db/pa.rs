@@ -613,8 +613,11 @@ impl KvStore for PaDb {
             ("worker_enters", c.enters),
             ("worker_turns", c.turns),
             ("worker_writebacks", c.writebacks),
+            // Page reads' time in flight, summed (the mean reads in flight over a phase is
+            // its growth divided by the phase's length).
+            ("worker_read_ns", c.read_ns),
             ("session_log_flushes", session_flushes),
-            // Reads in flight, averaged over the worker's loop turns, times 100.
+            // Reads in flight, averaged over the worker's loop turns (not over time), times 100.
             (
                 "worker_outstanding_x100",
                 (c.outstanding_sum * 100).checked_div(c.turns).unwrap_or(0),

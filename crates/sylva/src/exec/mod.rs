@@ -197,6 +197,18 @@ pub trait Backend: Send {
 
     /// Enters into the kernel so far (submissions and waits), for the worker's counters.
     fn enters(&self) -> u64;
+
+    /// Requests queued that the kernel has not been handed yet (the next
+    /// [`Backend::complete`] submits them). 0 for a backend that serves requests as they come.
+    fn unsubmitted(&self) -> usize {
+        0
+    }
+
+    /// Whether a probe ([`Backend::complete`] with `min` 0) might find completions: false only
+    /// when the backend knows none are waiting. True unless a backend can tell cheaply.
+    fn may_have_completions(&mut self) -> bool {
+        true
+    }
 }
 
 impl<B: Backend + ?Sized> Backend for &mut B {
@@ -228,6 +240,14 @@ impl<B: Backend + ?Sized> Backend for &mut B {
 
     fn enters(&self) -> u64 {
         (**self).enters()
+    }
+
+    fn unsubmitted(&self) -> usize {
+        (**self).unsubmitted()
+    }
+
+    fn may_have_completions(&mut self) -> bool {
+        (**self).may_have_completions()
     }
 }
 

@@ -54,6 +54,10 @@ pub struct Uring {
     wake_buf: Box<[u8; 8]>,
     wake_armed: bool,
     enters: u64,
+    /// Entries in the submission ring not yet handed to the kernel.
+    unsubmitted: usize,
+    /// The completion ring's entries as one reap copies them out (reused).
+    cqes: Vec<(u64, i32)>,
     /// Whether the ring was enabled: it is made disabled (`R_DISABLED`) and enabled by its
     /// first enter, which makes the thread entering it its only issuer (`SINGLE_ISSUER`).
     enabled: bool,
@@ -99,6 +103,8 @@ impl Uring {
             wake_buf: Box::new([0; 8]),
             wake_armed: false,
             enters: 0,
+            unsubmitted: 0,
+            cqes: Vec::new(),
             enabled: false,
         };
         ring.arm_wake()?;
@@ -134,12 +140,13 @@ impl Uring {
         if room < entries.len() {
             self.enter(0, None)?;
         }
+        let mut sq = self.ring.submission();
         // SAFETY: the caller keeps the buffers valid; the room was made above.
-        unsafe { self.ring.submission().push_multiple(entries) }.map_err(|_| {
-            Error::Io {
-                path: None,
-                source: std::io::Error::other("io_uring submission ring full after a submit"),
-            }
+        let pushed = unsafe { sq.push_multiple(entries) };
+        self.unsubmitted = sq.len();
+        pushed.map_err(|_| Error::Io {
+            path: None,
+            source: std::io::Error::other("io_uring submission ring full after a submit"),
         })
     }
 
@@ -163,6 +170,7 @@ impl Uring {
             }
             _ => submitter.submit_and_wait(min),
         };
+        self.unsubmitted = self.ring.submission().len();
         match result {
             Ok(_) => Ok(()),
             Err(e) => match e.raw_os_error() {
@@ -182,12 +190,10 @@ impl Uring {
     fn reap(&mut self, out: &mut Vec<Completion>) -> Result<usize> {
         let mut n = 0;
         let mut rearm = false;
-        let cqes: Vec<(u64, i32)> = self
-            .ring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
-        for (data, res) in cqes {
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        for &(data, res) in &cqes {
             if data == WAKE {
                 self.wake_armed = false;
                 rearm = true;
@@ -214,6 +220,7 @@ impl Uring {
             out.push(Completion { tag: data, result });
             n += 1;
         }
+        self.cqes = cqes;
         if rearm {
             // Drain the counter (nonblocking; it may be zero if the read consumed it).
             let mut b = [0u8; 8];
@@ -381,6 +388,15 @@ impl Backend for Uring {
 
     fn enters(&self) -> u64 {
         self.enters
+    }
+
+    fn unsubmitted(&self) -> usize {
+        self.unsubmitted
+    }
+
+    fn may_have_completions(&mut self) -> bool {
+        // Posted already, or waiting for an enter to post them (`DEFER_TASKRUN`).
+        !self.ring.completion().is_empty() || self.ring.submission().taskrun()
     }
 }
 

@@ -18,8 +18,18 @@
 //! again and the page was read twice (`pinned_until_waiters_ran`, the regression test). A
 //! task that finishes or is abandoned without another attempt lets its pin go too.
 //!
+//! **Submissions.** A read is queued in the backend when its task misses, and the queue goes
+//! to the kernel at the next enter: when nothing is ready (the wait, or the probe loop), when
+//! a probe enters, when [`SUBMIT_BATCH`] reads are queued, or before
+//! [`Worker::run_until_finished`] returns. So the misses of a burst of ready tasks (the waiters
+//! of several completions) go out in one system call, and the virtual disk is notified once for
+//! them; on this VM an enter and a notification per read cost more than the read's own CPU
+//! (`docs/results/patree.md`, session 32). The paper submits each read at once, through SPDK,
+//! where a submission is a write to the device's doorbell.
+//!
 //! Probing and yielding: after each attempt, completions are collected when the [`Prober`]'s
-//! policy says some may be due. With nothing ready, a yielding worker (`yield_for`) waits in
+//! policy says some may be due and the backend may have some (a probe that would find none is
+//! skipped). With nothing ready, a yielding worker (`yield_for`) waits in
 //! the kernel for the first completion or a new task, at most the yield interval; with
 //! yielding off it probes in a loop. Algorithm 2 (lines 11–14) spins while the model expects a
 //! completion within `t` and sleeps a fixed `t` otherwise, because an SPDK poller cannot be
@@ -52,6 +62,10 @@ pub const OTHER_TAG: u64 = 1 << 61;
 
 /// The bit that marks a tag as a write-back of a page (the rest is the page's id).
 const WRITE_TAG: u64 = 1 << 60;
+
+/// Requests queued in the backend that make the worker hand them to the kernel while tasks are
+/// still ready (module docs, "Submissions").
+pub const SUBMIT_BATCH: usize = 8;
 
 /// What one attempt of a task came to.
 #[derive(Debug)]
@@ -143,8 +157,13 @@ pub struct WorkerCounters {
     pub probes: u64,
     /// Waits with nothing ready (bounded by the yield interval or not).
     pub waits: u64,
-    /// Sum over loop turns of the reads in flight, for their mean.
+    /// Sum over loop turns of the reads in flight, for their mean per turn (turns come in
+    /// bursts after completions, so this is not the mean over time: see `read_ns`).
     pub outstanding_sum: u64,
+    /// Nanoseconds page reads were in flight, summed over the reads (each from its submission
+    /// to the collection of its completion): over an interval, divided by its length, the mean
+    /// number of reads in flight (Little's law).
+    pub read_ns: u64,
     /// Loop turns.
     pub turns: u64,
     /// Enters into the kernel by the backend (submissions, probes and waits).
@@ -164,6 +183,7 @@ impl WorkerCounters {
         self.probes += other.probes;
         self.waits += other.waits;
         self.outstanding_sum += other.outstanding_sum;
+        self.read_ns += other.read_ns;
         self.turns += other.turns;
         self.enters += other.enters;
         self.writebacks += other.writebacks;
@@ -446,7 +466,18 @@ impl<'a, T: Task> Worker<'a, T> {
         let mut closed = true;
         let mut none = || Admit::Closed;
         let mut r = Ok(());
-        while self.counters.finished == before && self.others.is_empty() {
+        // Once a task finished, runs on while tasks are ready, so that the reads of a burst go
+        // out together; but for at most as many turns as tasks fit (a task that restarts, as
+        // one whose write gate a checkpoint holds, may need the caller to act first).
+        let mut more = self.slots.len();
+        loop {
+            let finished = self.counters.finished != before || !self.others.is_empty();
+            if finished {
+                if self.ready.is_empty() || more == 0 {
+                    break;
+                }
+                more -= 1;
+            }
             r = if self.in_flight() > 0 {
                 self.turn(&mut none, &mut sink, &mut closed).map(drop)
             } else if !self.others_in_flight.is_empty() || !self.writing.is_empty() {
@@ -458,6 +489,10 @@ impl<'a, T: Task> Worker<'a, T> {
             if r.is_err() {
                 break;
             }
+        }
+        // The caller may not step the loop again for a while: what is queued goes out now.
+        if r.is_ok() && self.backend.unsubmitted() > 0 {
+            r = self.collect(0, None, &mut sink);
         }
         crate::sync::set_nonblocking(was);
         r
@@ -494,8 +529,11 @@ impl<'a, T: Task> Worker<'a, T> {
         self.counters.outstanding_sum += self.loading.len() as u64;
         if let Some(slot) = self.ready.pop() {
             self.run_slot(slot, sink)?;
-            if self.prober.should_probe(self.now()) {
-                self.counters.probes += 1;
+            // A probe due enters the kernel only if completions may be waiting; reads queued
+            // meanwhile go out together (below, or when nothing is ready).
+            let due = self.prober.should_probe(self.now()) && self.backend.may_have_completions();
+            if due || self.backend.unsubmitted() >= SUBMIT_BATCH {
+                self.counters.probes += u64::from(due);
                 self.collect(0, None, sink)?;
             }
             return Ok(false);
@@ -753,6 +791,7 @@ impl<'a, T: Task> Worker<'a, T> {
                 continue;
             };
             self.prober.completed(l.submitted, now, IoKind::Read);
+            self.counters.read_ns += now.saturating_sub(l.submitted);
             let result = c.result.map(|n| n as usize);
             let pins = l.waiters.len() as u32;
             match self.pool.complete_load_pinned(l.load, result, pins) {

@@ -164,6 +164,39 @@ fn tasks_run_over_io_uring_with_each_probe_policy() {
 }
 
 #[test]
+fn the_reads_of_a_burst_go_out_together_over_io_uring() {
+    let mut ring = match Uring::new(64) {
+        Ok(ring) => ring,
+        Err(e) => return eprintln!("skipped: io_uring unavailable here: {e}"),
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, ids) = pool(dir.path(), 256, 64);
+    // 32 tasks, each on a page of its own that the pool evicted: all ready at once, all miss.
+    let tasks = (0..32).map(|i| SumPages {
+        pages: vec![ids[i]],
+        next: 0,
+        sum: 0,
+    });
+    let every = WorkerOptions {
+        probe: ProbePolicy::Every,
+        ..options()
+    };
+    let mut worker = Worker::new(&p, Box::new(&mut ring), every).expect("worker");
+    let mut sums = Vec::new();
+    worker
+        .run_all(tasks, |_, r| sums.push(r.expect("task")))
+        .expect("run");
+    sums.sort_unstable();
+    assert_eq!(sums, (0..32).map(|i| i * 7).collect::<Vec<u64>>());
+    let c = worker.counters();
+    assert_eq!(c.reads, 32, "{c:?}");
+    // Probed after every attempt, the worker entered the kernel once a read when a probe
+    // submitted what was queued; now the misses go out in batches of `SUBMIT_BATCH`.
+    assert!(c.enters * 2 < c.reads, "{c:?}");
+    assert!(c.read_ns > 0, "{c:?}");
+}
+
+#[test]
 fn two_misses_on_one_page_cost_one_read() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (p, ids) = pool(dir.path(), 64, 8);
