@@ -23,9 +23,9 @@
 //! a probe enters, when [`SUBMIT_BATCH`] reads are queued, or before
 //! [`Worker::run_until_finished`] returns. So the misses of a burst of ready tasks (the waiters
 //! of several completions) go out in one system call, and the virtual disk is notified once for
-//! them; on this VM an enter and a notification per read cost more than the read's own CPU
-//! (`docs/results/patree.md`, session 32). The paper submits each read at once, through SPDK,
-//! where a submission is a write to the device's doorbell.
+//! them: on this VM an enter is a system call and a notification a VM exit, each a share of a
+//! read's CPU that the batch divides (`docs/results/patree.md`, session 32). The paper submits
+//! each read at once, through SPDK, where a submission is a write to the device's doorbell.
 //!
 //! Probing and yielding: after each attempt, completions are collected when the [`Prober`]'s
 //! policy says some may be due and the backend may have some (a probe that would find none is
