@@ -454,9 +454,10 @@ impl<'a, T: Task> Worker<'a, T> {
 
     /// Runs the loop on the calling thread (marked non-blocking meanwhile) until at least one
     /// task finished (handing the finished ones to `sink`) or one of the caller's own requests
-    /// completed, or nothing is in flight: the worker
-    /// of a caller that submits and collects its own tasks (a `PaSession`), without a thread
-    /// of its own.
+    /// completed, or nothing is in flight; after a finish it goes on while tasks are ready (at
+    /// most one turn per task slot), and it hands the reads queued to the kernel before it
+    /// returns. The worker of a caller that submits and collects its own tasks (a
+    /// `PaSession`), without a thread of its own.
     pub fn run_until_finished(
         &mut self,
         mut sink: impl FnMut(T, Result<T::Output>),
