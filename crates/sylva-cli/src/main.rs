@@ -18,6 +18,7 @@ mod patree;
 #[cfg(feature = "peers-no-rocksdb")]
 mod peers;
 mod suite;
+mod suite_devices;
 mod suite_patree;
 mod tools;
 

@@ -35,18 +35,18 @@
 //!    pool at [`CACHE_FRACTIONS`] of the tree (at least [`MIN_CACHE_BYTES`]); and
 //!    `db:sync=always` at 32 threads with the pool an eighth, the target's baseline.
 //!
-//! The report's rows are medians over `--repeat` (engines of one measurement alternate). It
+//! The report's rows are medians over `--repeat`, whose repetitions are interleaved (see
+//! [`run`]); set 1's `fio` is measured before every set of every repetition. The report
 //! claims nothing: ratios against the issue's targets need a quiet machine and are drawn in
 //! `docs/results/patree.md`.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
 use ycsb::report::RunRecord;
 
 use crate::bench::{measure, parse_args, BenchArgs};
+use crate::suite_devices::{calibrate_table, fio_row, fio_table, FioRow};
 
 /// Records loaded into every store at `--scale 1`.
 pub(crate) const RECORDS: f64 = 3e5;
@@ -60,8 +60,6 @@ pub(crate) const CACHE_FRACTIONS: &[f64] = &[0.01, 0.125, 1.0];
 pub(crate) const MIN_CACHE_BYTES: u64 = 64 * 4096;
 /// Set 5's offered rates, as fractions of the closed-loop maximum (the issue's 10–100%).
 pub(crate) const RATE_FRACTIONS: &[f64] = &[0.1, 0.25, 0.5, 1.0];
-/// fio's queue depths.
-const FIO_DEPTHS: &[u32] = &[1, 32, 64];
 /// Seconds of each fio point at `--scale 1`.
 const FIO_SECONDS: f64 = 5.0;
 
@@ -301,7 +299,25 @@ pub(crate) fn sets(z: Sizes, model: Option<&Path>) -> Vec<Set> {
     ]
 }
 
+/// One configuration of a set (a command, or one offered rate of it) and what it measured in
+/// every repetition.
+struct Slot {
+    /// The set's number and the configuration's within it, as the report numbers them.
+    set: usize,
+    number: usize,
+    /// The command of the first repetition that ran it.
+    argv: Option<Run>,
+    records: Vec<RunRecord>,
+    errors: Vec<String>,
+}
+
 /// Runs the suite with the common options of `base`.
+///
+/// The repetitions are interleaved: each runs every wanted set's commands once, in order, and
+/// the next starts over, so drift in the disk over a run falls on every configuration alike
+/// rather than on the commands that come last. (Until session 33 each command ran all its
+/// repetitions before the next began: `patree` came after the synchronous baselines and alone
+/// met a slowing disk.) Odd repetitions list a command's engines in reverse order (A B, B A).
 pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     if base.scale.is_nan() || base.scale <= 0.0 {
         return Err("--scale must be positive".into());
@@ -313,6 +329,9 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     }
     if !base.engines.is_empty() {
         return Err("--suite patree runs its own engines: leave out --engine".into());
+    }
+    if base.repeat == 0 {
+        return Err("--repeat must be at least 1".into());
     }
     // How many sets there are does not depend on the sizes.
     let count = sets(Sizes::at(base.scale, 0), None).len();
@@ -331,88 +350,169 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     let sizes = Sizes::at(base.scale, measure_tree(base, &scratch)?);
     let fio_file = scratch.join(format!("sylva-patree-fio-{}.dat", std::process::id()));
     let fio_seconds = (FIO_SECONDS * base.scale).ceil().max(1.0) as u64;
+    let fio_now = |label: String| (label, fio_row(&fio_file, sizes.tree_bytes, fio_seconds));
+
+    let mut fio_rows: Vec<(String, FioRow)> = Vec::new();
+    let mut calibration = String::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let mut slots: Vec<Slot> = Vec::new();
+    let mut all: Vec<RunRecord> = Vec::new();
+    let mut model: Option<PathBuf> = None;
+    for rep in 0..base.repeat {
+        for (index, set) in sets(sizes, model.as_deref()).into_iter().enumerate() {
+            let number = index + 1;
+            if !wanted(number) {
+                continue;
+            }
+            if set.devices {
+                fio_rows.push(fio_now(format!("repetition {}: first", rep + 1)));
+                if rep == 0 {
+                    model =
+                        calibrate_table(&mut calibration, &scratch, &base.out, sizes, base.scale);
+                }
+                continue;
+            }
+            if wanted(1) {
+                fio_rows.push(fio_now(format!(
+                    "repetition {}: before set {number}",
+                    rep + 1
+                )));
+            }
+            // The probe set's runs name the model file, known only after set 1.
+            let runs = sets(sizes, model.as_deref())
+                .into_iter()
+                .nth(index)
+                .map(|s| s.runs)
+                .unwrap_or_default();
+            let mut max_rate = None;
+            let mut k = 0;
+            for (i, run) in runs.iter().enumerate() {
+                let variants: Vec<Run> = if set.rate_fractions.is_empty() || i == 0 {
+                    vec![run.clone()]
+                } else if let Some(max) = max_rate {
+                    set.rate_fractions
+                        .iter()
+                        .map(|f| at_rate(run, max * f, *f))
+                        .collect()
+                } else {
+                    skipped.push(format!(
+                        "set {number}, repetition {}: no maximum rate measured, the rate runs were skipped",
+                        rep + 1
+                    ));
+                    k += set.rate_fractions.len();
+                    continue;
+                };
+                for argv in variants {
+                    k += 1;
+                    let argv = if rep % 2 == 1 {
+                        reverse_engines(&argv)
+                    } else {
+                        argv
+                    };
+                    let slot = match slots
+                        .iter_mut()
+                        .position(|s| (s.set, s.number) == (number, k))
+                    {
+                        Some(at) => &mut slots[at],
+                        None => {
+                            slots.push(Slot {
+                                set: number,
+                                number: k,
+                                argv: None,
+                                records: Vec::new(),
+                                errors: Vec::new(),
+                            });
+                            slots.last_mut().expect("pushed")
+                        }
+                    };
+                    match measure_once(base, &argv, rep) {
+                        Ok(records) => {
+                            if !set.rate_fractions.is_empty() && i == 0 {
+                                max_rate = records
+                                    .iter()
+                                    .filter(|r| r.phase == "run")
+                                    .map(|r| r.ops_per_sec)
+                                    .reduce(f64::max);
+                            }
+                            all.extend(records.iter().cloned().map(|mut r| {
+                                r.workload = format!("set {number}.{k}: {}", r.workload);
+                                r
+                            }));
+                            slot.records.extend(records);
+                        }
+                        Err(e) => slot.errors.push(format!("repetition {}: {e}", rep + 1)),
+                    }
+                    slot.argv.get_or_insert(argv);
+                }
+            }
+        }
+    }
+    if wanted(1) {
+        fio_rows.push(fio_now("at the end".into()));
+    }
+    let _ = std::fs::remove_file(&fio_file);
 
     let mut md = String::new();
     let command: Vec<String> = std::env::args().collect();
     let _ = writeln!(md, "# `patree` benchmark suite (issue 20)\n");
     let _ = writeln!(
         md,
-        "Produced by `{}` (scale {}), seed {}, {} repetition(s), engines alternating. Rows are medians over the repetitions; `other load` is the load average from outside this process during the phase (more than 0.5: a busy machine, whose figures are not evidence).\n",
+        "Produced by `{}` (scale {}), seed {}, {} repetition(s), interleaved: each repetition ran every set's commands once, in order, with a command's engines reversed in even-numbered repetitions. Each command below is one repetition's (the first that ran it; the rate runs' `--rate` is that repetition's fraction of its own maximum). Rows are medians over the repetitions, the next column each repetition's ops/s in order; `other load` is the load average from outside this process during the phase (more than 0.5: a busy machine, whose figures are not evidence). Records in `patree-suite.json` are labelled `set S.C: workload`, S.C as numbered here.\n",
         command.join(" "),
         base.scale,
         base.seed,
         base.repeat
     );
-    let mut all: Vec<RunRecord> = Vec::new();
-    let mut model: Option<PathBuf> = None;
-    for (index, set) in sets(sizes, None).into_iter().enumerate() {
+    for (index, set) in sets(sizes, model.as_deref()).into_iter().enumerate() {
         let number = index + 1;
         if !wanted(number) {
             continue;
         }
         let _ = writeln!(md, "## {number}. {}\n\n{}.\n", set.title, set.note);
         if set.devices {
-            fio_table(&mut md, &fio_file, sizes.tree_bytes, fio_seconds, "");
-            model = calibrate_table(&mut md, &scratch, &base.out, sizes, base.scale);
-            continue;
+            md.push_str(&fio_table(&fio_rows, fio_seconds));
+            md.push_str(&calibration);
         }
-        if base.sets.is_empty() || wanted(1) {
-            fio_table(
-                &mut md,
-                &fio_file,
-                sizes.tree_bytes,
-                fio_seconds,
-                " (before this set)",
-            );
+        for s in skipped
+            .iter()
+            .filter(|s| s.starts_with(&format!("set {number},")))
+        {
+            let _ = writeln!(md, "- {s}.\n");
         }
-        // The probe set's runs name the model file, known only now.
-        let runs = sets(sizes, model.as_deref())
-            .into_iter()
-            .nth(index)
-            .map(|s| s.runs)
-            .unwrap_or_default();
-        let mut max_rate = None;
-        for (i, run) in runs.iter().enumerate() {
-            let variants: Vec<Run> = if set.rate_fractions.is_empty() || i == 0 {
-                vec![run.clone()]
-            } else {
-                let Some(max) = max_rate else {
-                    let _ = writeln!(
-                        md,
-                        "- no maximum rate measured: the rate runs were skipped.\n"
-                    );
-                    continue;
-                };
-                set.rate_fractions
-                    .iter()
-                    .map(|f| at_rate(run, max * f, *f))
-                    .collect()
-            };
-            for argv in variants {
-                let records = measure_one(&mut md, base, &argv, number);
-                if !set.rate_fractions.is_empty() && i == 0 {
-                    max_rate = records
-                        .iter()
-                        .filter(|r| r.phase == "run")
-                        .map(|r| r.ops_per_sec)
-                        .reduce(f64::max);
-                }
-                all.extend(records);
+        for slot in slots.iter().filter(|s| s.set == number) {
+            if let Some(argv) = &slot.argv {
+                let _ = writeln!(
+                    md,
+                    "**{number}.{}** `sylva bench {}`\n",
+                    slot.number,
+                    command_line(base, argv)
+                );
+            }
+            if !slot.records.is_empty() {
+                md.push_str(&table(&slot.records));
+            }
+            for e in &slot.errors {
+                let _ = writeln!(md, "No result, {e}.\n");
             }
         }
     }
-    if base.sets.is_empty() || wanted(1) {
-        let _ = writeln!(md, "## After the last set\n");
-        fio_table(
-            &mut md,
-            &fio_file,
-            sizes.tree_bytes,
-            fio_seconds,
-            " (at the end)",
-        );
+    if !wanted(1) {
+        let _ = writeln!(md, "No fio figures: set 1 was not run.\n");
     }
-    let _ = std::fs::remove_file(&fio_file);
     crate::suite::write_report(base, "patree-suite", &md, &all)
+}
+
+/// `run` with its `--engine` values in reverse order.
+fn reverse_engines(run: &Run) -> Run {
+    let at: Vec<usize> = (0..run.len().saturating_sub(1))
+        .filter(|&i| run[i] == "--engine")
+        .map(|i| i + 1)
+        .collect();
+    let mut out = run.clone();
+    for (&to, &from) in at.iter().zip(at.iter().rev()) {
+        out[to] = run[from].clone();
+    }
+    out
 }
 
 /// The bytes of the tree a `db` builds from the suite's records (its pages, counted after the
@@ -470,35 +570,38 @@ pub(crate) fn at_rate(run: &Run, rate: f64, fraction: f64) -> Run {
     argv
 }
 
-/// Measures one configuration and writes its table (or why it gave none) to `md`.
-fn measure_one(md: &mut String, base: &BenchArgs, run: &Run, set: usize) -> Vec<RunRecord> {
+/// The arguments of one repetition of `run`: once, with the suite's seed and directory.
+fn command_line(base: &BenchArgs, run: &Run) -> String {
+    once(base, run).join(" ")
+}
+
+fn once(base: &BenchArgs, run: &Run) -> Run {
     let mut argv = run.clone();
     argv.extend([
         "--seed".into(),
         base.seed.to_string(),
         "--repeat".into(),
-        base.repeat.to_string(),
+        "1".into(),
     ]);
     if let Some(d) = &base.dir {
         argv.extend(["--dir".into(), d.display().to_string()]);
     }
-    eprintln!("suite patree: sylva bench {}", argv.join(" "));
-    let _ = writeln!(md, "`sylva bench {}`\n", argv.join(" "));
-    let measured = parse_args(&argv).and_then(|args| measure(&args));
-    match measured {
-        Ok(m) => {
-            md.push_str(&table(&m.runs));
-            let mut runs = m.runs;
-            for r in &mut runs {
-                r.workload = format!("set {set}: {}", r.workload);
-            }
-            runs
-        }
-        Err(e) => {
-            let _ = writeln!(md, "No result: {e}.\n");
-            Vec::new()
-        }
+    argv
+}
+
+/// Measures one configuration once, as repetition `rep` of the suite.
+fn measure_once(base: &BenchArgs, run: &Run, rep: usize) -> Result<Vec<RunRecord>, String> {
+    let argv = once(base, run);
+    eprintln!(
+        "suite patree, repetition {}: sylva bench {}",
+        rep + 1,
+        argv.join(" ")
+    );
+    let mut runs = parse_args(&argv).and_then(|args| measure(&args))?.runs;
+    for r in &mut runs {
+        r.repeat = rep;
     }
+    Ok(runs)
 }
 
 /// The mean number of page reads in flight during the phase of `records[at]`, over time: the
@@ -519,10 +622,16 @@ fn phase_outstanding(records: &[RunRecord], at: usize) -> Option<f64> {
     (r.seconds > 0.0).then(|| (ns - ns0).max(0.0) / (r.seconds * 1e9))
 }
 
+/// The median of the finite values of `v` (of an even count, the mean of the middle two).
 fn median(mut v: Vec<f64>) -> Option<f64> {
     v.retain(|x| x.is_finite());
     v.sort_by(f64::total_cmp);
-    (!v.is_empty()).then(|| v[v.len() / 2])
+    let n = v.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(v[n / 2]),
+        _ => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
+    }
 }
 
 /// One row per engine and run phase: medians over the repetitions.
@@ -535,7 +644,7 @@ fn table(records: &[RunRecord]) -> String {
         }
     }
     let mut out = String::from(
-        "| engine | workload | threads | inflight | offered ops/s | ops/s | p50 | p99 | CPU µs/op | cores | ctx switches/op | reads/op | device reads/s | outstanding reads | other load |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| engine | workload | threads | inflight | offered ops/s | ops/s | ops/s each repetition | p50 | p99 | CPU µs/op | cores | ctx switches/op | reads/op | device reads/s | outstanding reads | other load |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (engine, workload) in keys {
         let rows: Vec<usize> = records
@@ -554,13 +663,19 @@ fn table(records: &[RunRecord]) -> String {
             v.map_or("–".to_string(), |v| format!("{v:.digits$}"))
         };
         let outstanding = m(&|i, _| phase_outstanding(records, i));
+        let each = rows
+            .iter()
+            .map(|&i| format!("{:.1}K", records[i].ops_per_sec / 1e3))
+            .collect::<Vec<_>>()
+            .join(" ");
         let _ = writeln!(
             out,
-            "| {engine} | {workload} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {engine} | {workload} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             first.threads,
             first.inflight,
-            first.offered_rate.map_or("–".into(), |r| format!("{r:.0}")),
+            fmt(m(&|_, r| r.offered_rate), 0),
             fmt(m(&|_, r| Some(r.ops_per_sec)), 0),
+            each,
             fmt(m(&|_, r| Some(r.latency_ns.p50 as f64 / 1e3)), 1) + " µs",
             fmt(m(&|_, r| Some(r.latency_ns.p99 as f64 / 1e3)), 1) + " µs",
             fmt(m(&|_, r| Some(cpu(r)? / r.ops.max(1) as f64 * 1e6)), 1),
@@ -574,125 +689,6 @@ fn table(records: &[RunRecord]) -> String {
     }
     out.push('\n');
     out
-}
-
-/// fio's 4 KiB random reads at each of [`FIO_DEPTHS`] on `file` (`bytes` long), as a table in
-/// `md`; says so if fio is missing or fails.
-fn fio_table(md: &mut String, file: &Path, bytes: u64, seconds: u64, when: &str) {
-    let size = bytes.max(16 << 20);
-    let mut rows = String::new();
-    for &depth in FIO_DEPTHS {
-        match fio(file, size, depth, seconds) {
-            Ok((iops, lat_us)) => {
-                let _ = writeln!(rows, "| {depth} | {iops:.0} | {lat_us:.1} |");
-            }
-            Err(e) => {
-                let _ = writeln!(md, "fio{when}: no figures: {e}.\n");
-                return;
-            }
-        }
-    }
-    let _ = writeln!(
-        md,
-        "fio{when}, {seconds} s a point:\n\n| QD | IOPS | mean latency µs |\n|---:|---:|---:|\n{rows}"
-    );
-}
-
-/// One fio run: (read IOPS, mean latency in µs).
-fn fio(file: &Path, size: u64, depth: u32, seconds: u64) -> Result<(f64, f64), String> {
-    let out = Command::new("fio")
-        .args([
-            "--name=r",
-            &format!("--filename={}", file.display()),
-            &format!("--size={size}"),
-            "--rw=randread",
-            "--bs=4k",
-            "--direct=1",
-            "--ioengine=io_uring",
-            &format!("--iodepth={depth}"),
-            &format!("--runtime={seconds}"),
-            "--time_based",
-            "--output-format=json",
-        ])
-        .output()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => "fio is not installed".to_string(),
-            _ => format!("cannot run fio: {e}"),
-        })?;
-    if !out.status.success() {
-        return Err(format!(
-            "fio failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("fio's JSON does not parse: {e}"))?;
-    let read = &v["jobs"][0]["read"];
-    match (read["iops"].as_f64(), read["lat_ns"]["mean"].as_f64()) {
-        (Some(iops), Some(lat)) => Ok((iops, lat / 1e3)),
-        _ => Err("fio's JSON has no read IOPS".into()),
-    }
-}
-
-/// Calibrates on a scratch file in `dir` and writes the model to `out/patree-model.txt`;
-/// its points as a table in `md`. The model's path, if the calibration ran.
-#[cfg(target_os = "linux")]
-fn calibrate_table(
-    md: &mut String,
-    dir: &Path,
-    out: &Path,
-    sizes: Sizes,
-    scale: f64,
-) -> Option<PathBuf> {
-    use sylva::exec::calibrate::{calibrate, CalibrateOptions};
-    let options = CalibrateOptions {
-        // Whole MiB: the scratch file is written in 1 MiB O_DIRECT chunks.
-        file_bytes: sizes.tree_bytes.max(16 << 20).next_multiple_of(1 << 20),
-        per_point: Duration::from_millis(((300.0 * scale) as u64).clamp(20, 300)),
-        read_percents: vec![100, 90, 50],
-        depths: vec![1, 2, 4, 8, 16, 32, 64],
-        max_pause: Duration::from_micros(200),
-    };
-    let c = match calibrate(dir, &options) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = writeln!(md, "Calibration: no result: {e}.\n");
-            return None;
-        }
-    };
-    let path = out.join("patree-model.txt");
-    if let Err(e) = std::fs::write(&path, c.model.to_text()) {
-        let _ = writeln!(md, "Calibration: cannot write {}: {e}.\n", path.display());
-        return None;
-    }
-    let _ = writeln!(
-        md,
-        "`sylva calibrate` ({} ms a point, random pauses up to 200 µs before each probe; model fitted to {} probes, written to `{}`):\n\n| reads % | depth | IOPS | latency µs | CPU µs/IO |\n|---:|---:|---:|---:|---:|",
-        options.per_point.as_millis(),
-        c.samples,
-        path.display()
-    );
-    for p in &c.points {
-        let _ = writeln!(
-            md,
-            "| {} | {} | {:.0} | {:.1} | {:.2} |",
-            p.read_percent, p.depth, p.iops, p.mean_latency_us, p.cpu_us_per_io
-        );
-    }
-    md.push('\n');
-    Some(path)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn calibrate_table(
-    md: &mut String,
-    _dir: &Path,
-    _out: &Path,
-    _sizes: Sizes,
-    _scale: f64,
-) -> Option<PathBuf> {
-    let _ = writeln!(md, "Calibration: io_uring is Linux's; not calibrated.\n");
-    None
 }
 
 #[cfg(test)]
@@ -798,6 +794,42 @@ mod tests {
         ];
         assert_eq!(phase_outstanding(&records, 0), Some(2.0));
         assert_eq!(phase_outstanding(&records, 1), Some(6.0));
+    }
+
+    #[test]
+    fn a_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, f64::NAN, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(vec![f64::INFINITY]), None);
+    }
+
+    #[test]
+    fn odd_repetitions_run_a_commands_engines_in_reverse_order() {
+        let run = strings(&[
+            "--engine",
+            "a",
+            "--threads",
+            "1",
+            "--engine",
+            "b",
+            "--engine",
+            "c",
+        ]);
+        assert_eq!(
+            reverse_engines(&run),
+            strings(&[
+                "--engine",
+                "c",
+                "--threads",
+                "1",
+                "--engine",
+                "b",
+                "--engine",
+                "a"
+            ])
+        );
+        let one = strings(&["--engine", "a", "--ops", "5"]);
+        assert_eq!(reverse_engines(&one), one);
     }
 
     #[test]

@@ -431,6 +431,63 @@ fn the_patree_suite_runs_every_configuration() {
     assert_eq!(o.status.code(), Some(2), "the suite picks its engines");
 }
 
+/// `--suite patree --repeat 2` interleaves its repetitions: every command runs once before
+/// any runs again, and the second repetition runs a command's engines in reverse order.
+#[test]
+fn the_patree_suites_repetitions_are_interleaved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("results");
+    let o = sylva(&[
+        "bench",
+        "--suite",
+        "patree",
+        "--scale",
+        "0.002",
+        "--set",
+        "4",
+        "--repeat",
+        "2",
+        "--out",
+        out.to_str().expect("utf8"),
+        "--dir",
+        dir.path().join("data").to_str().expect("utf8"),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v = json(&out.join("patree-suite.json"));
+    let order: Vec<String> = v["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .filter(|r| r["phase"] == "run")
+        .map(|r| {
+            let engine = r["engine"].as_str().expect("engine");
+            let policy = engine.split([':', ',']).nth(1).expect("an option");
+            format!(
+                "{} {policy} #{}",
+                r["workload"].as_str().expect("workload"),
+                r["repeat"]
+            )
+        })
+        .collect();
+    assert_eq!(
+        order,
+        [
+            "set 4.1: c priority=holders #0",
+            "set 4.1: c priority=fifo #0",
+            "set 4.2: c priority=holders #0",
+            "set 4.2: c priority=fifo #0",
+            "set 4.1: c priority=fifo #1",
+            "set 4.1: c priority=holders #1",
+            "set 4.2: c priority=fifo #1",
+            "set 4.2: c priority=holders #1",
+        ]
+    );
+    let md = std::fs::read_to_string(out.join("patree-suite.md")).expect("report");
+    assert!(md.contains("**4.2** `sylva bench"), "{md}");
+    assert!(md.contains("--repeat 1"), "{md}");
+    assert!(md.contains("No fio figures"), "{md}");
+}
+
 /// The PA-Tree paper's synchronous baselines (`patree:mode=dedicated|shared`: `db` reading
 /// through io_uring) give `db`'s answers on the same operations, from several threads, and a
 /// paced run records its offered rate.
