@@ -17,7 +17,7 @@
 //! Sets (numbered as in the report; `--set N` runs only some):
 //! 1. **Devices**: `fio` 4 KiB random reads (`io_uring`, `O_DIRECT`) at QD 1, 32 and 64 on a
 //!    file the tree's size in the engines' directory, where `fio` is installed, run again before
-//!    every later set and at the end (the disk drifts, so the figures alternate with the
+//!    every later set of every repetition and at the end (the disk drifts, so the figures alternate with the
 //!    engines); then `sylva calibrate`'s measurement and fit (`sylva::exec::calibrate`), whose
 //!    model file the probe set's `probe=model:FILE` reads.
 //! 2. **Table I** (the paper's Table I and Figs. 7–8): YCSB C, B (95/5), A on one store each
@@ -240,7 +240,7 @@ pub(crate) fn sets(z: Sizes, model: Option<&Path>) -> Vec<Set> {
         Set {
             title: "Devices: fio and the calibration",
             note: format!(
-                "fio 4 KiB random reads, io_uring, O_DIRECT, on a {} MB file beside the engines' (again before every later set and at the end); `sylva calibrate` on a file that size",
+                "fio 4 KiB random reads, io_uring, O_DIRECT, on a {} MB file beside the engines' (again before every later set of every repetition, and at the end); `sylva calibrate` on a file that size, in the first repetition",
                 z.tree_bytes.max(16 << 20) / 1_000_000
             ),
             runs: Vec::new(),
