@@ -72,6 +72,19 @@ pub struct BenchArgs {
     /// Directory for durable engines' files (default: a temporary directory, removed afterwards).
     #[arg(long)]
     pub(crate) dir: Option<PathBuf>,
+    /// Run each `db` or `patree` instance on a copy of the store loaded in DIR instead of
+    /// loading its own (no load phase). A missing or empty DIR is loaded first, once, by
+    /// `db` (reported as a load phase of its own); DIR keeps the arguments that generated its
+    /// load in `load.txt`, and a command whose `--records`, `--keys`, `--value-size`,
+    /// `--seed` or `--load-order` differ is refused. Each copy opens from a
+    /// checkpoint with an empty pool: see `--warm`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) from: Option<PathBuf>,
+    /// Before the first measured phase after the load, read OPS loaded keys chosen uniformly
+    /// (YCSB C's operations with their own seed), reported as the phase `warm`: fills the
+    /// caches of a store opened cold (`--from`). Default 0: no such phase.
+    #[arg(long, value_name = "OPS", default_value_t = 0)]
+    pub(crate) warm: u64,
     /// Repetitions; engines alternate A B A B and the table reports medians and min–max.
     #[arg(long, default_value_t = 1)]
     pub(crate) repeat: usize,
@@ -305,6 +318,27 @@ fn aging_ops(
     Ok(aging.run)
 }
 
+/// The phase of `--warm`: uniform reads of loaded records (YCSB C's run phase with its own
+/// seed). C has no inserts, so its key ids are the loaded records', the same ids in every
+/// workload's arena (each starts with the records' keys from the same key generator).
+fn warming_ops(args: &BenchArgs) -> Result<OpStream, String> {
+    if args.warm == 0 {
+        return Ok(OpStream::new());
+    }
+    if !args.trace.is_empty() {
+        return Err("--warm needs a generated workload, not --trace files".into());
+    }
+    let spec = WorkloadSpec::named("c").map_err(|e| e.to_string())?;
+    let (params, keys) = generate_params(args, spec)?;
+    let params = GenerateParams {
+        dist: Distribution::Uniform,
+        ops: args.warm,
+        seed: params.seed ^ 0x3a4b,
+        ..params
+    };
+    Ok(generate(&params, &keys).map_err(|e| e.to_string())?.run)
+}
+
 fn progress_bar(len: usize, message: String) -> ProgressBar {
     let pb = ProgressBar::new(len as u64);
     let style =
@@ -407,6 +441,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
         age,
         then,
     } = prepare(args)?;
+    let warm = warming_ops(args)?;
     // The load is labelled with the whole sequence; each run with its own workload.
     let mut load_label = if then.is_empty() {
         label.clone()
@@ -431,11 +466,30 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
     };
 
     let mut records: Vec<RunRecord> = Vec::new();
+    let source = match &args.from {
+        Some(from) => {
+            let specs: Vec<EngineSpec> = engines.iter().map(|(s, _)| s.clone()).collect();
+            crate::from::check_args(args, &specs)?;
+            let source = crate::from::prepare(args, from, &workload)?;
+            records.extend(source.load.clone());
+            Some(source)
+        }
+        None => None,
+    };
+    let no_load = OpStream::new();
+    let load_ops = if source.is_some() {
+        &no_load
+    } else {
+        &workload.load
+    };
     for rep in 0..args.repeat {
         for (index, (spec, open)) in engines.iter().enumerate() {
             let dir = instance_dir(&base, index, &spec.name, rep);
             std::fs::create_dir_all(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            if let Some(source) = &source {
+                crate::from::copy(source, &dir)?;
+            }
             release_free_memory();
             let bound = child_cgroup.as_deref().map(MemoryBound::join).transpose()?;
             let rss_before = rss_bytes();
@@ -448,7 +502,8 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
 
             // (phase, label, arena, operations, first value sequence number)
             let mut phases = vec![
-                ("load", &load_label, &workload.arena, &workload.load, 0u64),
+                ("load", &load_label, &workload.arena, load_ops, 0u64),
+                ("warm", &label, &workload.arena, &warm, 3u64 << 46),
                 ("age", &label, &workload.arena, &age, 1u64 << 47),
                 ("run", &label, &workload.arena, &workload.run, 1u64 << 48),
             ];

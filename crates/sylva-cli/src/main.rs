@@ -14,6 +14,7 @@ mod children;
 mod dump;
 mod encoding;
 mod engines;
+mod from;
 mod patree;
 #[cfg(feature = "peers-no-rocksdb")]
 mod peers;

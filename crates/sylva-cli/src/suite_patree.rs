@@ -3,23 +3,23 @@
 //! `patree-suite.json` in `--out`.
 //!
 //! Every configuration is one `sylva bench` measurement (`crate::bench::measure`) with the
-//! arguments the report prints, so each row can be rerun alone. Sizes at `--scale 1`
-//! ([`RECORDS`], [`OPS`]) were chosen for under 30 minutes on the 2-core machine: every engine
-//! of every set loads its own store (the issue's "load once, run each on a copy" needs a
-//! `--from DIR` that `sylva bench` does not have), so the loads dominate, the slowest those
-//! under `persist=strong` and `sync=always` (a durable log record per insert); the timings that
-//! chose these sizes are in `docs/results/patree.md` (session 21). The pool is an eighth
-//! of the tree, requests uniform (the paper's α = 0.3 is near uniform), as the issue asks. The
-//! tree's size is measured, not estimated ([`measure_tree`]): before the sets, a `db` loads the
-//! suite's records once and its tree's pages are counted. (An estimate of 110 bytes a record,
-//! taken before `db`'s adaptive leaves, made the pool 43% of a 9.5 MB tree until session 32.)
+//! arguments the report prints, so each row can be rerun alone. As the issue asks, the
+//! records ([`RECORDS`] at `--scale 1`, 4M sparse 8-byte keys with 8-byte values) are loaded
+//! once, by `db`, into a store every run copies (`--from`, `crate::from`), and each run warms
+//! its pool with [`OPS`] uniform reads (`--warm`, the phase `warm`) before its measured
+//! phases. (Until session 33 every engine of every set loaded its own store of 300K records,
+//! a tenth of the issue's: the loads took most of the suite's time.) The pool is an eighth of
+//! the tree, requests uniform (the paper's α = 0.3 is near uniform). The tree's size is
+//! measured, not estimated ([`measure_tree`]): the loaded store's pages are counted. (An
+//! estimate of 110 bytes a record, taken before `db`'s adaptive leaves, made the pool 43% of
+//! the tree until session 32.)
 //!
 //! Sets (numbered as in the report; `--set N` runs only some):
 //! 1. **Devices**: `fio` 4 KiB random reads (`io_uring`, `O_DIRECT`) at QD 1, 32 and 64 on a
 //!    file the tree's size in the engines' directory, where `fio` is installed, run again before
-//!    every later set of every repetition and at the end (the disk drifts, so the figures alternate with the
-//!    engines); then `sylva calibrate`'s measurement and fit (`sylva::exec::calibrate`), whose
-//!    model file the probe set's `probe=model:FILE` reads.
+//!    every later set of every repetition and at the end (the disk drifts, so the figures
+//!    alternate with the engines); then `sylva calibrate`'s measurement and fit
+//!    (`sylva::exec::calibrate`), whose model file the probe set's `probe=model:FILE` reads.
 //! 2. **Table I** (the paper's Table I and Figs. 7–8): YCSB C, B (95/5), A on one store each
 //!    (`--workload c,b,a`): `db` and the paper's synchronous baselines (`patree:mode=dedicated`,
 //!    `mode=shared`) at 1, 32 and 128 threads; `patree` on one thread with 32 and 64 operations
@@ -49,7 +49,7 @@ use crate::bench::{measure, parse_args, BenchArgs};
 use crate::suite_devices::{calibrate_table, fio_row, fio_table, FioRow};
 
 /// Records loaded into every store at `--scale 1`.
-pub(crate) const RECORDS: f64 = 3e5;
+pub(crate) const RECORDS: f64 = 4e6;
 /// Operations of a run phase at `--scale 1`.
 pub(crate) const OPS: f64 = 1.5e5;
 /// The pool sizes of set 6, as fractions of the tree. The issue asks 0.1–100%; below 1% the
@@ -130,6 +130,8 @@ fn common(sizes: &Sizes, workload: &str, dist: &str) -> Run {
         "--records",
         &sizes.records.to_string(),
         "--ops",
+        &sizes.ops.to_string(),
+        "--warm",
         &sizes.ops.to_string(),
     ])
 }
@@ -230,9 +232,10 @@ pub(crate) fn sets(z: Sizes, model: Option<&Path>) -> Vec<Set> {
         pool,
     ));
     let sizes = format!(
-        "{} records of 8-byte sparse keys and 8-byte values ({:.1} MB of tree pages after a `db` load, measured before the sets), {} operations a run phase, the pool {} bytes (an eighth) unless said",
+        "{} records of 8-byte sparse keys and 8-byte values loaded once by `db` ({:.1} MB of tree pages), each run on a copy (`--from`) warmed by {} uniform reads (`--warm`), then {} operations a run phase, the pool {} bytes (an eighth) unless said",
         z.records,
         z.tree_bytes as f64 / 1e6,
+        z.ops,
         z.ops,
         pool
     );
@@ -347,7 +350,13 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     };
     std::fs::create_dir_all(&scratch)
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
-    let sizes = Sizes::at(base.scale, measure_tree(base, &scratch)?);
+    // The store every run copies, loaded once by the tree's measurement; removed at the end.
+    let source = scratch.join(format!("sylva-patree-load-{}", std::process::id()));
+    let measured = measure_tree(base, &scratch, &source);
+    if measured.is_err() {
+        let _ = std::fs::remove_dir_all(&source);
+    }
+    let sizes = Sizes::at(base.scale, measured?);
     let fio_file = scratch.join(format!("sylva-patree-fio-{}.dat", std::process::id()));
     let fio_seconds = (FIO_SECONDS * base.scale).ceil().max(1.0) as u64;
     let fio_now = |label: String| (label, fio_row(&fio_file, sizes.tree_bytes, fio_seconds));
@@ -425,7 +434,7 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
                             slots.last_mut().expect("pushed")
                         }
                     };
-                    match measure_once(base, &argv, rep) {
+                    match measure_once(base, &source, &argv, rep) {
                         Ok(records) => {
                             if !set.rate_fractions.is_empty() && i == 0 {
                                 max_rate = records
@@ -451,6 +460,7 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
         fio_rows.push(fio_now("at the end".into()));
     }
     let _ = std::fs::remove_file(&fio_file);
+    let _ = std::fs::remove_dir_all(&source);
 
     let mut md = String::new();
     let command: Vec<String> = std::env::args().collect();
@@ -485,7 +495,7 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
                     md,
                     "**{number}.{}** `sylva bench {}`\n",
                     slot.number,
-                    command_line(base, argv)
+                    command_line(base, &source, argv)
                 );
             }
             if !slot.records.is_empty() {
@@ -516,9 +526,10 @@ fn reverse_engines(run: &Run) -> Run {
 }
 
 /// The bytes of the tree a `db` builds from the suite's records (its pages, counted after the
-/// load), which the pool sizes are fractions of: one `sylva bench` load of `db` (with the
-/// suite's seed, keys and values, and 100 operations of C) in `scratch`.
-fn measure_tree(base: &BenchArgs, scratch: &Path) -> Result<u64, String> {
+/// load), which the pool sizes are fractions of: a `sylva bench` of `db` on the suite's
+/// records (its seed, keys and values, and 100 operations of C) `--from source` in `scratch`,
+/// which loads `source` (the store every later run copies) if it is not loaded yet.
+fn measure_tree(base: &BenchArgs, scratch: &Path, source: &Path) -> Result<u64, String> {
     let records = Sizes::records_at(base.scale).to_string();
     let seed = base.seed.to_string();
     let dir = scratch.display().to_string();
@@ -539,20 +550,19 @@ fn measure_tree(base: &BenchArgs, scratch: &Path) -> Result<u64, String> {
         &seed,
         "--dir",
         &dir,
+        "--from",
+        &source.display().to_string(),
     ]);
     eprintln!(
         "suite patree: the tree's size: sylva bench {}",
         argv.join(" ")
     );
     let m = parse_args(&argv).and_then(|args| measure(&args))?;
-    let load = m
+    // The loading run's record if this loaded `source`, else the copy's.
+    let pages = m
         .runs
         .iter()
-        .find(|r| r.phase == "load")
-        .ok_or("the tree's size: the sizing load reported no load phase")?;
-    let pages = load
-        .counters
-        .get("tree_pages")
+        .find_map(|r| r.counters.get("tree_pages"))
         .ok_or("the tree's size: `db` reported no tree_pages")?;
     let page_size = sylva::DbOptions::default().page_size as u64;
     Ok(pages * page_size)
@@ -570,18 +580,21 @@ pub(crate) fn at_rate(run: &Run, rate: f64, fraction: f64) -> Run {
     argv
 }
 
-/// The arguments of one repetition of `run`: once, with the suite's seed and directory.
-fn command_line(base: &BenchArgs, run: &Run) -> String {
-    once(base, run).join(" ")
+/// The arguments of one repetition of `run`: once, with the suite's seed and directory, on
+/// copies of `source`.
+fn command_line(base: &BenchArgs, source: &Path, run: &Run) -> String {
+    once(base, source, run).join(" ")
 }
 
-fn once(base: &BenchArgs, run: &Run) -> Run {
+fn once(base: &BenchArgs, source: &Path, run: &Run) -> Run {
     let mut argv = run.clone();
     argv.extend([
         "--seed".into(),
         base.seed.to_string(),
         "--repeat".into(),
         "1".into(),
+        "--from".into(),
+        source.display().to_string(),
     ]);
     if let Some(d) = &base.dir {
         argv.extend(["--dir".into(), d.display().to_string()]);
@@ -590,8 +603,13 @@ fn once(base: &BenchArgs, run: &Run) -> Run {
 }
 
 /// Measures one configuration once, as repetition `rep` of the suite.
-fn measure_once(base: &BenchArgs, run: &Run, rep: usize) -> Result<Vec<RunRecord>, String> {
-    let argv = once(base, run);
+fn measure_once(
+    base: &BenchArgs,
+    source: &Path,
+    run: &Run,
+    rep: usize,
+) -> Result<Vec<RunRecord>, String> {
+    let argv = once(base, source, run);
     eprintln!(
         "suite patree, repetition {}: sylva bench {}",
         rep + 1,
@@ -714,7 +732,8 @@ mod tests {
         for set in &all {
             for run in &set.runs {
                 let args = parse_args(run).unwrap_or_else(|e| panic!("{run:?}: {e}"));
-                assert_eq!(args.records, 300_000, "{run:?}");
+                assert_eq!(args.records, 4_000_000, "{run:?}");
+                assert_eq!(args.warm, args.ops, "{run:?}");
                 assert_eq!(args.keys, "sparse");
                 assert!(!args.engines.is_empty(), "{run:?}");
                 for e in &args.engines {
@@ -839,7 +858,7 @@ mod tests {
         assert_eq!(z.pool, MIN_CACHE_BYTES);
         assert_eq!(z.cache(0.001), MIN_CACHE_BYTES);
         let z = Sizes::at(1.0, 9_498_624);
-        assert_eq!(z.records, 300_000);
+        assert_eq!(z.records, 4_000_000);
         assert_eq!(z.pool, 9_498_624 / 8);
     }
 
@@ -847,10 +866,17 @@ mod tests {
     fn the_tree_is_measured_by_a_db_load_of_the_suites_records() {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = parse_args(&strings(&["--suite", "patree", "--scale", "0.01"])).expect("args");
-        let bytes = measure_tree(&base, dir.path()).expect("measured");
-        // 3,000 records of 16 bytes: more than their bytes, in whole pages.
-        assert!(bytes >= 3000 * 16, "{bytes}");
-        assert_eq!(bytes % 4096, 0);
+        let source = dir.path().join("loaded");
+        let bytes = measure_tree(&base, dir.path(), &source).expect("measured");
+        // 40,000 records of 16 bytes: more than their bytes.
+        assert!(bytes >= 40_000 * 16, "{bytes}");
+        assert!(
+            source.join("load.txt").exists(),
+            "the runs' store is loaded"
+        );
+        // Measured again on the loaded store, which is not loaded again.
+        let again = measure_tree(&base, dir.path(), &source).expect("measured again");
+        assert_eq!(again, bytes);
         assert_eq!(
             Sizes::at(0.01, bytes).pool,
             (bytes / 8).max(MIN_CACHE_BYTES)
