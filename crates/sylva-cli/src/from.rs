@@ -104,11 +104,10 @@ pub(crate) fn prepare(args: &BenchArgs, dir: &Path, workload: &Workload) -> Resu
     let building = dir.join("db.loading");
     std::fs::create_dir_all(&building)
         .map_err(|e| format!("cannot create {}: {e}", building.display()))?;
-    let options = DbOptions {
+    let mut options = DbOptions {
         cache_bytes: LOAD_CACHE_BYTES,
         ..DbOptions::default()
     };
-    let mut options = options;
     options
         .set("sync", "never")
         .map_err(|e| format!("--from: {e}"))?;

@@ -320,7 +320,8 @@ struct Slot {
 /// the next starts over, so drift in the disk over a run falls on every configuration alike
 /// rather than on the commands that come last. (Until session 33 each command ran all its
 /// repetitions before the next began: `patree` came after the synchronous baselines and alone
-/// met a slowing disk.) Odd repetitions list a command's engines in reverse order (A B, B A).
+/// met a slowing disk.) The second, fourth, … repetitions list a command's engines in reverse
+/// order (A B, B A).
 pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
     if base.scale.is_nan() || base.scale <= 0.0 {
         return Err("--scale must be positive".into());
@@ -363,7 +364,8 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
 
     let mut fio_rows: Vec<(String, FioRow)> = Vec::new();
     let mut calibration = String::new();
-    let mut skipped: Vec<String> = Vec::new();
+    // (set, why its rate runs were skipped in a repetition)
+    let mut skipped: Vec<(usize, String)> = Vec::new();
     let mut slots: Vec<Slot> = Vec::new();
     let mut all: Vec<RunRecord> = Vec::new();
     let mut model: Option<PathBuf> = None;
@@ -404,9 +406,12 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
                         .map(|f| at_rate(run, max * f, *f))
                         .collect()
                 } else {
-                    skipped.push(format!(
-                        "set {number}, repetition {}: no maximum rate measured, the rate runs were skipped",
-                        rep + 1
+                    skipped.push((
+                        number,
+                        format!(
+                            "repetition {}: no maximum rate measured, the rate runs were skipped",
+                            rep + 1
+                        ),
                     ));
                     k += set.rate_fractions.len();
                     continue;
@@ -483,11 +488,8 @@ pub(crate) fn run(base: &BenchArgs) -> Result<(), String> {
             md.push_str(&fio_table(&fio_rows, fio_seconds));
             md.push_str(&calibration);
         }
-        for s in skipped
-            .iter()
-            .filter(|s| s.starts_with(&format!("set {number},")))
-        {
-            let _ = writeln!(md, "- {s}.\n");
+        for (_, why) in skipped.iter().filter(|(set, _)| *set == number) {
+            let _ = writeln!(md, "- {why}.\n");
         }
         for slot in slots.iter().filter(|s| s.set == number) {
             if let Some(argv) = &slot.argv {
