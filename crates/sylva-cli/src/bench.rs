@@ -15,7 +15,7 @@ use ycsb::trace::{ScanEndAs, TraceReader};
 use ycsb::workload::{generate, GenerateParams, OpStream, Workload, WorkloadSpec};
 
 use crate::bound::MemoryBound;
-use crate::engines::{opener, EngineSpec, Opener, DEFAULT_ENGINE};
+use crate::engines::{fit_window, opener, EngineSpec, Opener, DEFAULT_ENGINE};
 
 /// Arguments of `sylva bench`.
 #[derive(Debug, Args)]
@@ -423,7 +423,7 @@ pub(crate) fn measure(args: &BenchArgs) -> Result<Measured, String> {
     let engines: Vec<(EngineSpec, Opener)> = texts
         .iter()
         .map(|t| {
-            let spec = EngineSpec::parse(t)?;
+            let spec = fit_window(EngineSpec::parse(t)?, args.inflight)?;
             let open = opener(&spec)?;
             Ok((spec, open))
         })

@@ -215,6 +215,32 @@ pub fn patree_options(spec: &EngineSpec) -> Result<PaOptions, String> {
     Ok(options)
 }
 
+/// `spec` fitted to a benchmark thread's window of `window` operations in flight
+/// (`sylva bench --inflight`): a `patree` worker admits at most its `inflight` tasks, and the
+/// rest of a larger window would wait in the benchmark thread while the run's JSON said
+/// `window` were in flight. A spec that does not set `inflight` gets `window` slots when that
+/// is more than its default; one that sets fewer is refused. Other engines, and the
+/// synchronous baselines (`mode=`), are returned as they are.
+pub fn fit_window(mut spec: EngineSpec, window: u64) -> Result<EngineSpec, String> {
+    if spec.name != "patree" {
+        return Ok(spec);
+    }
+    let options = patree_options(&spec)?;
+    let slots = options.worker.inflight as u64;
+    if options.baseline.is_some() || window <= slots {
+        return Ok(spec);
+    }
+    if spec.options.iter().any(|(k, _)| k == "inflight") {
+        return Err(format!(
+            "--inflight {window} is more than engine `{}`'s {slots} task slots (its `inflight`): \
+             raise `inflight` to at least {window}, or lower --inflight",
+            spec.text
+        ));
+    }
+    spec.options.push(("inflight".into(), window.to_string()));
+    Ok(spec)
+}
+
 /// The opener of a `patree` spec. `mode=dedicated|shared` opens the paper's synchronous
 /// baselines instead: `db` with its page reads through io_uring (`sylva::exec::RingVfs`), one
 /// blocking operation per benchmark thread.
@@ -548,6 +574,36 @@ mod tests {
             .expect_err("fanout 2");
         assert!(err.contains("fanout"), "{err}");
         assert!(is_durable("nbtree"));
+    }
+
+    #[test]
+    fn a_patree_window_larger_than_its_slots_raises_them_or_is_refused() {
+        let slots = |text: &str, window: u64| {
+            fit_window(EngineSpec::parse(text).expect("parse"), window)
+                .and_then(|s| patree_options(&s))
+                .map(|o| o.worker.inflight)
+        };
+        // The default's 64 slots hold windows up to 64; a larger one raises them.
+        assert_eq!(slots("patree", 1), Ok(64));
+        assert_eq!(slots("patree", 32), Ok(64));
+        assert_eq!(slots("patree:probe=every", 128), Ok(128));
+        assert_eq!(slots("patree:inflight=256", 128), Ok(256));
+        let err = slots("patree:inflight=64", 128).expect_err("fewer slots than the window");
+        assert!(
+            err.contains("--inflight 128") && err.contains("64"),
+            "{err}"
+        );
+        // The label stays the spec as given; baselines and other engines are left alone.
+        let spec = fit_window(EngineSpec::parse("patree").expect("parse"), 128).expect("fits");
+        assert_eq!(spec.text, "patree");
+        let spec = fit_window(EngineSpec::parse("patree:mode=shared").expect("parse"), 128);
+        assert!(spec
+            .expect("baseline")
+            .options
+            .iter()
+            .all(|(k, _)| k != "inflight"));
+        let spec = fit_window(EngineSpec::parse("db").expect("parse"), 128).expect("db");
+        assert!(spec.options.is_empty());
     }
 
     #[test]

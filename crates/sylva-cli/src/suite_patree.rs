@@ -22,8 +22,10 @@
 //!    (`sylva::exec::calibrate`), whose model file the probe set's `probe=model:FILE` reads.
 //! 2. **Table I** (the paper's Table I and Figs. 7–8): YCSB C, B (95/5), A on one store each
 //!    (`--workload c,b,a`): `db` and the paper's synchronous baselines (`patree:mode=dedicated`,
-//!    `mode=shared`) at 1, 32 and 128 threads; `patree` on one thread with 32 and 64 operations
-//!    in flight, `probe=every` and the default (`avg`).
+//!    `mode=shared`) at 1, 32 and 128 threads; `patree` on one thread with 32, 64 and 128
+//!    operations in flight (the 32 and 64, and as many as the baselines' most threads;
+//!    a window above the default 64 task slots raises them, `crate::engines::fit_window`),
+//!    `probe=every` and the default (`avg`).
 //! 3. **Probe policies** (Figs. 10–11): C, inflight 64, `every`, `avg`, `fixed:0|50|100|200`
 //!    and `model:FILE` (where set 1 calibrated).
 //! 4. **Priority** (Fig. 12): `priority=holders|fifo` × uniform and zipfian requests, C.
@@ -166,7 +168,7 @@ pub(crate) fn sets(z: Sizes, model: Option<&Path>) -> Vec<Set> {
             pool,
         ));
     }
-    for inflight in ["32", "64"] {
+    for inflight in ["32", "64", "128"] {
         table.push(engines(
             with(
                 common(&z, "c,b,a", "uniform"),
@@ -624,14 +626,16 @@ fn measure_once(
     Ok(runs)
 }
 
-/// The mean number of page reads in flight during the phase of `records[at]`, over time: the
-/// engine's `worker_read_ns` (the reads' times in flight, summed since the engine opened) grew
-/// by this phase's share, taken out of the phase before it (same engine and repetition), if
-/// any, and divided by the phase's length (Little's law). Until session 32 the column was the
-/// mean per loop turn, which turns in bursts after completions pulled far below this.
-fn phase_outstanding(records: &[RunRecord], at: usize) -> Option<f64> {
+/// The mean, over the phase of `records[at]`, of what the engine's nanosecond counter `name`
+/// sums (`worker_read_ns`: page reads in flight; `worker_ready_ns`: tasks ready;
+/// `worker_free_ns`: empty task slots; `worker_wait_ns`: the worker waiting, a share of its
+/// time): the counter, summed since the engine opened, grew by this phase's share, taken out
+/// of the phase before it (same engine and repetition), if any, and divided by the phase's
+/// length (Little's law). Until session 32 the reads column was the mean per loop turn, which
+/// turns in bursts after completions pulled far below this.
+fn phase_mean(records: &[RunRecord], at: usize, name: &str) -> Option<f64> {
     let r = &records[at];
-    let of = |p: &RunRecord| p.counters.get("worker_read_ns").map(|&ns| ns as f64);
+    let of = |p: &RunRecord| p.counters.get(name).map(|&ns| ns as f64);
     let ns = of(r)?;
     let ns0 = records[..at]
         .iter()
@@ -664,7 +668,7 @@ fn table(records: &[RunRecord]) -> String {
         }
     }
     let mut out = String::from(
-        "| engine | workload | threads | inflight | offered ops/s | ops/s | ops/s each repetition | p50 | p99 | CPU µs/op | cores | ctx switches/op | reads/op | device reads/s | outstanding reads | other load |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| engine | workload | threads | inflight | offered ops/s | ops/s | ops/s each repetition | p50 | p99 | CPU µs/op | cores | ctx switches/op | reads/op | device reads/s | outstanding reads | tasks ready | slots empty | worker waiting | other load |\n|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for (engine, workload) in keys {
         let rows: Vec<usize> = records
@@ -682,7 +686,7 @@ fn table(records: &[RunRecord]) -> String {
         let fmt = |v: Option<f64>, digits: usize| {
             v.map_or("–".to_string(), |v| format!("{v:.digits$}"))
         };
-        let outstanding = m(&|i, _| phase_outstanding(records, i));
+        let mean = |name: &str| m(&|i, _| phase_mean(records, i, name));
         let each = rows
             .iter()
             .map(|&i| format!("{:.1}K", records[i].ops_per_sec / 1e3))
@@ -690,7 +694,7 @@ fn table(records: &[RunRecord]) -> String {
             .join(" ");
         let _ = writeln!(
             out,
-            "| {engine} | {workload} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {engine} | {workload} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             first.threads,
             first.inflight,
             fmt(m(&|_, r| r.offered_rate), 0),
@@ -703,7 +707,10 @@ fn table(records: &[RunRecord]) -> String {
             fmt(m(&|_, r| Some(r.context_switches? as f64 / r.ops.max(1) as f64)), 3),
             fmt(m(&|_, r| Some(reads(r)? / r.ops.max(1) as f64)), 2),
             fmt(m(&|_, r| Some(reads(r)? / r.seconds.max(1e-9))), 0),
-            fmt(outstanding, 1),
+            fmt(mean("worker_read_ns"), 1),
+            fmt(mean("worker_ready_ns"), 1),
+            fmt(mean("worker_free_ns"), 1),
+            mean("worker_wait_ns").map_or("–".into(), |w| format!("{:.0}%", w * 100.0)),
             fmt(m(&|_, r| r.other_load), 1),
         );
     }
@@ -813,8 +820,9 @@ mod tests {
             rec("load", 2_000_000_000, 1.0),
             rec("run", 26_000_000_000, 4.0),
         ];
-        assert_eq!(phase_outstanding(&records, 0), Some(2.0));
-        assert_eq!(phase_outstanding(&records, 1), Some(6.0));
+        assert_eq!(phase_mean(&records, 0, "worker_read_ns"), Some(2.0));
+        assert_eq!(phase_mean(&records, 1, "worker_read_ns"), Some(6.0));
+        assert_eq!(phase_mean(&records, 1, "worker_ready_ns"), None);
     }
 
     #[test]

@@ -285,6 +285,15 @@ fn bad_input_is_one_line_on_stderr_and_exit_code_2() {
         (
             vec![
                 "--engine".into(),
+                "patree:inflight=64".into(),
+                "--inflight".into(),
+                "128".into(),
+            ],
+            "more than engine `patree:inflight=64`'s 64 task slots",
+        ),
+        (
+            vec![
+                "--engine".into(),
                 "btreemap".into(),
                 "--threads".into(),
                 "2".into(),
@@ -417,10 +426,12 @@ fn the_patree_suite_runs_every_configuration() {
     let v = json(&out.join("patree-suite.json"));
     let runs = v["runs"].as_array().expect("runs");
     let run_phases = runs.iter().filter(|r| r["phase"] == "run").count();
-    // Table I: 9 engines x 3 workloads + 4 x 3; probes 7; priority 4; yield 1 + 8;
-    // persistence 6 + 1 (without io_uring the baselines and the model probe give none).
+    // Table I: 9 engines x 3 workloads + 6 x 3 (`patree` at 32, 64 and 128 in flight);
+    // probes 7; priority 4; yield 1 + 8; persistence 6 + 1 (without io_uring the baselines
+    // and the model probe give none).
     if uring {
-        assert_eq!(run_phases, 27 + 12 + 7 + 4 + 9 + 7, "{v}");
+        assert_eq!(run_phases, 27 + 18 + 7 + 4 + 9 + 7, "{v}");
+        assert!(md.contains("--inflight 128"), "{md}");
     }
     let rated = runs
         .iter()

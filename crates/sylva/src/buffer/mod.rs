@@ -170,7 +170,7 @@ struct Clock {
     hand: usize,
     /// Pages the clock passes over, with how many pins each has (`evict`'s module docs,
     /// *pinned pages*).
-    pinned: HashMap<u64, u32>,
+    pinned: HashMap<u64, u32, rapidhash::fast::RandomState>,
 }
 
 /// Pages of a [`PageFile`], cached within a memory budget.
@@ -242,7 +242,7 @@ impl BufferPool {
             clock: Mutex::new(Clock {
                 pages: Vec::new(),
                 hand: 0,
-                pinned: HashMap::new(),
+                pinned: HashMap::default(),
             }),
             hits: Striped::default(),
             misses: AtomicU64::new(0),

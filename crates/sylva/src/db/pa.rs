@@ -616,6 +616,12 @@ impl KvStore for PaDb {
             // Page reads' time in flight, summed (the mean reads in flight over a phase is
             // its growth divided by the phase's length).
             ("worker_read_ns", c.read_ns),
+            // Tasks' time ready (queued behind the worker) and slots' time empty (waiting for
+            // the caller's next operation), summed; the worker's time waiting with nothing
+            // ready.
+            ("worker_ready_ns", c.ready_ns),
+            ("worker_free_ns", c.free_ns),
+            ("worker_wait_ns", c.wait_ns),
             ("session_log_flushes", session_flushes),
             // Reads in flight, averaged over the worker's loop turns (not over time), times 100.
             (

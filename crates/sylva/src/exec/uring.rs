@@ -46,7 +46,7 @@ struct InFlight {
 pub struct Uring {
     ring: IoUring,
     files: Vec<Arc<dyn Io>>,
-    in_flight: HashMap<u64, InFlight>,
+    in_flight: HashMap<u64, InFlight, rapidhash::fast::RandomState>,
     /// Errors of the write halves of linked requests, by tag, until their sync completes.
     link_errors: HashMap<u64, Error>,
     wake_fd: Arc<OwnedFd>,
@@ -97,7 +97,7 @@ impl Uring {
         let mut ring = Uring {
             ring,
             files: Vec::new(),
-            in_flight: HashMap::new(),
+            in_flight: HashMap::default(),
             link_errors: HashMap::new(),
             wake_fd,
             wake_buf: Box::new([0; 8]),

@@ -51,6 +51,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rapidhash::fast::RandomState;
+
 use super::sched::{IoKind, PriorityPolicy, ProbePolicy, Prober, ReadyQueue};
 use super::{Backend, Completion, FileId, Request};
 use crate::buffer::{BufferPool, Load, WriteBack};
@@ -164,6 +166,17 @@ pub struct WorkerCounters {
     /// to the collection of its completion): over an interval, divided by its length, the mean
     /// number of reads in flight (Little's law).
     pub read_ns: u64,
+    /// Nanoseconds tasks waited ready (admitted, restarted or their page loaded) until their
+    /// next attempt began, summed over the tasks: over an interval, divided by its length, the
+    /// mean number of tasks queued behind the worker.
+    pub ready_ns: u64,
+    /// Nanoseconds task slots stood empty between a task's finish and the next admission into
+    /// the slot, summed over the slots: the mean number of slots waiting for the caller to
+    /// hand in the next operation.
+    pub free_ns: u64,
+    /// Nanoseconds the worker waited in the backend with nothing ready (the worker's idle
+    /// time, from the system call's start to its return).
+    pub wait_ns: u64,
     /// Loop turns.
     pub turns: u64,
     /// Enters into the kernel by the backend (submissions, probes and waits).
@@ -184,6 +197,9 @@ impl WorkerCounters {
         self.waits += other.waits;
         self.outstanding_sum += other.outstanding_sum;
         self.read_ns += other.read_ns;
+        self.ready_ns += other.ready_ns;
+        self.free_ns += other.free_ns;
+        self.wait_ns += other.wait_ns;
         self.turns += other.turns;
         self.enters += other.enters;
         self.writebacks += other.writebacks;
@@ -200,6 +216,8 @@ struct Loading {
 struct Slot<T> {
     task: T,
     seq: u64,
+    /// When the task last became ready (ns since the worker's start).
+    ready_since: u64,
     /// The page this task holds a pin on (it waited for the page's load and has not run since).
     pinned: Option<u64>,
 }
@@ -213,9 +231,11 @@ pub struct Worker<'a, T: Task> {
     options: WorkerOptions,
     slots: Vec<Option<Slot<T>>>,
     free: Vec<u32>,
+    /// When each slot was last emptied by a finish (0: never filled yet).
+    freed_at: Vec<u64>,
     ready: ReadyQueue,
     next_seq: u64,
-    loading: HashMap<u64, Loading>,
+    loading: HashMap<u64, Loading, RandomState>,
     prober: Prober,
     start: Instant,
     completions: Vec<Completion>,
@@ -223,15 +243,15 @@ pub struct Worker<'a, T: Task> {
     asleep: Option<Arc<AtomicBool>>,
     published: Option<Arc<parking_lot::Mutex<WorkerCounters>>>,
     /// The caller's own requests in flight ([`Worker::submit_other`]): when each was submitted.
-    others_in_flight: HashMap<u64, u64>,
+    others_in_flight: HashMap<u64, u64, RandomState>,
     /// Their completions, until the caller takes them.
     others: Vec<Completion>,
     /// Write-backs of evicted pages in flight, by page, with when each was submitted.
-    writing: HashMap<u64, (WriteBack, u64)>,
+    writing: HashMap<u64, (WriteBack, u64), RandomState>,
     /// Write-backs the pool just handed out, to submit.
     handed: Vec<WriteBack>,
     /// Tasks that met a page this worker is writing back, by page.
-    write_waiters: HashMap<u64, Vec<u32>>,
+    write_waiters: HashMap<u64, Vec<u32>, RandomState>,
     /// Write-backs completed in one collection (reused).
     written: Vec<(WriteBack, Result<usize>)>,
 }
@@ -259,21 +279,22 @@ impl<'a, T: Task> Worker<'a, T> {
             file,
             slots: (0..options.inflight).map(|_| None).collect(),
             free: (0..options.inflight as u32).rev().collect(),
+            freed_at: vec![0; options.inflight],
             prober: Prober::new(options.probe.clone()),
             options,
             ready: ReadyQueue::default(),
             next_seq: 0,
-            loading: HashMap::new(),
+            loading: HashMap::default(),
             start: Instant::now(),
             completions: Vec::new(),
             counters: WorkerCounters::default(),
             asleep: None,
             published: None,
-            others_in_flight: HashMap::new(),
+            others_in_flight: HashMap::default(),
             others: Vec::new(),
-            writing: HashMap::new(),
+            writing: HashMap::default(),
             handed: Vec::new(),
-            write_waiters: HashMap::new(),
+            write_waiters: HashMap::default(),
             written: Vec::new(),
         })
     }
@@ -613,16 +634,24 @@ impl<'a, T: Task> Worker<'a, T> {
         let Some(slot) = self.free.pop() else { return };
         let seq = self.next_seq;
         self.next_seq += 1;
+        let now = self.now();
+        let freed = std::mem::take(&mut self.freed_at[slot as usize]);
+        if freed != 0 {
+            self.counters.free_ns += now.saturating_sub(freed);
+        }
         self.slots[slot as usize] = Some(Slot {
             task,
             seq,
+            ready_since: now,
             pinned: None,
         });
         self.ready.push(self.options.priority.key(false, seq), slot);
     }
 
     fn make_ready(&mut self, slot: u32) {
-        if let Some(s) = &self.slots[slot as usize] {
+        let now = self.now();
+        if let Some(s) = self.slots[slot as usize].as_mut() {
+            s.ready_since = now;
             let holds = s.pinned.is_some();
             self.ready.push(self.options.priority.key(holds, s.seq), slot);
         }
@@ -648,6 +677,9 @@ impl<'a, T: Task> Worker<'a, T> {
                 self.pool.unpin(page);
             }
             self.free.push(slot);
+            // Never 0 (the admission's test of a slot filled before): a finish at the worker's
+            // first nanosecond counts from the next.
+            self.freed_at[slot as usize] = self.now().max(1);
             self.counters.finished += 1;
             sink(s.task, result);
         }
@@ -662,6 +694,8 @@ impl<'a, T: Task> Worker<'a, T> {
             return Ok(());
         };
         self.counters.attempts += 1;
+        let began = self.start.elapsed().as_nanos() as u64;
+        self.counters.ready_ns += began.saturating_sub(s.ready_since);
         let attempt = s.task.attempt(self.ctx);
         // The attempt read what it waited for (or found it changed): its pin goes.
         if let Some(page) = s.pinned.take() {
@@ -770,8 +804,12 @@ impl<'a, T: Task> Worker<'a, T> {
         sink: &mut impl FnMut(T, Result<T::Output>),
     ) -> Result<()> {
         let mut done = std::mem::take(&mut self.completions);
+        let before = if min > 0 { self.now() } else { 0 };
         self.backend.complete(min, timeout, &mut done)?;
         let now = self.now();
+        if min > 0 {
+            self.counters.wait_ns += now.saturating_sub(before);
+        }
         self.prober.probed(now);
         let mut written = std::mem::take(&mut self.written);
         for c in done.drain(..) {
