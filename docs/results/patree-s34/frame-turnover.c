@@ -1,8 +1,9 @@
 // Cost per page of a vmcache-style frame turnover on this VM:
-//  A) discard a batch of 32 frames (MADV_DONTNEED via process_madvise-like loop: one madvise per
-//     frame range, batched as vmcache does with one call per batch when contiguous; here we use
-//     process_madvise with an iovec of 32) + fault each new frame in by an O_DIRECT read into it;
-//  B) move a victim's frame to the new page's address with UFFDIO_MOVE, then O_DIRECT read into it.
+//  A) discard a batch of 32 frames (MADV_DONTNEED, one process_madvise call for the batch, as
+//     the pool does) and fault the new frame in (by an O_DIRECT read into it, or a write);
+//  B) move a victim's frame to the new page's address with UFFDIO_MOVE, then read or write it.
+// Usage: m FILE MODE(0: A, 1: B) READ(1: an O_DIRECT read of FILE, 0: a write) TURNS SIBLING
+// (1: another thread of the process spins on the other CPU meanwhile).
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <linux/userfaultfd.h>

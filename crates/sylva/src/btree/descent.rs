@@ -7,7 +7,11 @@
 //! A thread marked non-blocking (the PA-Tree mode's worker, `crate::db::pa`) stops at a page
 //! that is not in memory instead of loading it. A descent asks for the mark once and runs a
 //! copy of its loop compiled for that answer ([`NodeLatch::read_lock_as`]): every put and get
-//! descends, and the blocking descent then carries no test of the mark at any level.
+//! descends, and the blocking descent then carries no test of the mark at any level. Such a
+//! descent also notes where it stopped (the missing page's parent, the parent's version and
+//! the child's slot, per thread), and a get's next attempt resumes there
+//! ([`BTree::find_leaf_from`]) while the parent is unchanged: its child for the key is the
+//! same page, now loaded.
 
 use super::store::{NodeLatch, NodeStore};
 use super::tree::{checked, BTree};
@@ -17,6 +21,18 @@ use crate::sync::{Abort, Olc};
 
 /// More inner levels than any tree can have (each at least halves the records below it).
 const MAX_HEIGHT: usize = 64;
+
+thread_local! {
+    /// Where the last descent on this (non-blocking) thread stopped at a page not in memory: the
+    /// missing page's place in its parent, as read. Its task resumes there after the load
+    /// ([`BTree::descend_from`]) rather than descending again from the root.
+    static MISSED_AT: std::cell::Cell<Option<ChildPos>> = const { std::cell::Cell::new(None) };
+}
+
+/// Takes where this thread's last descent stopped at a missing page (see `MISSED_AT`).
+pub(crate) fn take_missed_at() -> Option<ChildPos> {
+    MISSED_AT.with(std::cell::Cell::take)
+}
 
 /// Where a page hangs in the tree: child `slot` of inner node `id` (the upper child when `slot`
 /// is the node's count), as read at the node's latch version `version`.
@@ -65,9 +81,8 @@ impl<S: NodeStore> BTree<S> {
         key: &[u8],
         target: Option<PageId>,
     ) -> Olc<Descent> {
-        let mut parent = self.meta;
-        let mut pl = self.latch(self.meta)?;
-        let mut pv = pl.read_lock_as(NONBLOCKING)?;
+        let pl = self.latch(self.meta)?;
+        let pv = pl.read_lock_as(NONBLOCKING)?;
         // The metadata page's only content a descent needs is its upper child (the root), at a
         // fixed offset: no need to decode the whole header on every descent.
         let meta = self.page(self.meta)?;
@@ -75,8 +90,65 @@ impl<S: NodeStore> BTree<S> {
             pl.validate(pv)?;
             return Err(corrupt(self.meta, "metadata page is not an inner node").into());
         }
-        let mut id = upper_child(meta);
-        let mut slot = 0;
+        let root = upper_child(meta);
+        self.descend_below::<NONBLOCKING>(key, target, (self.meta, pl, pv), root, 0)
+    }
+
+    /// A get's descent to the leaf for `key` on a non-blocking thread, resuming at `at` (where
+    /// its last attempt stopped at a missing page, [`take_missed_at`]) if the parent there is
+    /// still at the version it was read at: its child for `key` is then the same page, loaded
+    /// since. Otherwise, and on a blocking thread, a descent from the root.
+    pub(crate) fn find_leaf_from(&self, key: &[u8], at: Option<ChildPos>) -> Olc<(PageId, u64)> {
+        let resumed = match at {
+            Some(at) if at.id != self.meta && crate::sync::nonblocking() => {
+                self.resume::<true>(key, at)?
+            }
+            _ => None,
+        };
+        match resumed {
+            Some(d) => {
+                self.resumed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Ok((d.id, d.version))
+            }
+            None => self.find_leaf(key),
+        }
+    }
+
+    /// [`Self::find_leaf_from`]'s resumption: `None` if the parent changed.
+    fn resume<const NONBLOCKING: bool>(&self, key: &[u8], at: ChildPos) -> Olc<Option<Descent>> {
+        let (pl, page) = self.node(at.id)?;
+        if pl.validate(at.version).is_err() {
+            return Ok(None);
+        }
+        let Ok(node) = Slotted::new(at.id, page) else {
+            return Ok(None);
+        };
+        if node.kind() != KIND_INNER || at.slot > node.count() {
+            return Ok(None);
+        }
+        let Ok(child) = node.child(at.slot) else {
+            return Ok(None);
+        };
+        if pl.validate(at.version).is_err() {
+            return Ok(None);
+        }
+        self.descend_below::<NONBLOCKING>(key, None, (at.id, pl, at.version), child, at.slot)
+            .map(Some)
+    }
+
+    /// The descent's loop from child `id` (at `slot`) of the inner node `from` (its id, latch and
+    /// the version its child id was read at) down.
+    #[inline(always)]
+    fn descend_below<'s, const NONBLOCKING: bool>(
+        &'s self,
+        key: &[u8],
+        target: Option<PageId>,
+        from: (PageId, S::Latch<'s>, u64),
+        id: PageId,
+        slot: usize,
+    ) -> Olc<Descent> {
+        let (mut parent, mut pl, mut pv) = from;
+        let (mut id, mut slot) = (id, slot);
         for _level in 0..=MAX_HEIGHT {
             // The child id was read optimistically: validate the parent before touching the
             // child (a paged store loads a page on read_lock, and a torn id must restart, not
@@ -84,7 +156,20 @@ impl<S: NodeStore> BTree<S> {
             // requires.
             pl.validate(pv)?;
             let (l, page) = self.node(id)?;
-            let v = l.read_lock_as(NONBLOCKING)?;
+            let v = match l.read_lock_as(NONBLOCKING) {
+                Ok(v) => v,
+                Err(e) => {
+                    if NONBLOCKING && matches!(e, Abort::Miss(_)) {
+                        let at = ChildPos {
+                            id: parent,
+                            version: pv,
+                            slot,
+                        };
+                        MISSED_AT.with(|m| m.set(Some(at)));
+                    }
+                    return Err(e);
+                }
+            };
             pl.validate(pv)?;
             let at = ChildPos {
                 id: parent,

@@ -89,6 +89,7 @@ pub mod limits;
 mod merge;
 pub mod options;
 mod records;
+pub(crate) use descent::{take_missed_at, ChildPos};
 pub(crate) use records::Records;
 mod redistribute;
 mod split;

@@ -26,6 +26,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::adapt::Seen;
+use super::descent::ChildPos;
 use super::limits::{max_key_len, max_record_len, max_value_len};
 use super::options::Options;
 use super::store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit, REPLACED_MAX};
@@ -60,6 +61,9 @@ pub struct BTree<S: NodeStore = MemNodeStore> {
     pub(crate) conversions: AtomicU64,
     pub(crate) redistributions: AtomicU64,
     pub(crate) splits_2to3: AtomicU64,
+    /// Gets that resumed their descent where their last attempt missed a page
+    /// ([`BTree::get_attempt_from`]).
+    pub(crate) resumed: AtomicU64,
     /// Tag of this tree's operation-adaption dice (`super::adapt`).
     pub(crate) dice: u64,
 }
@@ -225,6 +229,7 @@ impl<S: NodeStore> BTree<S> {
             conversions: AtomicU64::new(0),
             redistributions: AtomicU64::new(0),
             splits_2to3: AtomicU64::new(0),
+            resumed: AtomicU64::new(0),
             dice: super::adapt::dice_tag(),
         }
     }
@@ -305,7 +310,18 @@ impl<S: NodeStore> BTree<S> {
     /// `key` is there (its value then in `out`) and what to tell
     /// [`BTree::adapt_after_point_read`]. It holds nothing when it returns.
     pub(crate) fn get_attempt(&self, key: &[u8], out: &mut Vec<u8>) -> Olc<(bool, Seen)> {
-        let (id, v) = self.find_leaf(key)?;
+        self.get_attempt_from(key, out, None)
+    }
+
+    /// [`Self::get_attempt`], resuming its descent where the last attempt stopped at a missing
+    /// page (`at`, [`super::descent::take_missed_at`]) when that still holds.
+    pub(crate) fn get_attempt_from(
+        &self,
+        key: &[u8],
+        out: &mut Vec<u8>,
+        at: Option<ChildPos>,
+    ) -> Olc<(bool, Seen)> {
+        let (id, v) = self.find_leaf_from(key, at)?;
         let (l, page) = self.node(id)?;
         let seen = Seen::of(id, v, page);
         if page[0] == KIND_SEMI_DENSE_LEAF {
@@ -682,6 +698,7 @@ impl<S: NodeStore> BTree<S> {
                     self.redistributions.load(Ordering::Relaxed),
                 ),
                 ("splits_2to3", self.splits_2to3.load(Ordering::Relaxed)),
+                ("descents_resumed", self.resumed.load(Ordering::Relaxed)),
             ],
         }
     }

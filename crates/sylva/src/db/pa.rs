@@ -10,7 +10,11 @@
 //! [`nonblocking`](crate::sync::nonblocking), so a read latch on a page not in memory ends the
 //! attempt with a miss instead of a read, every latch released. The worker starts the page's
 //! read through its backend (io_uring, or [`crate::exec::Inline`]), runs other operations, and
-//! runs the missed one again once the page is in. A write takes the write gate per attempt
+//! runs the missed one again once the page is in. A get's next attempt resumes its descent at
+//! the parent of the page it missed (`BTree::get_attempt_from`), if that parent is still at the
+//! version its child was read at, rather than from the root: nearly half a get's attempts
+//! are such second descents. Puts and deletes descend again from the root. A write takes the
+//! write gate per attempt
 //! without waiting ([`crate::btree::NodeStore::try_write_gate`]): while a checkpoint holds it,
 //! the attempt is retried later rather than stalling the worker.
 //!
@@ -53,7 +57,7 @@ use std::sync::Arc;
 
 use super::overflow::{self, Form};
 use super::{Db, DbOptions};
-use crate::btree::{Deleted, NodeStore};
+use crate::btree::{take_missed_at, ChildPos, Deleted, NodeStore};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};
@@ -183,8 +187,13 @@ pub fn parse_probe(value: &str) -> std::result::Result<ProbePolicy, String> {
 
 /// One point operation as the worker runs it.
 pub(crate) enum PaTask {
-    /// Look a key up; the stored form of its value lands in `out`.
-    Get { key: Vec<u8>, out: Vec<u8> },
+    /// Look a key up; the stored form of its value lands in `out`. `at`: where its last
+    /// attempt's descent stopped at a page not in memory, for the next to resume there.
+    Get {
+        key: Vec<u8>,
+        out: Vec<u8>,
+        at: Option<ChildPos>,
+    },
     /// Put `stored` (the value in its stored form, [`Form::AsIs`] or [`Form::Escaped`]).
     Put { key: Vec<u8>, stored: Vec<u8> },
     /// Delete a key.
@@ -218,11 +227,18 @@ impl Task for PaTask {
     fn attempt(&mut self, db: &Db) -> Result<Step<PaOutput>> {
         let tree = db.tree();
         match self {
-            PaTask::Get { key, out } => step(tree.get_attempt(key, out), |(found, seen)| {
-                tree.adapt_after_point_read(seen)?;
-                let value = found.then(|| std::mem::take(out));
-                Ok(PaOutput::Got(std::mem::take(key), value))
-            }),
+            PaTask::Get { key, out, at } => {
+                // Only this attempt's own descent may leave the place it missed at (another
+                // key's would lead elsewhere): cleared before, taken after.
+                take_missed_at();
+                let r = tree.get_attempt_from(key, out, at.take());
+                *at = take_missed_at();
+                step(r, |(found, seen)| {
+                    tree.adapt_after_point_read(seen)?;
+                    let value = found.then(|| std::mem::take(out));
+                    Ok(PaOutput::Got(std::mem::take(key), value))
+                })
+            }
             PaTask::Put { key, stored } => {
                 let Some(_gate) = tree.store.try_write_gate() else {
                     return Ok(Step::Restart);
@@ -371,6 +387,7 @@ impl PaDb {
         let task = PaTask::Get {
             key: key.to_vec(),
             out: Vec::new(),
+            at: None,
         };
         self.queued(task, finish_get)
     }

@@ -94,6 +94,7 @@ impl<'a> PaSession<'a> {
             PaTask::Get {
                 key: key.to_vec(),
                 out: Vec::new(),
+                at: None,
             },
         );
     }
