@@ -20,8 +20,11 @@
 //!
 //! **Submissions.** A read is queued in the backend when its task misses, and the queue goes
 //! to the kernel at the next enter: when nothing is ready (the wait, or the probe loop), when
-//! a probe enters, when [`SUBMIT_BATCH`] reads are queued, or before
-//! [`Worker::run_until_finished`] returns. So the misses of a burst of ready tasks (the waiters
+//! a probe enters, when [`SUBMIT_BATCH`] reads are queued, after an attempt that asked to be
+//! restarted (it may wait, through another thread, for what is queued), at the next turn after
+//! a caller's own request or a write-back was queued (other threads wait for those: a
+//! checkpoint holding the write gate waits for a session's log flush, while the session's puts
+//! restart), or before [`Worker::run_until_finished`] returns. So the misses of a burst of ready tasks (the waiters
 //! of several completions) go out in one system call, and the virtual disk is notified once for
 //! them: on this VM an enter is a system call and a notification a VM exit, each a share of a
 //! read's CPU that the batch divides (`docs/results/patree.md`, session 32). The paper submits
@@ -240,6 +243,14 @@ pub struct Worker<'a, T: Task> {
     /// use it rather than reading the clock at every event (about 25 ns a reading here; the
     /// readings per operation had doubled with the counters).
     clock: u64,
+    /// A request queued that must reach the kernel at the next turn rather than wait for a
+    /// batch of reads: a caller's own (a log flush) or a write-back, which other threads may be
+    /// waiting for while this worker's tasks restart (a checkpoint holding the write gate
+    /// waits for the session's flush; until session 34 the flush could stay queued while the
+    /// puts restarted, for good).
+    urgent: bool,
+    /// The last attempt asked to be restarted.
+    restarted: bool,
     ready: ReadyQueue,
     next_seq: u64,
     loading: HashMap<u64, Loading, RandomState>,
@@ -288,6 +299,8 @@ impl<'a, T: Task> Worker<'a, T> {
             free: (0..options.inflight as u32).rev().collect(),
             freed_at: vec![0; options.inflight],
             clock: 0,
+            urgent: false,
+            restarted: false,
             prober: Prober::new(options.probe.clone()),
             options,
             ready: ReadyQueue::default(),
@@ -411,6 +424,7 @@ impl<'a, T: Task> Worker<'a, T> {
         let now = self.now();
         self.prober.submitted(now, IoKind::Write);
         self.others_in_flight.insert(tag, now);
+        self.urgent = true;
         Ok(())
     }
 
@@ -456,6 +470,7 @@ impl<'a, T: Task> Worker<'a, T> {
                     let now = self.now();
                     self.prober.submitted(now, IoKind::Write);
                     self.counters.writebacks += 1;
+                    self.urgent = true;
                     self.writing.insert(id, (write, now));
                 }
                 Err(e) => {
@@ -570,8 +585,12 @@ impl<'a, T: Task> Worker<'a, T> {
             self.run_slot(slot, sink)?;
             // A probe due enters the kernel only if completions may be waiting; reads queued
             // meanwhile go out together (below, or when nothing is ready).
-            let due = self.prober.should_probe(self.clock) && self.backend.may_have_completions();
-            if due || self.backend.unsubmitted() >= SUBMIT_BATCH {
+            let due = self.prober.should_probe(self.now()) && self.backend.may_have_completions();
+            let queued = self.backend.unsubmitted();
+            // A task that restarts may be waiting, through another thread, for a request still
+            // queued here: what is queued goes out then too.
+            let spun = self.restarted && queued > 0;
+            if due || queued >= SUBMIT_BATCH || (self.urgent && queued > 0) || spun {
                 self.counters.probes += u64::from(due);
                 self.collect(0, None, sink)?;
             }
@@ -711,6 +730,7 @@ impl<'a, T: Task> Worker<'a, T> {
             return Ok(());
         };
         self.counters.attempts += 1;
+        self.restarted = false;
         // The clock was read at the last attempt's end or collection, just before this.
         self.counters.ready_ns += self.clock.saturating_sub(s.ready_since);
         let attempt = s.task.attempt(self.ctx);
@@ -723,6 +743,7 @@ impl<'a, T: Task> Worker<'a, T> {
             Ok(Step::Done(out)) => self.finish(slot, Ok(out), sink),
             Ok(Step::Restart) => {
                 self.counters.restarts += 1;
+                self.restarted = true;
                 self.make_ready(slot);
             }
             Ok(Step::Miss(page)) => {
@@ -800,7 +821,7 @@ impl<'a, T: Task> Worker<'a, T> {
             self.finish(slot, Err(e), sink);
             return Ok(());
         }
-        let now = self.clock;
+        let now = self.now();
         self.prober.submitted(now, IoKind::Read);
         self.counters.reads += 1;
         self.loading.insert(
@@ -822,6 +843,8 @@ impl<'a, T: Task> Worker<'a, T> {
         sink: &mut impl FnMut(T, Result<T::Output>),
     ) -> Result<()> {
         let mut done = std::mem::take(&mut self.completions);
+        // Whatever is queued goes to the kernel with this call.
+        self.urgent = false;
         // A wait begins as soon as the loop found nothing ready: at the clock's last reading.
         let before = self.clock;
         self.backend.complete(min, timeout, &mut done)?;

@@ -577,3 +577,91 @@ fn a_yielding_worker_waits_instead_of_probing_in_a_loop() {
         "spinning ({spinning} calls for nothing) should probe far more than yielding ({yielding})"
     );
 }
+
+/// A task that restarts until another thread has seen what the caller's own request wrote: in
+/// small, a session's puts restarting while a checkpoint holds the write gate until the
+/// session's log flush lands. Done(false) if a deadline passes first.
+struct UntilSeen {
+    seen: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    deadline: std::time::Instant,
+}
+
+impl Task for UntilSeen {
+    type Output = bool;
+    type Ctx = BufferPool;
+
+    fn attempt(&mut self, _: &BufferPool) -> Result<Step<bool>> {
+        if self.seen.load(std::sync::atomic::Ordering::Acquire) {
+            return Ok(Step::Done(true));
+        }
+        if std::time::Instant::now() > self.deadline {
+            return Ok(Step::Done(false));
+        }
+        Ok(Step::Restart)
+    }
+}
+
+#[test]
+fn a_callers_request_goes_out_while_tasks_restart() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut ring = match Uring::new(64) {
+        Ok(ring) => ring,
+        Err(e) => return eprintln!("skipped: io_uring unavailable here: {e}"),
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, _) = pool(dir.path(), 16, 8);
+    let path = dir.path().join("flush");
+    std::fs::write(&path, [0u8; 4096]).expect("create");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .expect("open");
+    let avg = WorkerOptions {
+        probe: ProbePolicy::Avg,
+        ..options()
+    };
+    let mut worker = Worker::new(&p, Box::new(&mut ring), avg).expect("worker");
+    let id = worker
+        .register(Arc::new(crate::io::FileIo::from_file(file, &path)))
+        .expect("register");
+    let bytes = vec![7u8; 4096];
+    let request = super::Request::Write {
+        file: id,
+        buf: bytes.as_ptr(),
+        len: 4096,
+        offset: 0,
+        sync: false,
+    };
+    // SAFETY: `bytes` outlives the request: the loop below runs until its completion is taken.
+    unsafe { worker.submit_other(super::worker::OTHER_TAG | 1, request) }.expect("submit");
+    let seen = Arc::new(AtomicBool::new(false));
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let task = UntilSeen {
+        seen: seen.clone(),
+        deadline,
+    };
+    assert!(worker.try_admit(task).is_ok());
+    let mut results = Vec::new();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while std::time::Instant::now() < deadline && !seen.load(Ordering::Acquire) {
+                if std::fs::read(&path).expect("read")[0] == 7 {
+                    seen.store(true, Ordering::Release);
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        });
+        while worker.in_flight() > 0 || worker.others_in_flight() > 0 {
+            worker
+                .run_until_finished(|_, r| results.push(r.expect("task")))
+                .expect("run");
+        }
+    });
+    // Before session 34 the write stayed queued for the next batch of reads, none came while
+    // the task restarted, and the task gave up at the deadline (a session and a checkpoint
+    // waited for each other so in `patree_crash`).
+    assert_eq!(results, [true]);
+    assert_eq!(worker.take_others().len(), 1);
+}
