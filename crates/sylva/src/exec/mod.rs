@@ -66,6 +66,7 @@
 
 #[cfg(target_os = "linux")]
 mod baseline;
+mod counters;
 #[cfg(target_os = "linux")]
 pub mod calibrate;
 mod executor;
