@@ -25,7 +25,7 @@ const MAX_HEIGHT: usize = 64;
 thread_local! {
     /// Where the last descent on this (non-blocking) thread stopped at a page not in memory: the
     /// missing page's place in its parent, as read. Its task resumes there after the load
-    /// ([`BTree::descend_from`]) rather than descending again from the root.
+    /// ([`BTree::find_leaf_from`]) rather than descending again from the root.
     static MISSED_AT: std::cell::Cell<Option<ChildPos>> = const { std::cell::Cell::new(None) };
 }
 

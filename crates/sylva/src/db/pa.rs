@@ -14,9 +14,8 @@
 //! the parent of the page it missed (`BTree::get_attempt_from`), if that parent is still at the
 //! version its child was read at, rather than from the root: nearly half a get's attempts
 //! are such second descents. Puts and deletes descend again from the root. A write takes the
-//! write gate per attempt
-//! without waiting ([`crate::btree::NodeStore::try_write_gate`]): while a checkpoint holds it,
-//! the attempt is retried later rather than stalling the worker.
+//! write gate per attempt without waiting ([`crate::btree::NodeStore::try_write_gate`]): while
+//! a checkpoint holds it, the attempt is retried later rather than stalling the worker.
 //!
 //! What must not run on the worker runs on the calling thread, as `Db` runs it:
 //!

@@ -18,17 +18,17 @@
 //! again and the page was read twice (`pinned_until_waiters_ran`, the regression test). A
 //! task that finishes or is abandoned without another attempt lets its pin go too.
 //!
-//! **Submissions.** A read is queued in the backend when its task misses, and the queue goes
-//! to the kernel at the next enter: when nothing is ready (the wait, or the probe loop), when
-//! a probe enters, when [`SUBMIT_BATCH`] reads are queued, after an attempt that asked to be
-//! restarted (it may wait, through another thread, for what is queued), at the next turn after
-//! a caller's own request or a write-back was queued (other threads wait for those: a
-//! checkpoint holding the write gate waits for a session's log flush, while the session's puts
-//! restart), or before [`Worker::run_until_finished`] returns. So the misses of a burst of ready tasks (the waiters
-//! of several completions) go out in one system call, and the virtual disk is notified once for
-//! them: on this VM an enter is a system call and a notification a VM exit, each a share of a
-//! read's CPU that the batch divides (`docs/results/patree.md`, session 32). The paper submits
-//! each read at once, through SPDK, where a submission is a write to the device's doorbell.
+//! **Submissions.** A read is queued in the backend when its task misses, and the queue goes to the
+//! kernel at the next enter: when nothing is ready (the wait, or the probe loop), when a probe
+//! enters, when [`SUBMIT_BATCH`] reads are queued, after an attempt that asked to be restarted (it
+//! may wait, through another thread, for what is queued), at the next turn after a caller's own
+//! request or a write-back was queued (other threads wait for those: a checkpoint holding the write
+//! gate waits for a session's log flush, while the session's puts restart), or before
+//! [`Worker::run_until_finished`] returns. So the misses of a burst of ready tasks (the waiters of
+//! several completions) go out in one system call, and the virtual disk is notified once for them:
+//! on this VM an enter is a system call and a notification a VM exit, each a share of a read's CPU
+//! that the batch divides (`docs/results/patree.md`, session 32). The paper submits each read at
+//! once, through SPDK, where a submission is a write to the device's doorbell.
 //!
 //! Probing and yielding: after each attempt, completions are collected when the [`Prober`]'s
 //! policy says some may be due and the backend may have some (a probe that would find none is
@@ -174,9 +174,9 @@ pub struct Worker<'a, T: Task> {
     /// When each slot was last emptied by a finish (0: never filled yet).
     freed_at: Vec<u64>,
     /// The clock's last reading (ns since `start`), taken after each attempt, at each
-    /// collection and admission from the caller: the time counters and the probe's decision
-    /// use it rather than reading the clock at every event (about 25 ns a reading here; the
-    /// readings per operation had doubled with the counters).
+    /// collection and admission from the caller: the time counters use it rather than reading
+    /// the clock at every event (about 25 ns a reading here; the readings per operation had
+    /// doubled with the counters). The prober reads the clock itself, as before them.
     clock: u64,
     /// A request queued that must reach the kernel at the next turn rather than wait for a
     /// batch of reads: a caller's own (a log flush) or a write-back, which other threads may be
@@ -523,9 +523,9 @@ impl<'a, T: Task> Worker<'a, T> {
             let due = self.prober.should_probe(self.now()) && self.backend.may_have_completions();
             let queued = self.backend.unsubmitted();
             // A task that restarts may be waiting, through another thread, for a request still
-            // queued here: what is queued goes out then too.
-            let spun = self.restarted && queued > 0;
-            if due || queued >= SUBMIT_BATCH || (self.urgent && queued > 0) || spun {
+            // queued here: what is queued goes out then too, as after an urgent request.
+            let push = (self.urgent || self.restarted) && queued > 0;
+            if due || queued >= SUBMIT_BATCH || push {
                 self.counters.probes += u64::from(due);
                 self.collect(0, None, sink)?;
             }
