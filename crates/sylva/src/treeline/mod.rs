@@ -74,12 +74,15 @@
 //!   was shown for the extra bytes (`docs/results/treeline.md`, session 20).
 //! - **One lock, shared by readers.** The cache, the index and page I/O are under one
 //!   reader-writer lock (writers also hold a gate shared, which a checkpoint takes
-//!   exclusively). Cache hits (their clock priorities are atomic) and scans, page reads
-//!   included, take it shared and go side by side; a read miss (it admits the record and may
-//!   evict), writes, flushes and reorganizations take it exclusively. The thesis's segment
-//!   and page locks (IR/IW/O/OX, S/X, Table 4.1) are not built: under the exclusive lock no
-//!   reader can meet a segment being replaced. Misses and writes are serialized, which costs
-//!   throughput on many threads.
+//!   exclusively). Cache hits (their clock priorities are atomic), scans and the page reads
+//!   of read misses take it shared and go side by side; writes, flushes, reorganizations and
+//!   a miss's admission of its record (it may evict) take it exclusively. A miss admits what
+//!   it read only if its segment is still in the index and no page write has touched its
+//!   pages' stripe of write counts since ([`store::WriteStripes`]); else it reads them again
+//!   (`miss_rereads`). The thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are
+//!   not built: under the exclusive lock no reader can meet a segment being replaced. Writes,
+//!   and the page I/O of their evictions, are serialized, which costs throughput on many
+//!   threads.
 //! - **Model input** (§6.2 models 8-byte integer keys): the 8 key bytes after the prefix the
 //!   reorganized records share (not the segment range's: the range is only known once the
 //!   model has chosen where the segment ends). Keys inserted later that do not share it still
@@ -133,6 +136,8 @@ mod engine;
 mod group;
 mod index;
 pub(crate) mod log;
+#[cfg(test)]
+mod miss_tests;
 mod model;
 mod options;
 pub mod page;
@@ -140,6 +145,7 @@ mod recovery;
 pub mod reorg;
 mod store;
 
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 
@@ -263,16 +269,30 @@ impl TreeLine {
         self.durable.check_open()?;
         self.limits().check_key(key)?;
         let store = self.store();
-        // A hit needs only the shared lock: readers of cached records go side by side.
-        let r = store.get_cached(&store.inner.read(), key, out);
-        if let Some(found) = self.durable.poison().guard(r)? {
-            return Ok(found);
-        }
-        // A miss may evict a dirty entry, which writes a page and logs: as a writer, under the
-        // gate (a checkpoint empties the log), and a failure poisons. (`get_into` looks in the
-        // cache again: a writer may have cached the key in between.)
+        // A hit needs only the shared lock: readers of cached records go side by side, and so
+        // do the page reads of misses.
+        let r = (|| {
+            let inner = store.inner.read();
+            if let Some(found) = store.get_cached(&inner, key, out)? {
+                return Ok(ControlFlow::Break(found));
+            }
+            store.read_miss(&inner, key).map(ControlFlow::Continue)
+        })();
+        let read = match self.durable.poison().guard_read(r)? {
+            ControlFlow::Break(found) => return Ok(found),
+            ControlFlow::Continue(read) if !store.options.record_cache => {
+                // Write-through: nothing is cached, and what was read is the answer.
+                return Ok(read.value.map(|v| {
+                    out.clear();
+                    out.extend_from_slice(&v);
+                }).is_some());
+            }
+            ControlFlow::Continue(read) => read,
+        };
+        // Caching the record may evict a dirty entry, which writes a page and logs: as a
+        // writer, under the gate (a checkpoint empties the log), and a failure poisons.
         let _gate = store.gate.read();
-        let r = store.get_into(&mut store.inner.write(), key, out);
+        let r = store.admit_miss(&mut store.inner.write(), key, read, out);
         self.durable.poison().guard(r)
     }
 
@@ -495,6 +515,7 @@ impl TreeLine {
                 ("cache_bytes", store.memory(&inner) as u64),
                 ("cache_hits", load(&c.cache_hits)),
                 ("cache_misses", load(&c.cache_misses)),
+                ("miss_rereads", load(&c.miss_rereads)),
                 ("forecast_epochs_done", inner.tracker.epochs()),
                 ("checkpoints", self.durable.checkpoints()),
                 ("check1_relinked", load(&c.check1_relinked)),

@@ -79,6 +79,7 @@ pub(crate) fn open_store(
         options,
         counters: Counters::default(),
         groups: Groups::default(),
+        writes: Default::default(),
     };
     match state {
         None => create(&store)?,

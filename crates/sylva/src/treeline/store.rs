@@ -48,12 +48,56 @@ pub(crate) struct Counters {
     pub(crate) check2_done: AtomicU64,
     pub(crate) check2_voided: AtomicU64,
     pub(crate) check2_reinvalidated: AtomicU64,
+    /// Read misses whose page was rewritten while they read it under the shared lock, read
+    /// again under the exclusive one.
+    pub(crate) miss_rereads: AtomicU64,
 }
 
 impl Counters {
     pub(crate) fn add(c: &AtomicU64, n: u64) {
         c.fetch_add(n, Ordering::Relaxed);
     }
+}
+
+/// Stripes of the page writes (number of stripes).
+const WRITE_STRIPES: usize = 256;
+
+/// Page writes counted in stripes by page id, bumped under the exclusive lock at every page
+/// write. A read miss reads its pages under the shared lock, then takes the exclusive lock to
+/// admit the record; equal counts for its pages (and the same segment in the index) then say
+/// that no flush or reorganization changed what it read in between.
+pub(crate) struct WriteStripes([AtomicU64; WRITE_STRIPES]);
+
+impl Default for WriteStripes {
+    fn default() -> Self {
+        WriteStripes(std::array::from_fn(|_| AtomicU64::new(0)))
+    }
+}
+
+impl WriteStripes {
+    fn stripe(&self, id: u64) -> &AtomicU64 {
+        &self.0[id as usize % WRITE_STRIPES]
+    }
+
+    fn bump(&self, id: u64) {
+        self.stripe(id).fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The count of page `id`'s stripe (a page pair's: the sum of both).
+    fn of(&self, pair: &PagePair) -> u64 {
+        let over = pair.overflow.as_ref().map_or(0, |(id, _)| self.stripe(*id).load(Ordering::Relaxed));
+        self.stripe(pair.base_id).load(Ordering::Relaxed).wrapping_add(over)
+    }
+}
+
+/// A read miss's pages, read under the shared lock ([`Store::read_miss`]), for
+/// [`Store::admit_miss`] under the exclusive one.
+pub(crate) struct MissRead {
+    pub(crate) value: Option<Vec<u8>>,
+    pair: PagePair,
+    first: u64,
+    production: u64,
+    writes: u64,
 }
 
 /// TreeLine's engine over the durability layer: the page file, the log, and the state under
@@ -72,6 +116,8 @@ pub(crate) struct Store {
     pub(crate) counters: Counters,
     /// Page writes waiting for one log sync ([`super::group`]).
     pub(crate) groups: Groups,
+    /// Page writes by stripe, for read misses that read under the shared lock.
+    pub(crate) writes: WriteStripes,
 }
 
 /// What the lock protects.
@@ -223,8 +269,12 @@ impl Store {
     /// Looks `key` up on its page (§4.1.1): the base page, and only if the key is not there
     /// its overflow page (a key is on one of the two). Returns the value and the pages read.
     pub(crate) fn find_on_pages(&self, inner: &Inner, key: &[u8]) -> Result<(Option<Vec<u8>>, PagePair)> {
-        let seg = inner.index.segment_of(key)?;
-        let (mut pair, link) = self.read_base(inner, &seg, seg.page_of(key))?;
+        self.find_in_segment(inner, &inner.index.segment_of(key)?, key)
+    }
+
+    /// [`Store::find_on_pages`] in `seg`, the segment of `key`.
+    fn find_in_segment(&self, inner: &Inner, seg: &Segment, key: &[u8]) -> Result<(Option<Vec<u8>>, PagePair)> {
+        let (mut pair, link) = self.read_base(inner, seg, seg.page_of(key))?;
         if let Some(v) = SegmentPage::new(pair.base_id, &pair.base)?.get(key)? {
             return Ok((Some(v.to_vec()), pair));
         }
@@ -336,6 +386,7 @@ impl Store {
         lsn: u64,
     ) -> Result<()> {
         let ps = self.page_size();
+        self.writes.bump(id);
         if let Some(p) = inner.preread.as_mut() {
             p.forget(id);
         }
@@ -597,10 +648,18 @@ impl Store {
     /// Looks `key` up in the cache alone (under the shared lock): `Some(found)` on a hit
     /// (a delete marker: not found), `None` if it is not cached.
     pub(crate) fn get_cached(&self, inner: &Inner, key: &[u8], out: &mut Vec<u8>) -> Result<Option<bool>> {
+        let found = Self::cached(inner, key, out)?;
+        if found.is_some() {
+            Counters::add(&self.counters.cache_hits, 1);
+        }
+        Ok(found)
+    }
+
+    /// [`Store::get_cached`] without counting.
+    fn cached(inner: &Inner, key: &[u8], out: &mut Vec<u8>) -> Result<Option<bool>> {
         let Some(s) = inner.cache.slot_of(key)? else {
             return Ok(None);
         };
-        Counters::add(&self.counters.cache_hits, 1);
         inner.cache.touch(s);
         Ok(Some(match inner.cache.entry(s).and_then(|e| e.value) {
             Some(v) => {
@@ -612,14 +671,46 @@ impl Store {
         }))
     }
 
-    /// Looks `key` up: the cache, else its page (admitting it, and with prefetch its
-    /// page-mates).
-    pub(crate) fn get_into(&self, inner: &mut Inner, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        if let Some(found) = self.get_cached(inner, key, out)? {
+    /// A read miss's pages read under the shared lock (misses of several threads read side by
+    /// side); [`Store::admit_miss`] caches the record under the exclusive lock.
+    pub(crate) fn read_miss(&self, inner: &Inner, key: &[u8]) -> Result<MissRead> {
+        Counters::add(&self.counters.cache_misses, 1);
+        let seg = inner.index.segment_of(key)?;
+        let (value, pair) = self.find_in_segment(inner, &seg, key)?;
+        // No page write runs under the shared lock: the counts are those of the pages read.
+        let writes = self.writes.of(&pair);
+        Ok(MissRead {
+            value,
+            pair,
+            first: seg.first,
+            production: seg.production,
+            writes,
+        })
+    }
+
+    /// Answers and caches a read miss read by [`Store::read_miss`]: from the cache if a writer
+    /// cached the key since; from what was read if its segment and pages are unchanged
+    /// (nothing else changes what a page says for a key not cached); else the pages are read
+    /// again.
+    pub(crate) fn admit_miss(&self, inner: &mut Inner, key: &[u8], read: MissRead, out: &mut Vec<u8>) -> Result<bool> {
+        if let Some(found) = Self::cached(inner, key, out)? {
             return Ok(found);
         }
-        Counters::add(&self.counters.cache_misses, 1);
-        let (value, pair) = self.find_on_pages(inner, key)?;
+        let seg = inner.index.segment_of(key)?;
+        let unchanged = seg.first == read.first
+            && seg.production == read.production
+            && self.writes.of(&read.pair) == read.writes;
+        if unchanged {
+            return self.admit(inner, key, read.value, &read.pair, out);
+        }
+        Counters::add(&self.counters.miss_rereads, 1);
+        let (value, pair) = self.find_in_segment(inner, &seg, key)?;
+        self.admit(inner, key, value, &pair, out)
+    }
+
+    /// A record read from `pair`, its page: copied out and cached (with prefetch its
+    /// page-mates too, into room the budget has left).
+    fn admit(&self, inner: &mut Inner, key: &[u8], value: Option<Vec<u8>>, pair: &PagePair, out: &mut Vec<u8>) -> Result<bool> {
         let Some(value) = value else {
             return Ok(false);
         };
@@ -635,7 +726,7 @@ impl Store {
         if self.options.prefetch
             && self.memory(inner) + RecordCache::entry_cost(key.len(), value.len()) <= budget
         {
-            let (base, over) = Self::pair_records(&pair)?;
+            let (base, over) = Self::pair_records(pair)?;
             for (k, v) in base.into_iter().chain(over) {
                 let cost = RecordCache::entry_cost(k.len(), v.len());
                 if self.memory(inner) + cost > budget {

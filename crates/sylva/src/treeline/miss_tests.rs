@@ -1,0 +1,118 @@
+//! A read miss reads its page under the shared lock and admits the record under the exclusive
+//! one ([`super::store::Store::read_miss`], [`super::store::Store::admit_miss`]): the
+//! interleavings that decide whether what it read may still be cached, run one step at a time.
+
+#![allow(clippy::unwrap_used)]
+
+use crate::io::{Io, MemIo};
+use crate::kv::KvStore;
+use crate::treeline::{TreeLine, TreeLineOptions};
+use crate::SyncMode;
+
+fn store() -> TreeLine {
+    TreeLine::open_io(
+        Box::new(MemIo::new(Vec::new())),
+        [Box::new(MemIo::new(Vec::new())) as Box<dyn Io>, Box::new(MemIo::new(Vec::new()))],
+        TreeLineOptions {
+            sync: SyncMode::Never,
+            background: false,
+            forecast: false,
+            checkpoint_bytes: 1 << 40,
+            ..TreeLineOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+fn key(i: u64) -> [u8; 8] {
+    (i * 7919).to_be_bytes()
+}
+
+fn counter(db: &TreeLine, name: &str) -> u64 {
+    KvStore::stats(db).counters.iter().find(|c| c.0 == name).unwrap().1
+}
+
+/// A store of 200 records on their pages, `key(100)` not cached.
+fn with_uncached_key() -> TreeLine {
+    let db = store();
+    for i in 0..200 {
+        db.put(&key(i), b"old").unwrap();
+    }
+    db.checkpoint().unwrap();
+    let mut inner = db.store().inner.write();
+    let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
+    inner.cache.remove(slot).unwrap();
+    drop(inner);
+    db
+}
+
+#[test]
+fn a_miss_whose_page_was_rewritten_and_its_entry_evicted_reads_again() {
+    let db = with_uncached_key();
+    let store = db.store();
+    let read = store.read_miss(&store.inner.read(), &key(100)).unwrap();
+    assert_eq!(read.value.as_deref(), Some(&b"old"[..]));
+    // While the reader waits for the exclusive lock: a put, and its entry's eviction, which
+    // writes the page and leaves the key uncached again.
+    db.put(&key(100), b"new").unwrap();
+    {
+        let mut inner = store.inner.write();
+        store.flush_key(&mut inner, &key(100)).unwrap();
+        let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
+        inner.cache.remove(slot).unwrap();
+    }
+    let mut out = Vec::new();
+    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert_eq!(out, b"new", "the page read before the flush was admitted");
+    assert_eq!(counter(&db, "miss_rereads"), 1);
+    assert_eq!(db.get(&key(100)).unwrap().as_deref(), Some(&b"new"[..]));
+}
+
+#[test]
+fn a_miss_whose_key_a_writer_cached_answers_from_the_cache() {
+    let db = with_uncached_key();
+    let store = db.store();
+    let read = store.read_miss(&store.inner.read(), &key(100)).unwrap();
+    db.put(&key(100), b"new").unwrap();
+    let mut out = Vec::new();
+    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert_eq!(out, b"new");
+    assert_eq!(counter(&db, "miss_rereads"), 0);
+}
+
+#[test]
+fn a_miss_whose_pages_are_unchanged_admits_what_it_read() {
+    let db = with_uncached_key();
+    let store = db.store();
+    let read = store.read_miss(&store.inner.read(), &key(100)).unwrap();
+    // A write elsewhere in the store that writes no page.
+    db.put(&key(1), b"other").unwrap();
+    let reads = counter(&db, "page_reads");
+    let mut out = Vec::new();
+    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert_eq!(out, b"old");
+    assert_eq!((counter(&db, "miss_rereads"), counter(&db, "page_reads")), (0, reads));
+    assert!(store.inner.read().cache.slot_of(&key(100)).unwrap().is_some(), "admitted");
+}
+
+#[test]
+fn a_miss_whose_segment_was_reorganized_reads_again() {
+    let db = with_uncached_key();
+    let store = db.store();
+    let read = store.read_miss(&store.inner.read(), &key(100)).unwrap();
+    db.put(&key(100), b"new").unwrap();
+    {
+        // A reorganization takes the dirty entry along to new pages (the old ones are not
+        // written again), and the entry is then evicted clean.
+        let mut inner = store.inner.write();
+        let seg = inner.index.segment_of(&key(100)).unwrap();
+        crate::treeline::reorg::reorganize(store, &mut inner, &seg).unwrap();
+        assert!(!inner.cache.get(&key(100)).unwrap().unwrap().dirty);
+        let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
+        inner.cache.remove(slot).unwrap();
+    }
+    let mut out = Vec::new();
+    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert_eq!(out, b"new", "the replaced segment's page was admitted");
+    assert_eq!(counter(&db, "miss_rereads"), 1);
+}
