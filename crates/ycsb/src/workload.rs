@@ -306,7 +306,7 @@ pub fn generate(params: &GenerateParams, keys: &KeyGen) -> Result<Workload, Work
         r
     };
 
-    let mut chooser = Chooser::new(*dist, records);
+    let mut chooser = Chooser::new(*dist, records, (ops as f64 * spec.insert) as u64);
     let mut existing = records;
     let mut run = Vec::with_capacity(ops as usize);
     for _ in 0..ops {

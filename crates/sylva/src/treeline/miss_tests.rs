@@ -1,11 +1,13 @@
-//! A read miss reads its page under the shared lock and admits the record under the exclusive
-//! one ([`super::store::Store::read_miss`], [`super::store::Store::admit_miss`]): the
-//! interleavings that decide whether what it read may still be cached, run one step at a time.
+//! A read miss notes its page under the shared lock, reads it with no lock held and admits the
+//! record under the exclusive lock ([`super::store::Store::plan_miss`], `read_miss`,
+//! `admit_miss`): the interleavings that decide whether what it read may still be cached, run
+//! one step at a time.
 
 #![allow(clippy::unwrap_used)]
 
 use crate::io::{Io, MemIo};
 use crate::kv::KvStore;
+use crate::treeline::store::MissRead;
 use crate::treeline::{TreeLine, TreeLineOptions};
 use crate::SyncMode;
 
@@ -32,6 +34,13 @@ fn counter(db: &TreeLine, name: &str) -> u64 {
     KvStore::stats(db).counters.iter().find(|c| c.0 == name).unwrap().1
 }
 
+/// `key(100)`'s miss, its pages read.
+fn miss(db: &TreeLine) -> MissRead {
+    let store = db.store();
+    let plan = store.plan_miss(&store.inner.read(), &key(100)).unwrap();
+    store.read_miss(plan, &key(100))
+}
+
 /// A store of 200 records on their pages, `key(100)` not cached.
 fn with_uncached_key() -> TreeLine {
     let db = store();
@@ -50,8 +59,8 @@ fn with_uncached_key() -> TreeLine {
 fn a_miss_whose_page_was_rewritten_and_its_entry_evicted_reads_again() {
     let db = with_uncached_key();
     let store = db.store();
-    let read = store.read_miss(&store.inner.read(), &key(100)).unwrap();
-    assert_eq!(read.value.as_deref(), Some(&b"old"[..]));
+    let read = miss(&db);
+    assert_eq!(read.found.as_ref().unwrap().0.as_deref(), Some(&b"old"[..]));
     // While the reader waits for the exclusive lock: a put, and its entry's eviction, which
     // writes the page and leaves the key uncached again.
     db.put(&key(100), b"new").unwrap();
@@ -72,7 +81,7 @@ fn a_miss_whose_page_was_rewritten_and_its_entry_evicted_reads_again() {
 fn a_miss_whose_key_a_writer_cached_answers_from_the_cache() {
     let db = with_uncached_key();
     let store = db.store();
-    let read = store.read_miss(&store.inner.read(), &key(100)).unwrap();
+    let read = miss(&db);
     db.put(&key(100), b"new").unwrap();
     let mut out = Vec::new();
     assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
@@ -84,7 +93,7 @@ fn a_miss_whose_key_a_writer_cached_answers_from_the_cache() {
 fn a_miss_whose_pages_are_unchanged_admits_what_it_read() {
     let db = with_uncached_key();
     let store = db.store();
-    let read = store.read_miss(&store.inner.read(), &key(100)).unwrap();
+    let read = miss(&db);
     // A write elsewhere in the store that writes no page.
     db.put(&key(1), b"other").unwrap();
     let reads = counter(&db, "page_reads");
@@ -99,7 +108,7 @@ fn a_miss_whose_pages_are_unchanged_admits_what_it_read() {
 fn a_miss_whose_segment_was_reorganized_reads_again() {
     let db = with_uncached_key();
     let store = db.store();
-    let read = store.read_miss(&store.inner.read(), &key(100)).unwrap();
+    let read = miss(&db);
     db.put(&key(100), b"new").unwrap();
     {
         // A reorganization takes the dirty entry along to new pages (the old ones are not
@@ -115,4 +124,30 @@ fn a_miss_whose_segment_was_reorganized_reads_again() {
     assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
     assert_eq!(out, b"new", "the replaced segment's page was admitted");
     assert_eq!(counter(&db, "miss_rereads"), 1);
+}
+
+/// A read that met a page being written (torn: its checksum fails) while a flush rewrote it is
+/// read again; the same failure with the page unchanged is the answer.
+#[test]
+fn a_failed_read_counts_only_if_its_page_is_unchanged() {
+    let torn = || Err(crate::Error::ChecksumMismatch { page: 1, expected: 1, got: 2 });
+    let db = with_uncached_key();
+    let store = db.store();
+    let mut read = miss(&db);
+    read.found = torn();
+    let mut out = Vec::new();
+    let r = store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out);
+    assert!(matches!(r, Err(crate::Error::ChecksumMismatch { .. })), "{r:?}");
+
+    let mut read = miss(&db);
+    read.found = torn();
+    db.put(&key(100), b"new").unwrap();
+    {
+        let mut inner = store.inner.write();
+        store.flush_key(&mut inner, &key(100)).unwrap();
+        let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
+        inner.cache.remove(slot).unwrap();
+    }
+    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert_eq!(out, b"new");
 }

@@ -74,12 +74,12 @@
 //!   was shown for the extra bytes (`docs/results/treeline.md`, session 20).
 //! - **One lock, shared by readers.** The cache, the index and page I/O are under one
 //!   reader-writer lock (writers also hold a gate shared, which a checkpoint takes
-//!   exclusively). Cache hits (their clock priorities are atomic), scans and the page reads
-//!   of read misses take it shared and go side by side; writes, flushes, reorganizations and
-//!   a miss's admission of its record (it may evict) take it exclusively. A miss admits what
-//!   it read only if its segment is still in the index and no page write has touched its
-//!   pages' stripe of write counts since ([`store::WriteStripes`]); else it reads them again
-//!   (`miss_rereads`). The thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are
+//!   exclusively). Cache hits (their clock priorities are atomic) and scans take it shared
+//!   and go side by side; writes, flushes, reorganizations and a miss's admission of its
+//!   record (it may evict) take it exclusively. A read miss reads its pages with no lock
+//!   held: it notes its segment and its base page's count of writes under the shared lock
+//!   ([`store::WriteStripes`]), and admits what it read only if both are unchanged when it
+//!   holds the exclusive lock; else it reads them again under it (`miss_rereads`). The thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are
 //!   not built: under the exclusive lock no reader can meet a segment being replaced. Writes,
 //!   and the page I/O of their evictions, are serialized, which costs throughput on many
 //!   threads.
@@ -269,26 +269,20 @@ impl TreeLine {
         self.durable.check_open()?;
         self.limits().check_key(key)?;
         let store = self.store();
-        // A hit needs only the shared lock: readers of cached records go side by side, and so
-        // do the page reads of misses.
+        // A hit needs only the shared lock: readers of cached records go side by side. A miss
+        // notes its page under it and reads with no lock held.
         let r = (|| {
             let inner = store.inner.read();
             if let Some(found) = store.get_cached(&inner, key, out)? {
                 return Ok(ControlFlow::Break(found));
             }
-            store.read_miss(&inner, key).map(ControlFlow::Continue)
+            store.plan_miss(&inner, key).map(ControlFlow::Continue)
         })();
-        let read = match self.durable.poison().guard_read(r)? {
+        let plan = match self.durable.poison().guard_read(r)? {
             ControlFlow::Break(found) => return Ok(found),
-            ControlFlow::Continue(read) if !store.options.record_cache => {
-                // Write-through: nothing is cached, and what was read is the answer.
-                return Ok(read.value.map(|v| {
-                    out.clear();
-                    out.extend_from_slice(&v);
-                }).is_some());
-            }
-            ControlFlow::Continue(read) => read,
+            ControlFlow::Continue(plan) => plan,
         };
+        let read = store.read_miss(plan, key);
         // Caching the record may evict a dirty entry, which writes a page and logs: as a
         // writer, under the gate (a checkpoint empties the log), and a failure poisons.
         let _gate = store.gate.read();

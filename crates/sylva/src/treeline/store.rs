@@ -63,9 +63,11 @@ impl Counters {
 const WRITE_STRIPES: usize = 256;
 
 /// Page writes counted in stripes by page id, bumped under the exclusive lock at every page
-/// write. A read miss reads its pages under the shared lock, then takes the exclusive lock to
-/// admit the record; equal counts for its pages (and the same segment in the index) then say
-/// that no flush or reorganization changed what it read in between.
+/// write. A read miss notes its segment and its base page's count under the shared lock, reads
+/// the pages with no lock held, then takes the exclusive lock to admit the record: the same
+/// segment in the index and the same count then say that no flush or reorganization changed
+/// what it read in between (a flush that rewrites an overflow page rewrites its base page too;
+/// a reorganization replaces the segment).
 pub(crate) struct WriteStripes([AtomicU64; WRITE_STRIPES]);
 
 impl Default for WriteStripes {
@@ -83,21 +85,28 @@ impl WriteStripes {
         self.stripe(id).fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The count of page `id`'s stripe (a page pair's: the sum of both).
-    fn of(&self, pair: &PagePair) -> u64 {
-        let over = pair.overflow.as_ref().map_or(0, |(id, _)| self.stripe(*id).load(Ordering::Relaxed));
-        self.stripe(pair.base_id).load(Ordering::Relaxed).wrapping_add(over)
+    /// The count of page `id`'s stripe.
+    fn of(&self, id: u64) -> u64 {
+        self.stripe(id).load(Ordering::Relaxed)
     }
 }
 
-/// A read miss's pages, read under the shared lock ([`Store::read_miss`]), for
-/// [`Store::admit_miss`] under the exclusive one.
-pub(crate) struct MissRead {
-    pub(crate) value: Option<Vec<u8>>,
-    pair: PagePair,
-    first: u64,
-    production: u64,
+/// A read miss's segment and page, noted under the shared lock ([`Store::plan_miss`]), for
+/// reading with no lock held ([`Store::read_miss`]).
+pub(crate) struct MissPlan {
+    seg: Segment,
+    /// The base page's overflow link as recovery corrected it, if it did.
+    relinked: Option<u64>,
+    /// The base page's count of writes ([`WriteStripes`]).
     writes: u64,
+}
+
+/// A read miss's pages, read with no lock held, for [`Store::admit_miss`] under the exclusive
+/// lock: the value found and the pages, or the error met (a torn read of a page being written
+/// is an error only if its segment and page turn out unchanged).
+pub(crate) struct MissRead {
+    pub(crate) found: Result<(Option<Vec<u8>>, PagePair)>,
+    plan: MissPlan,
 }
 
 /// TreeLine's engine over the durability layer: the page file, the log, and the state under
@@ -216,11 +225,6 @@ impl Store {
         self.file.page_size()
     }
 
-    /// The overflow page of base page `base_id` whose header says `link`.
-    fn overflow_of(inner: &Inner, base_id: u64, link: u64) -> u64 {
-        inner.relinked.get(&base_id).copied().unwrap_or(link)
-    }
-
     /// Reads base page `k` of `seg` and its overflow page.
     pub(crate) fn read_pair(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<PagePair> {
         let (mut pair, link) = self.read_base(inner, seg, k)?;
@@ -234,9 +238,22 @@ impl Store {
     /// overflow page's id (0: none).
     fn read_base(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<(PagePair, u64)> {
         let base_id = seg.first + k as u64;
+        self.read_base_at(seg, k, inner.preread.as_ref(), inner.relinked.get(&base_id).copied())
+    }
+
+    /// [`Store::read_base`] with what it needs of the store's state: the checkpoint's
+    /// pre-read pages, and the base page's overflow link as recovery corrected it.
+    fn read_base_at(
+        &self,
+        seg: &Segment,
+        k: usize,
+        preread: Option<&Preread>,
+        relinked: Option<u64>,
+    ) -> Result<(PagePair, u64)> {
+        let base_id = seg.first + k as u64;
         let mut base = self.file.buffer(1);
         let ps = self.page_size();
-        match inner.preread.as_ref().and_then(|p| p.page(base_id, ps)) {
+        match preread.and_then(|p| p.page(base_id, ps)) {
             Some(copy) => base[..ps].copy_from_slice(copy),
             None => {
                 self.settle(base_id, 1)?;
@@ -254,7 +271,7 @@ impl Store {
                 ),
             });
         }
-        let link = Self::overflow_of(inner, base_id, header.link);
+        let link = relinked.unwrap_or(header.link);
         Ok((
             PagePair {
                 base_id,
@@ -274,7 +291,21 @@ impl Store {
 
     /// [`Store::find_on_pages`] in `seg`, the segment of `key`.
     fn find_in_segment(&self, inner: &Inner, seg: &Segment, key: &[u8]) -> Result<(Option<Vec<u8>>, PagePair)> {
-        let (mut pair, link) = self.read_base(inner, seg, seg.page_of(key))?;
+        let base_id = seg.first + seg.page_of(key) as u64;
+        let relinked = inner.relinked.get(&base_id).copied();
+        self.find_at(seg, key, inner.preread.as_ref(), relinked)
+    }
+
+    /// [`Store::find_in_segment`] with what it needs of the store's state (as
+    /// [`Store::read_base_at`]).
+    fn find_at(
+        &self,
+        seg: &Segment,
+        key: &[u8],
+        preread: Option<&Preread>,
+        relinked: Option<u64>,
+    ) -> Result<(Option<Vec<u8>>, PagePair)> {
+        let (mut pair, link) = self.read_base_at(seg, seg.page_of(key), preread, relinked)?;
         if let Some(v) = SegmentPage::new(pair.base_id, &pair.base)?.get(key)? {
             return Ok((Some(v.to_vec()), pair));
         }
@@ -352,7 +383,7 @@ impl Store {
             }
             let mut base = Vec::new();
             p.records_into(&mut base)?;
-            let link = Self::overflow_of(inner, id, p.header.link);
+            let link = inner.relinked.get(&id).copied().unwrap_or(p.header.link);
             if link != 0 {
                 let o = self.read_overflow(link, id, seg.production)?;
                 let mut over = Vec::new();
@@ -671,40 +702,46 @@ impl Store {
         }))
     }
 
-    /// A read miss's pages read under the shared lock (misses of several threads read side by
-    /// side); [`Store::admit_miss`] caches the record under the exclusive lock.
-    pub(crate) fn read_miss(&self, inner: &Inner, key: &[u8]) -> Result<MissRead> {
+    /// Notes what a read miss will read, under the shared lock (held only for this: misses of
+    /// several threads read their pages side by side, and writers are not held up by them).
+    pub(crate) fn plan_miss(&self, inner: &Inner, key: &[u8]) -> Result<MissPlan> {
         Counters::add(&self.counters.cache_misses, 1);
         let seg = inner.index.segment_of(key)?;
-        let (value, pair) = self.find_in_segment(inner, &seg, key)?;
-        // No page write runs under the shared lock: the counts are those of the pages read.
-        let writes = self.writes.of(&pair);
-        Ok(MissRead {
-            value,
-            pair,
-            first: seg.first,
-            production: seg.production,
-            writes,
+        let base_id = seg.first + seg.page_of(key) as u64;
+        Ok(MissPlan {
+            relinked: inner.relinked.get(&base_id).copied(),
+            writes: self.writes.of(base_id),
+            seg,
         })
     }
 
+    /// Reads a read miss's pages with no lock held.
+    pub(crate) fn read_miss(&self, plan: MissPlan, key: &[u8]) -> MissRead {
+        MissRead {
+            found: self.find_at(&plan.seg, key, None, plan.relinked),
+            plan,
+        }
+    }
+
     /// Answers and caches a read miss read by [`Store::read_miss`]: from the cache if a writer
-    /// cached the key since; from what was read if its segment and pages are unchanged
+    /// cached the key since; from what was read if its segment and base page are unchanged
     /// (nothing else changes what a page says for a key not cached); else the pages are read
-    /// again.
+    /// again, under the lock.
     pub(crate) fn admit_miss(&self, inner: &mut Inner, key: &[u8], read: MissRead, out: &mut Vec<u8>) -> Result<bool> {
         if let Some(found) = Self::cached(inner, key, out)? {
             return Ok(found);
         }
         let seg = inner.index.segment_of(key)?;
-        let unchanged = seg.first == read.first
-            && seg.production == read.production
-            && self.writes.of(&read.pair) == read.writes;
-        if unchanged {
-            return self.admit(inner, key, read.value, &read.pair, out);
-        }
-        Counters::add(&self.counters.miss_rereads, 1);
-        let (value, pair) = self.find_in_segment(inner, &seg, key)?;
+        let plan = &read.plan;
+        let unchanged = seg.first == plan.seg.first
+            && seg.production == plan.seg.production
+            && self.writes.of(seg.first + seg.page_of(key) as u64) == plan.writes;
+        let (value, pair) = if unchanged {
+            read.found?
+        } else {
+            Counters::add(&self.counters.miss_rereads, 1);
+            self.find_in_segment(inner, &seg, key)?
+        };
         self.admit(inner, key, value, &pair, out)
     }
 
