@@ -143,6 +143,7 @@ mod options;
 pub mod page;
 mod recovery;
 pub mod reorg;
+mod scan;
 mod store;
 
 use std::ops::ControlFlow;

@@ -4,6 +4,7 @@
 //! an overflow page written before its base page).
 
 use std::collections::{HashMap, HashSet};
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -362,18 +363,24 @@ impl Store {
 
     /// Every record of `seg`, its base pages read with one I/O.
     pub(crate) fn read_segment(&self, inner: &Inner, seg: &Segment) -> Result<SegmentRecords> {
-        let n = seg.pages as usize;
+        self.read_pages(inner, seg, 0..seg.pages as usize)
+    }
+
+    /// The records of base pages `pages` of `seg` (and of their overflow pages), the base
+    /// pages read with one I/O.
+    pub(super) fn read_pages(&self, inner: &Inner, seg: &Segment, pages: Range<usize>) -> Result<SegmentRecords> {
+        let n = pages.len();
         let ps = self.page_size();
-        self.settle(seg.first, n as u64)?;
+        let first = seg.first + pages.start as u64;
+        self.settle(first, n as u64)?;
         let mut buf = self.file.buffer(n);
-        self.file
-            .read_run(seg.first, &mut buf, &vec![PageKind::SegmentPage; n])?;
+        self.file.read_run(first, &mut buf, &vec![PageKind::SegmentPage; n])?;
         Counters::add(&self.counters.page_reads, n as u64);
         let mut records = Vec::new();
         let mut overflows = Vec::new();
-        for k in 0..n {
+        for (at, k) in pages.enumerate() {
             let id = seg.first + k as u64;
-            let bytes = &buf[k * ps..(k + 1) * ps];
+            let bytes = &buf[at * ps..(at + 1) * ps];
             let p = SegmentPage::new(id, bytes)?;
             if p.header.production != seg.production || p.header.offset as usize != k {
                 return Err(Error::Corruption {
@@ -776,59 +783,6 @@ impl Store {
         }
         self.evict_to_budget(inner)?;
         Ok(true)
-    }
-
-    /// The records of the segment holding `from` with keys `>= from` (and `< end`), the cache
-    /// merged over the pages (its entries win, delete markers hide), up to `limit`; and the
-    /// segment's upper bound (where the next batch starts).
-    pub(crate) fn scan_segment(
-        &self,
-        inner: &Inner,
-        from: &[u8],
-        end: Option<&[u8]>,
-        limit: usize,
-    ) -> Result<(Vec<Record>, Option<Vec<u8>>)> {
-        let (seg, upper) = inner.index.find(from)?;
-        let disk = self.read_segment(inner, &seg)?.records;
-        let stop = match (upper.as_deref(), end) {
-            (Some(u), Some(e)) => Some(u.min(e)),
-            (u, e) => u.or(e),
-        };
-        let slots = inner.cache.range(from, stop)?;
-        let mut out = Vec::new();
-        let mut d = disk
-            .into_iter()
-            .skip_while(|r| r.0.as_slice() < from)
-            .take_while(|r| stop.is_none_or(|s| r.0.as_slice() < s))
-            .peekable();
-        let mut c = slots.into_iter().filter_map(|s| inner.cache.entry(s)).peekable();
-        while out.len() < limit {
-            let take_cache = match (d.peek(), c.peek()) {
-                (None, None) => break,
-                (Some(_), None) => false,
-                (None, Some(_)) => true,
-                (Some(r), Some(e)) => {
-                    if e.key <= r.0.as_slice() {
-                        if e.key == r.0.as_slice() {
-                            d.next();
-                        }
-                        true
-                    } else {
-                        false
-                    }
-                }
-            };
-            if take_cache {
-                if let Some(e) = c.next() {
-                    if let Some(v) = e.value {
-                        out.push((e.key.to_vec(), v.to_vec()));
-                    }
-                }
-            } else if let Some(r) = d.next() {
-                out.push(r);
-            }
-        }
-        Ok((out, upper))
     }
 
     /// Live records: those on the pages, corrected by every dirty entry (an entry that does
