@@ -23,6 +23,17 @@ fn key(i: u64) -> [u8; 8] {
     i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes()
 }
 
+/// A temporary directory in memory where there is one (the tests measure no disk).
+fn shm_dir() -> tempfile::TempDir {
+    let shm = std::path::Path::new("/dev/shm");
+    tempfile::tempdir_in(if shm.is_dir() {
+        shm
+    } else {
+        std::path::Path::new("/tmp")
+    })
+    .unwrap()
+}
+
 fn counter(db: &TreeLine, name: &str) -> u64 {
     KvStore::stats(db)
         .counters
@@ -34,12 +45,7 @@ fn counter(db: &TreeLine, name: &str) -> u64 {
 
 #[test]
 fn four_threads_through_a_thousand_reorganizations() {
-    let dir = tempfile::tempdir_in(if std::path::Path::new("/dev/shm").is_dir() {
-        "/dev/shm"
-    } else {
-        "/tmp"
-    })
-    .unwrap();
+    let dir = shm_dir();
     let mut o = TreeLineOptions {
         sync: SyncMode::Never,
         goal: 4,
@@ -147,12 +153,7 @@ const VERSIONED: u64 = 2_000;
 
 #[test]
 fn reads_that_miss_beside_a_writer_see_no_older_version() {
-    let dir = tempfile::tempdir_in(if std::path::Path::new("/dev/shm").is_dir() {
-        "/dev/shm"
-    } else {
-        "/tmp"
-    })
-    .unwrap();
+    let dir = shm_dir();
     let mut o = TreeLineOptions {
         sync: SyncMode::Never,
         goal: 8,

@@ -11,7 +11,9 @@ use crate::treeline::store::MissRead;
 use crate::treeline::{TreeLine, TreeLineOptions};
 use crate::SyncMode;
 
-fn store() -> TreeLine {
+/// A store in memory with no background threads, no forecasting and no checkpoint of its
+/// own (also for `treeline::scan`'s tests).
+pub(super) fn store() -> TreeLine {
     TreeLine::open_io(
         Box::new(MemIo::new(Vec::new())),
         [Box::new(MemIo::new(Vec::new())) as Box<dyn Io>, Box::new(MemIo::new(Vec::new()))],
@@ -41,6 +43,17 @@ fn miss(db: &TreeLine) -> MissRead {
     store.read_miss(plan, &key(100))
 }
 
+/// While a reader waits for the exclusive lock: `key(100)` put, and its entry's eviction, which
+/// writes the page and leaves the key uncached again.
+fn put_flush_and_evict(db: &TreeLine) {
+    db.put(&key(100), b"new").unwrap();
+    let store = db.store();
+    let mut inner = store.inner.write();
+    store.flush_key(&mut inner, &key(100)).unwrap();
+    let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
+    inner.cache.remove(slot).unwrap();
+}
+
 /// A store of 200 records on their pages, `key(100)` not cached.
 fn with_uncached_key() -> TreeLine {
     let db = store();
@@ -61,15 +74,7 @@ fn a_miss_whose_page_was_rewritten_and_its_entry_evicted_reads_again() {
     let store = db.store();
     let read = miss(&db);
     assert_eq!(read.found.as_ref().unwrap().0.as_deref(), Some(&b"old"[..]));
-    // While the reader waits for the exclusive lock: a put, and its entry's eviction, which
-    // writes the page and leaves the key uncached again.
-    db.put(&key(100), b"new").unwrap();
-    {
-        let mut inner = store.inner.write();
-        store.flush_key(&mut inner, &key(100)).unwrap();
-        let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
-        inner.cache.remove(slot).unwrap();
-    }
+    put_flush_and_evict(&db);
     let mut out = Vec::new();
     assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
     assert_eq!(out, b"new", "the page read before the flush was admitted");
@@ -141,13 +146,7 @@ fn a_failed_read_counts_only_if_its_page_is_unchanged() {
 
     let mut read = miss(&db);
     read.found = torn();
-    db.put(&key(100), b"new").unwrap();
-    {
-        let mut inner = store.inner.write();
-        store.flush_key(&mut inner, &key(100)).unwrap();
-        let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
-        inner.cache.remove(slot).unwrap();
-    }
+    put_flush_and_evict(&db);
     assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
     assert_eq!(out, b"new");
 }

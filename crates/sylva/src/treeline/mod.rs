@@ -41,6 +41,11 @@
 //! ([`crate::util::histogram`], epochs counted at flush time, when an insert is known to be
 //! one).
 //!
+//! **Scans** ([`scan`], §4.1.3): a segment at a time, its pages merged with the cache's entries
+//! of the range (they win; delete markers hide). Where the segment's model keeps key order
+//! across its pages, a scan reads from its start key's page on, first only the pages its limit
+//! needs at the goal's fill, with one I/O; else the whole segment.
+//!
 //! **Log and recovery** ([`log`], [`recovery`], [`engine`]): PUT and DELETE are logged before
 //! a write is acknowledged (the `sync` cadence as `Db`'s). A page reaches disk only after the
 //! log covering its entries (the WAL rule), and its first write after a checkpoint logs its

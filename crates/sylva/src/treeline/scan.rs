@@ -130,10 +130,8 @@ impl Store {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use crate::io::{Io, MemIo};
     use crate::kv::KvStore;
-    use crate::treeline::{TreeLine, TreeLineOptions};
-    use crate::SyncMode;
+    use crate::treeline::TreeLine;
 
     fn key(i: u64) -> [u8; 8] {
         (i * 16).to_be_bytes()
@@ -145,18 +143,7 @@ mod tests {
 
     /// 20,000 dense keys on their pages (segments of 16 pages), none cached.
     fn store() -> TreeLine {
-        let db = TreeLine::open_io(
-            Box::new(MemIo::new(Vec::new())),
-            [Box::new(MemIo::new(Vec::new())) as Box<dyn Io>, Box::new(MemIo::new(Vec::new()))],
-            TreeLineOptions {
-                sync: SyncMode::Never,
-                background: false,
-                forecast: false,
-                checkpoint_bytes: 1 << 40,
-                ..TreeLineOptions::default()
-            },
-        )
-        .unwrap();
+        let db = crate::treeline::miss_tests::store();
         for i in 0..20_000 {
             db.put(&key(i), &i.to_be_bytes()).unwrap();
         }
