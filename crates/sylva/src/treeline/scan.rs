@@ -27,8 +27,8 @@ impl Store {
     ///
     /// Where the segment's model keeps key order across its pages (every key of the range
     /// shares the model's prefix, [`ordered_pages`]), only the pages from `from`'s on are
-    /// read, and first only as many as `limit` records at the goal's fill need (§4.1.3 reads
-    /// "the appropriate data pages"; a short scan of a 16-page segment read all 16 and their
+    /// read, and first only as many as `limit` records at the goal's fill need (§4.1.3 checks
+    /// "the appropriate data page(s)"; a short scan of a 16-page segment read all 16 and their
     /// overflow pages): the merge is exact up to the last key read, and the rest of the
     /// segment is read if that leaves the scan short.
     pub(crate) fn scan_segment(
