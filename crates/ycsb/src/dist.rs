@@ -8,9 +8,7 @@
 //!   count, so popular items are spread over the key space instead of clustered at its start.
 //!   As YCSB's `CoreWorkload` sets it up, that count is fixed for a run phase: the records at its
 //!   start plus twice the inserts it expects, and a draw of a record not yet inserted is drawn
-//!   again. (Reduced modulo the records inserted so far, as before session 35, every insert moved
-//!   every popular item to another record: a phase with inserts, D and E under `--dist zipfian`,
-//!   had no lasting hot set.)
+//!   again, so the popular records stay popular while a phase inserts.
 //! - Latest: YCSB's `SkewedLatestGenerator`: the most recently inserted record is the most
 //!   popular; `latest − zipfian(latest)`.
 //! - Uniform.

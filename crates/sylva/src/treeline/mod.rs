@@ -84,10 +84,10 @@
 //!   record (it may evict) take it exclusively. A read miss reads its pages with no lock
 //!   held: it notes its segment and its base page's count of writes under the shared lock
 //!   ([`store::WriteStripes`]), and admits what it read only if both are unchanged when it
-//!   holds the exclusive lock; else it reads them again under it (`miss_rereads`). The thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are
-//!   not built: under the exclusive lock no reader can meet a segment being replaced. Writes,
-//!   and the page I/O of their evictions, are serialized, which costs throughput on many
-//!   threads.
+//!   holds the exclusive lock; else it reads them again under it (`miss_rereads`). The
+//!   thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are not built: under the
+//!   exclusive lock no reader can meet a segment being replaced. Writes, and the page I/O of
+//!   their evictions, are serialized, which costs throughput on many threads.
 //! - **Model input** (§6.2 models 8-byte integer keys): the 8 key bytes after the prefix the
 //!   reorganized records share (not the segment range's: the range is only known once the
 //!   model has chosen where the segment ends). Keys inserted later that do not share it still

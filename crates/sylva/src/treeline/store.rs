@@ -49,8 +49,8 @@ pub(crate) struct Counters {
     pub(crate) check2_done: AtomicU64,
     pub(crate) check2_voided: AtomicU64,
     pub(crate) check2_reinvalidated: AtomicU64,
-    /// Read misses whose page was rewritten while they read it under the shared lock, read
-    /// again under the exclusive one.
+    /// Read misses whose segment or base page changed while they read with no lock held,
+    /// read again under the exclusive lock.
     pub(crate) miss_rereads: AtomicU64,
 }
 
@@ -126,7 +126,7 @@ pub(crate) struct Store {
     pub(crate) counters: Counters,
     /// Page writes waiting for one log sync ([`super::group`]).
     pub(crate) groups: Groups,
-    /// Page writes by stripe, for read misses that read under the shared lock.
+    /// Page writes by stripe, for read misses that read with no lock held.
     pub(crate) writes: WriteStripes,
 }
 
