@@ -34,7 +34,7 @@ fn small(grouping: bool) -> TreeLineOptions {
         ..TreeLineOptions::default()
     };
     o.set("cache_records", "300").unwrap();
-    o.cache_bytes += (6 << 20) + 8192 + 2 * 64 * 16 + 10 * 64 * 8 + 1024;
+    o.cache_bytes += (6 << 20) + 8192 + (4 << 20) + 2 * 64 * 16 + 2 * 10 * 64 * 8 + 1024;
     o
 }
 

@@ -44,7 +44,7 @@ fn options() -> TreeLineOptions {
         ..TreeLineOptions::default()
     };
     o.set("cache_records", "300").unwrap();
-    o.cache_bytes += (6 << 20) + 8192 + 2 * 32 * 16 + 10 * 32 * 8 + 1024;
+    o.cache_bytes += (6 << 20) + 8192 + (4 << 20) + 2 * 32 * 16 + 2 * 10 * 32 * 8 + 1024;
     o
 }
 

@@ -1,6 +1,10 @@
 //! `cache_bytes` bounds TreeLine's memory: after loading 1M records of 64 bytes with a 32 MiB
 //! budget, the process's resident set grew by at most the budget plus 8 MiB (the issue's
 //! bound), with the histograms at their default size counted inside the budget.
+//!
+//! Other sizes by hand (e.g. the 1,024-byte records of the second set):
+//! `SYLVA_TL_MEM_RECORDS=1000000 SYLVA_TL_MEM_VALUE=1016 SYLVA_TL_MEM_BUDGET_MIB=128
+//! cargo test --test treeline_memory -- --nocapture`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -25,6 +29,10 @@ fn a_million_records_stay_within_the_budget() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(32)
         << 20;
+    let value_len: usize = std::env::var("SYLVA_TL_MEM_VALUE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(56);
     let o = TreeLineOptions {
         sync: SyncMode::Never,
         cache_bytes: budget,
@@ -32,6 +40,9 @@ fn a_million_records_stay_within_the_budget() {
         // way).
         direct_io: true,
         checkpoint_bytes: 16 << 20,
+        // The settings for records of a kilobyte: two to a page.
+        goal: if value_len > 512 { 2 } else { 45 },
+        epsilon: if value_len > 512 { 1 } else { 5 },
         ..TreeLineOptions::default()
     };
     let before = rss_bytes();
@@ -43,7 +54,7 @@ fn a_million_records_stay_within_the_budget() {
         .unwrap_or(1_000_000);
     for i in 0..n {
         let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
-        db.put(&k, &[i as u8; 56]).unwrap();
+        db.put(&k, &vec![i as u8; value_len]).unwrap();
         if i % 100_000 == 0 {
             peak = peak.max(rss_bytes());
         }

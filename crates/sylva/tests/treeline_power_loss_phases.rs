@@ -34,7 +34,7 @@ fn options() -> TreeLineOptions {
     };
     o.set("cache_records", "40").unwrap();
     // The fixed part of the budget (buffers, index) on top; no histograms without forecasts.
-    o.cache_bytes += (6 << 20) + 8192 + 1024;
+    o.cache_bytes += (6 << 20) + 8192 + (4 << 20) + 1024;
     o
 }
 

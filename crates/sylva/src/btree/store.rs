@@ -107,6 +107,11 @@ pub trait NodeStore: Send + Sync {
     }
     /// Pages currently allocated (not free).
     fn pages_in_use(&self) -> u64;
+    /// Pages that take memory: those in use, and for a store that keeps freed pages for reuse
+    /// (an in-memory one), those too. By default the pages in use.
+    fn pages_resident(&self) -> u64 {
+        self.pages_in_use()
+    }
     /// What [`NodeStore::write_gate`] returns: held for the whole of one write.
     type Gate<'a>
     where
@@ -401,6 +406,11 @@ impl NodeStore for MemNodeStore {
     fn pages_in_use(&self) -> u64 {
         let a = self.alloc.lock();
         a.next - a.free.len() as u64
+    }
+
+    /// Every page made so far: a freed page stays in its chunk, written, until it is reused.
+    fn pages_resident(&self) -> u64 {
+        self.alloc.lock().next
     }
 }
 

@@ -677,9 +677,11 @@ impl<S: NodeStore> BTree<S> {
         Ok(true)
     }
 
-    /// Pages the tree holds (the memory of an in-memory tree is this many `page_size` pages).
-    pub(crate) fn pages_in_use(&self) -> u64 {
-        self.store.pages_in_use()
+    /// Bytes of memory an in-memory tree's pages take: every page it has made (freed ones wait
+    /// for reuse, still written) and each one's latch.
+    pub(crate) fn resident_bytes(&self) -> usize {
+        self.store.pages_resident() as usize
+            * (self.options.page_size + std::mem::size_of::<crate::sync::Latch>())
     }
 
     /// Counts and counters.

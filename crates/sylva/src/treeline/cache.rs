@@ -15,7 +15,8 @@
 //! the map holds the key and a 4-byte slot number in slotted pages. A 64-byte record costs
 //! about 130 bytes in all (measured, the resident set included) (the earlier layout, a `Vec` for each of key and value in a 64-byte
 //! `Option` slot, cost about 410). What is charged against `cache_bytes` is exact: the chunks
-//! of live entries, the slot array, the map's pages ([`RecordCache::bytes`]).
+//! of live entries, the slot array, the map's pages (those it freed too, kept for reuse)
+//! ([`RecordCache::bytes`]).
 //!
 //! Admission (§4.2.1): writes and read misses enter at priority 4 (`p_max / 2`), a read miss's
 //! page-mates at 1 (prefetch); a hit raises the priority by one up to 7. Eviction (§4.2.2): the
@@ -205,12 +206,12 @@ impl RecordCache {
         })
     }
 
-    /// Bytes the entries cost: their chunks, the slots, the map's pages.
+    /// Bytes the entries cost: their chunks, the slots, the map's pages (freed ones included).
     pub fn bytes(&self) -> usize {
         self.arena.used
             + self.slots.capacity() * (std::mem::size_of::<Slot>() + 1)
             + self.free.capacity() * 4
-            + self.map.pages_in_use() as usize * self.map.options().page_size
+            + self.map.resident_bytes()
     }
 
     /// What caching a record of `key_len` and `value_len` bytes adds to [`RecordCache::bytes`]
@@ -489,12 +490,16 @@ impl RecordCache {
 
     /// Slots of every dirty entry.
     pub fn dirty_slots(&self) -> Vec<u32> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| s.has(LIVE) && s.has(DIRTY))
-            .map(|(i, _)| i as u32)
-            .collect()
+        // Sized at once: growing by doubling would leave up to twice the dirty entries' count.
+        let mut v = Vec::with_capacity(self.dirty);
+        v.extend(
+            self.slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.has(LIVE) && s.has(DIRTY))
+                .map(|(i, _)| i as u32),
+        );
+        v
     }
 
     /// The clock's next victim (module docs), `None` if the cache is empty.

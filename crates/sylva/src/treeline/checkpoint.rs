@@ -65,16 +65,25 @@ impl Store {
             slots.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
             slots
         };
+        self.flush_list_bytes
+            .store(slots.capacity() * 4, Ordering::Relaxed);
         let mut at = 0;
+        let mut result = Ok(());
         while at < slots.len() {
             let mut inner = self.inner.write();
             let r = self.flush_some(&mut inner, &slots, &mut at);
             inner.preread = None;
             drop(inner);
             if let Err(e) = r {
-                self.drop_group();
-                return Err(e);
+                result = Err(e);
+                break;
             }
+        }
+        drop(slots);
+        self.flush_list_bytes.store(0, Ordering::Relaxed);
+        if let Err(e) = result {
+            self.drop_group();
+            return Err(e);
         }
         self.write_group().inspect_err(|_| self.drop_group())
     }

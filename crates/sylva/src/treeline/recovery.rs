@@ -26,7 +26,7 @@
 //!    in use at the checkpoint is freed (deferred), and the record count is counted.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -76,6 +76,7 @@ pub(crate) fn open_store(
             preread: None,
         }),
         log_bytes: AtomicU64::new(0),
+        flush_list_bytes: AtomicUsize::new(0),
         options,
         counters: Counters::default(),
         groups: Groups::default(),

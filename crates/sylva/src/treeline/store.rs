@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -122,6 +122,9 @@ pub(crate) struct Store {
     /// for everything that changes the cache, the index or the pages.
     pub(crate) inner: RwLock<Inner>,
     pub(crate) log_bytes: AtomicU64,
+    /// Bytes of the list of dirty entries a flush of the whole cache (a checkpoint's) works
+    /// through, while it does: 4 a dirty entry, charged against the budget.
+    pub(crate) flush_list_bytes: AtomicUsize,
     pub(crate) options: TreeLineOptions,
     pub(crate) counters: Counters,
     /// Page writes waiting for one log sync ([`super::group`]).
@@ -621,6 +624,11 @@ impl Store {
     pub(crate) fn memory(&self, inner: &Inner) -> usize {
         inner.cache.bytes()
             + inner.index.memory_bytes()
+            + self.wal.buffer_bytes()
+            + self.flush_list_bytes.load(Ordering::Relaxed)
+            // The set of pages imaged since the checkpoint: a u64 and a control byte a bucket,
+            // at most seven eighths of the buckets used.
+            + (inner.imaged.capacity() + inner.imaged.capacity() / 7) * 9
             + if self.options.forecast {
                 inner.tracker.memory_bytes()
             } else {

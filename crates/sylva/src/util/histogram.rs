@@ -100,8 +100,9 @@ impl InsertTracker {
 
     /// Bytes of memory the tracker holds (for the cache's budget).
     pub fn memory_bytes(&self) -> usize {
-        // Two histograms of `bins` bounds and counts, and the sample at its full size.
-        std::mem::size_of::<Self>() + 2 * self.bins * 16 + 10 * self.bins * 8
+        // Two histograms of `bins` bounds and counts, the sample at its full size and the
+        // sorted copy an epoch's end makes of it.
+        std::mem::size_of::<Self>() + 2 * self.bins * 16 + 2 * 10 * self.bins * 8
     }
 
     /// Completed epochs.
@@ -116,6 +117,10 @@ impl InsertTracker {
         self.seen += 1;
         let cap = 10 * self.bins;
         if self.sample.len() < cap {
+            if self.sample.capacity() < cap {
+                // Its full size at once: growing by doubling would leave up to twice that.
+                self.sample.reserve_exact(cap - self.sample.len());
+            }
             self.sample.push(key);
         } else {
             let j = self.next_random() % self.seen;

@@ -91,6 +91,7 @@ use crate::buffer::LogFlush;
 use crate::error::{Error, Result};
 use crate::io::Io;
 use record::{decode_header, encode_header, encode_record, Header, HEADER_LEN, VERSION};
+pub use recover::Recovered;
 use recover::{arrange, recover, Recovery, Scan};
 
 /// When a database's writes become durable (the modes after the PA-Tree paper's strong and weak
@@ -177,6 +178,8 @@ struct State {
     version: u32,
     /// A leader is writing; others wait.
     flushing: bool,
+    /// The allocation of the buffer the leader writes (0 when none is).
+    flushing_capacity: usize,
     /// The segment appends go to.
     active: usize,
     /// The start LSN in each segment's header.
@@ -186,21 +189,6 @@ struct State {
     /// The active segment's bytes below this offset (a multiple of [`OS_PAGE`]) are durable
     /// and dropped from the page cache; those from it up to the last sync are dropped next.
     uncached_below: u64,
-}
-
-/// What recovery found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Recovered {
-    /// Intact records recovery found (read them with [`Wal::replay`]), in the segments it uses.
-    pub records: u64,
-    /// Bytes of torn tail that were cut off (0 after a clean shutdown).
-    pub cut_bytes: u64,
-    /// File offset of an intact record with a later LSN found beyond the cut, if any.
-    pub intact_after_cut: Option<u64>,
-    /// An intact record beyond the cut says the cut's first LSN had been synced: the damage lost
-    /// durable records (a version 1 log, whose records make no claim, counts any intact record
-    /// beyond the cut).
-    pub hole_was_synced: bool,
 }
 
 /// The write-ahead log over one file, or over two segments used in turn (see [`Wal::rotate`]).
@@ -220,6 +208,8 @@ pub struct Wal {
     /// Buffered bytes handed to the OS without an fsync ([`WRITE_BEHIND`] unless a test sets
     /// it, [`Wal::set_write_behind`]).
     write_behind: AtomicUsize,
+    /// Bytes allocated for the buffer appends fill and the one a leader writes.
+    buffer_bytes: AtomicUsize,
 }
 
 /// What a log's user must make durable before records it appended become durable: run by the
@@ -360,6 +350,7 @@ impl Wal {
             durable_below: next_lsn,
             version,
             flushing: false,
+            flushing_capacity: 0,
             active,
             starts,
             other_len,
@@ -390,6 +381,7 @@ impl Wal {
             poisoned: AtomicBool::new(false),
             before_sync: OnceLock::new(),
             write_behind: AtomicUsize::new(WRITE_BEHIND),
+            buffer_bytes: AtomicUsize::new(WRITE_BEHIND),
         };
         Ok((
             wal,
@@ -422,6 +414,7 @@ impl Wal {
         let (version, synced_below) = (st.version, st.durable_below);
         encode_record(&mut st.buf, version, lsn, synced_below, payload);
         let need_write = st.buf.len() >= self.write_behind.load(Ordering::Relaxed);
+        self.note_buffers(&st);
         drop(st);
         if need_write {
             self.commit(lsn, false)?;
@@ -470,6 +463,19 @@ impl Wal {
     #[doc(hidden)]
     pub fn set_write_behind(&self, bytes: usize) {
         self.write_behind.store(bytes.max(1), Ordering::Relaxed);
+    }
+
+    /// Bytes the log's buffers may take, for stores that charge their memory to a budget: the
+    /// one appends fill and the one a leader writes, each up to twice the write-behind size, or
+    /// what they hold if more (appends do not wait for a flush, so a long fsync lets one grow).
+    pub fn buffer_bytes(&self) -> usize {
+        let usual = 4 * self.write_behind.load(Ordering::Relaxed);
+        usual.max(self.buffer_bytes.load(Ordering::Relaxed))
+    }
+
+    fn note_buffers(&self, st: &State) {
+        let bytes = st.buf.capacity() + st.flushing_capacity;
+        self.buffer_bytes.store(bytes, Ordering::Relaxed);
     }
 
     /// Sets what must be durable before the log's records are ([`BeforeSync`]); once.
@@ -677,6 +683,7 @@ impl Wal {
     fn lead(st: &mut State, durable: bool) -> Flush {
         st.flushing = true;
         let buf = std::mem::take(&mut st.buf);
+        st.flushing_capacity = buf.capacity();
         let offset = st.write_offset;
         st.write_offset += buf.len() as u64;
         Flush {
@@ -703,6 +710,7 @@ impl Wal {
         result: Result<()>,
     ) -> Result<(u64, Option<(usize, u64, u64)>)> {
         st.flushing = false;
+        st.flushing_capacity = 0;
         let end = flush.offset + flush.buf.len() as u64;
         if st.buf.is_empty() {
             // Hand the allocation back so the buffer does not regrow every batch.
@@ -710,6 +718,7 @@ impl Wal {
             buf.clear();
             st.buf = buf;
         }
+        self.note_buffers(st);
         if let Err(e) = result {
             self.poisoned.store(true, Ordering::Release);
             self.flushed.notify_all();

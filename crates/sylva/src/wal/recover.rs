@@ -7,6 +7,21 @@ use super::{decode_header, encode_header, Header, Wal, HEADER_LEN, VERSION};
 use crate::error::{Error, Result};
 use crate::io::Io;
 
+/// What recovery found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovered {
+    /// Intact records recovery found (read them with [`Wal::replay`]), in the segments it uses.
+    pub records: u64,
+    /// Bytes of torn tail that were cut off (0 after a clean shutdown).
+    pub cut_bytes: u64,
+    /// File offset of an intact record with a later LSN found beyond the cut, if any.
+    pub intact_after_cut: Option<u64>,
+    /// An intact record beyond the cut says the cut's first LSN had been synced: the damage lost
+    /// durable records (a version 1 log, whose records make no claim, counts any intact record
+    /// beyond the cut).
+    pub hole_was_synced: bool,
+}
+
 /// Which of the scanned segments is the active one (appends continue there), and whose records
 /// recovery returns, in LSN order. One segment: itself. Two: both when the newer one continues
 /// the older one, else the newer one when the older is no longer needed (`min_next_lsn` is in
