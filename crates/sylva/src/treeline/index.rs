@@ -112,7 +112,8 @@ impl SegmentIndex {
         self.len
     }
 
-    /// Bytes of memory the index takes: its tree's pages, freed ones included.
+    /// Bytes of memory the index takes (an estimate: its entries at two thirds page fill, more
+    /// than its tree's pages hold at that fill).
     pub fn memory_bytes(&self) -> usize {
         self.len * (VALUE_LEN + 40) * 3 / 2 + 8192
     }

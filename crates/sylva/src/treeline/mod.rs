@@ -115,9 +115,11 @@
 //! - **Memory**: `cache_bytes` is charged with the record cache's exact size (the arena chunks
 //!   of its entries, 24-byte slots, the key → slot map's pages: about 125 bytes for a 64-byte
 //!   record, [`cache`]; the map's freed pages too, which stay in memory for reuse), the
-//!   index's entries (an estimate above what its tree takes), the log's buffers as allocated (usually up to 4 MiB; more while a long fsync
-//!   holds one), the histograms with the sample's sorted copy, plus a fixed 6 MiB (a
-//!   reorganization's records and buffers) (`tests/treeline_memory.rs`).
+//!   index's entries (an estimate above what its tree takes), the log's buffers as allocated
+//!   (at least 4 MiB; more while a long fsync holds one), a checkpoint's list of dirty entries
+//!   while it exists, the set of pages imaged since the checkpoint, the histograms with the
+//!   sample's sorted copy, plus a fixed 6 MiB (a reorganization's records and buffers)
+//!   (`tests/treeline_memory.rs`).
 //!
 //! # Status against issue 21
 //!

@@ -29,8 +29,8 @@ use crate::wal::Wal;
 /// Memory the store keeps outside the cache, the index and the histograms: a reorganization's
 /// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
 /// and page buffers, the pages waiting in the group (up to 1 MiB, written out before a
-/// reorganization reads), the set of pages imaged since the checkpoint, scratch. Calibrated with
-/// the record cache's exact accounting (`tests/treeline_memory.rs`).
+/// reorganization reads), scratch. Calibrated with the record cache's exact accounting
+/// (`tests/treeline_memory.rs`).
 const FIXED_BYTES: usize = 6 << 20;
 
 /// Counters `stats()` reports.
