@@ -48,11 +48,17 @@
 //! root. Its writes go out in steps of at most `step_bytes`, each counted when it completes, and
 //! so does the work between them that writes nothing (gathering the frozen roots' records,
 //! merging them, reading a d-tree's live part into memory: `Job::gathered`), so that no step is
-//! long. An insert paces itself against the job (`NbTree::put`, [`pace`]): after `a` bytes of
-//! the new root the job must have written `W · a / (¾σ)` bytes, W = (h + 1)(2f + 3)σ being the
-//! most a cascade can write; an insert that finds it behind waits for one step
+//! long. An insert paces itself against the job (`NbTree::put`, [`pace`]): W = (h + 1)(2f + 3)σ
+//! being the most a cascade can write, after `a` bytes of the new root the job must have
+//! written `W · a / (¾σ)` bytes until its commit has begun, and `W · (a − σ/2) / (σ/4)` once
+//! it has (nothing below σ/2); an insert that finds it behind waits for one step
 //! (`inline_steps`), and one that finds the root full while the job runs waits for the whole
 //! job (`stalls`). So a job whose output is at most W ends before the new root is ¾ full.
+//! The second half of the rule is not the paper's 1/σ of the work per insert: a job writes far
+//! less than W (a fifth to a third of it at 10M records), so with W spread from the first
+//! byte the inserts went in step with the merger until the job ended, and the merger then
+//! idled while the root filled (a fifth of a load's time, `docs/results/nbtree.md`, session
+//! 37). From σ/2 on each insert behind still waits for at most one step, the bound below.
 //! `max_backlog` is the largest root (in bytes) a job's end found.
 //!
 //! - *The job's span.* It begins when the root freezes at σ (`NbEngine::freeze_if_full`; the
@@ -100,9 +106,14 @@ use crate::io::PageFile;
 pub(crate) const COMMIT_FRACTION: u64 = 4;
 
 /// The bytes a job with bound `w_bound` must have written once the new root holds `a` of σ
-/// bytes (module docs, "Deamortization"): W spread evenly up to ¾σ.
-pub(crate) fn pace(w_bound: u64, a: u64, sigma: u64) -> u64 {
-    (u128::from(w_bound) * u128::from(a) / u128::from((sigma * 3 / 4).max(1))) as u64
+/// bytes (module docs, "Deamortization"). Until the commit has begun (`begun`), W spread
+/// evenly up to ¾σ, so that little reaches the root the commit freezes once more; from then on
+/// nothing below σ/2 and W spread evenly from σ/2 to ¾σ, so that the inserts run beside the
+/// merger instead of in step with it.
+pub(crate) fn pace(w_bound: u64, a: u64, sigma: u64, begun: bool) -> u64 {
+    let (from, to) = if begun { (sigma / 2, sigma * 3 / 4) } else { (0, sigma * 3 / 4) };
+    let span = (to - from).max(1);
+    (u128::from(w_bound) * u128::from(a.saturating_sub(from).min(span)) / u128::from(span)) as u64
 }
 
 /// A record: key and tagged value.
@@ -243,6 +254,9 @@ pub(crate) struct JobState {
     pub(crate) steps: u64,
     /// Which job (each start takes the next number).
     pub(crate) generation: u64,
+    /// The commit that moves the job's roots down has begun (and frozen the root once more):
+    /// the pace leaves the new root's first half free ([`pace`]).
+    pub(crate) begun: bool,
     /// The merger is inside a commit point's durable part (the manifest, the page file's
     /// fsyncs and the meta page): an insert behind its pace goes on instead of waiting, since
     /// no step comes before the fsyncs end (module docs, "Deamortization").
@@ -267,9 +281,18 @@ impl Job {
             done: 0,
             steps: 0,
             generation,
+            begun: false,
             syncing: false,
         };
         generation
+    }
+
+    /// The commit that runs job `generation` has begun.
+    pub(crate) fn begin(&self, generation: u64) {
+        let mut st = self.state.lock();
+        if st.generation == generation {
+            st.begun = true;
+        }
     }
 
     /// The merger enters (`true`) or leaves a commit point's durable part; inserts waiting for

@@ -20,9 +20,16 @@
 //!
 //! **Writing** ([`Writer`]): the run is allocated up front at an upper bound computed from the
 //! inputs (records, bytes, the largest record and key: a leaf wastes less than one record), in
-//! pieces ([`crate::io::PageFile::allocate_pieces`]), the pages are built in a 1 MiB buffer and
-//! written a buffer (or a piece's end) at a time, and the unused tail is freed at the end. Inner pages and the filter stay in memory in the [`DTree`] handle (§6.2:
-//! inner nodes and filters are cached); lookups read leaves through the leaf cache.
+//! pieces ([`crate::io::PageFile::allocate_pieces`]), the pages are built in a buffer of at most
+//! 1 MiB (a step of the job's) and written a buffer (or a piece's end) at a time, by a thread
+//! of the writer's while it builds the next ([`super::writebehind`]), and the unused tail is
+//! freed at the end.
+//! Inner pages and the filter stay in memory in the [`DTree`] handle (§6.2: inner nodes and
+//! filters are cached); lookups read leaves through the leaf cache.
+//!
+//! **Reading in order** ([`Cursor`]): a scan's cursor reads 4 leaves at a time; a merge's reads
+//! 1 MiB at a time, and one with more than one read to make reads the next 1 MiB on a thread
+//! of its own while the merge goes through the last ([`super::readahead`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,6 +37,8 @@ use std::sync::Arc;
 use super::bloom::{self, Bloom};
 use super::cascade::Job;
 use super::pieces::Pieces;
+use super::readahead::ReadAhead;
+use super::writebehind::WriteBehind;
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
@@ -275,6 +284,21 @@ impl DTree {
         }
     }
 
+    /// Where the next read of leaves from logical leaf `next` goes: the page it starts at and
+    /// how many leaves, at most `per_read` and within one piece.
+    pub(crate) fn next_run(&self, next: u64, per_read: usize) -> Result<(u64, usize)> {
+        let end = u64::from(self.extent.leaf_pages);
+        let n = per_read
+            .min(end.saturating_sub(next) as usize)
+            .min(self.pieces.contiguous_from(next) as usize);
+        let first = self
+            .pieces
+            .page(next)
+            .filter(|_| n > 0)
+            .ok_or_else(|| corrupt(next, "a d-tree leaf outside its pieces"))?;
+        Ok((first, n))
+    }
+
     /// A cursor over the records with keys `>= from` (all of them for an empty `from`),
     /// reading `pages` leaves at a time.
     pub(crate) fn cursor(self: &Arc<Self>, from: &[u8], sequential: bool) -> Result<Cursor> {
@@ -292,9 +316,16 @@ impl DTree {
         // merge spent most of its time zeroing a 1 MiB one.
         let left = u64::from(self.extent.leaf_pages).saturating_sub(leaf).max(1);
         let per_read = per_read.min(usize::try_from(left).unwrap_or(usize::MAX));
+        // A merge's cursor with more than one read to make reads ahead (`super::readahead`).
+        let ahead = if sequential && left > per_read as u64 {
+            Some(ReadAhead::start(self.clone(), leaf, per_read)?)
+        } else {
+            None
+        };
         let mut c = Cursor {
             tree: self.clone(),
             buf: self.file.buffer(per_read),
+            ahead,
             per_read,
             next_leaf: leaf,
             loaded_first: 0,
@@ -347,6 +378,8 @@ fn read_pages(file: &PageFile, pieces: &Pieces, first: u64, n: usize, kind: Page
 pub(crate) struct Cursor {
     tree: Arc<DTree>,
     buf: AlignedBuf,
+    /// A merge's read-ahead, which fills `buf`'s successor.
+    ahead: Option<ReadAhead>,
     per_read: usize,
     /// The next leaf to read (logical).
     next_leaf: u64,
@@ -378,17 +411,17 @@ impl Cursor {
                     self.loaded = 0;
                     return Ok(());
                 }
-                let pieces = &self.tree.pieces;
-                let n = self
-                    .per_read
-                    .min((end - self.next_leaf) as usize)
-                    .min(pieces.contiguous_from(self.next_leaf) as usize);
-                let first = pieces
-                    .page(self.next_leaf)
-                    .filter(|_| n > 0)
-                    .ok_or_else(|| corrupt(self.next_leaf, "a d-tree leaf outside its pieces"))?;
-                let file = &self.tree.file;
-                file.read_run(first, &mut self.buf, &vec![PageKind::DTreeLeaf; n])?;
+                let (first, n) = match &self.ahead {
+                    Some(ahead) => ahead.next(&mut self.buf).unwrap_or_else(|| {
+                        Err(corrupt(self.next_leaf, "the read-ahead ended early"))
+                    })?,
+                    None => {
+                        let (first, n) = self.tree.next_run(self.next_leaf, self.per_read)?;
+                        let kinds = vec![PageKind::DTreeLeaf; n];
+                        self.tree.file.read_run(first, &mut self.buf, &kinds)?;
+                        (first, n)
+                    }
+                };
                 self.loaded_first = first;
                 self.loaded = n;
                 self.next_leaf += n as u64;
@@ -534,6 +567,9 @@ pub(crate) struct Writer {
     stats: Bound,
     last_key: Vec<u8>,
     job: Option<Arc<Job>>,
+    /// The thread writing full buffers while the next is built (`super::writebehind`), once a
+    /// run longer than the buffer has had its first write.
+    behind: Option<WriteBehind>,
 }
 
 impl Writer {
@@ -583,6 +619,7 @@ impl Writer {
             stats: Bound::default(),
             last_key: Vec::new(),
             job,
+            behind: None,
         }
     }
 
@@ -654,12 +691,25 @@ impl Writer {
             return Ok(());
         }
         let first = self.pending_first;
-        let n = self.pending;
-        self.file.write_frames(first, &mut self.buf[..n * self.ps], &self.kinds)?;
+        let len = self.pending * self.ps;
         self.pending = 0;
-        self.kinds.clear();
-        if let Some(j) = &self.job {
-            j.advance((n * self.ps) as u64);
+        let per = self.buf.len() / self.ps;
+        if self.behind.is_none() && self.capacity > per as u64 {
+            self.behind = Some(WriteBehind::start(self.file.clone(), self.job.clone())?);
+        }
+        match &mut self.behind {
+            Some(behind) => {
+                let kinds = std::mem::take(&mut self.kinds);
+                let file = &self.file;
+                behind.submit(first, &mut self.buf, len, kinds, || file.buffer(per))?;
+            }
+            None => {
+                self.file.write_frames(first, &mut self.buf[..len], &self.kinds)?;
+                self.kinds.clear();
+                if let Some(j) = &self.job {
+                    j.advance(len as u64);
+                }
+            }
         }
         Ok(())
     }
@@ -727,6 +777,9 @@ impl Writer {
             self.buf[start..start + chunk.len()].copy_from_slice(chunk);
         }
         self.write_pending()?;
+        if let Some(behind) = &mut self.behind {
+            behind.finish()?;
+        }
         for (f, n) in self.pieces.truncate(self.built) {
             self.file.free_run(f, n as usize)?;
         }

@@ -19,6 +19,13 @@ use crate::error::{Error, Result};
 use crate::io::{PageFile, FIRST_DATA_PAGE};
 use crate::wal::Wal;
 
+thread_local! {
+    /// A writer's tagged value (`apply`), kept from one write to the next: an allocation and a
+    /// free a write on the glibc arena the merger allocates its records from
+    /// (`docs/results/nbtree.md`, session 37: the two threads waited for its lock).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// Parameters fixed when the store was created.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Params {
@@ -216,16 +223,18 @@ impl NbEngine {
     /// after logging it).
     pub(crate) fn apply(&self, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         let v = self.version();
-        let mut tagged = Vec::with_capacity(1 + value.map_or(0, <[u8]>::len));
-        match value {
-            Some(val) => {
-                tagged.push(TAG_PUT);
-                tagged.extend_from_slice(val);
+        let n = SCRATCH.with_borrow_mut(|tagged| {
+            tagged.clear();
+            match value {
+                Some(val) => {
+                    tagged.push(TAG_PUT);
+                    tagged.extend_from_slice(val);
+                }
+                None => tagged.push(TAG_TOMBSTONE),
             }
-            None => tagged.push(TAG_TOMBSTONE),
-        }
-        v.active.tree.put(key, &tagged)?;
-        let n = (key.len() + tagged.len()) as u64;
+            v.active.tree.put(key, tagged)?;
+            Ok::<_, Error>((key.len() + tagged.len()) as u64)
+        })?;
         let before = v.active.bytes.fetch_add(n, Ordering::Relaxed);
         drop(v);
         let step = self.rebudget_step();
@@ -597,6 +606,7 @@ impl Engine for NbEngine {
             } else {
                 self.job.start(self.w_bound(&w.root))
             };
+            self.job.begin(generation);
             *self.job_owned.lock() = Some(generation);
         }
         drop(w);

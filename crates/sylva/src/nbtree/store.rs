@@ -16,6 +16,31 @@ use crate::error::Result;
 use crate::io::{Io, OsFs, Vfs};
 use crate::kv::{KvStore, Limits, Stats, Visitor};
 
+thread_local! {
+    /// A writer's log record, kept from one write to the next (as `engine::SCRATCH`).
+    static LOG_RECORD: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A record at most this long keeps its buffer for the next write; a longer one (a large
+/// batch) hands it back.
+const KEPT_RECORD: usize = 64 << 10;
+
+/// Appends the log record `encode` writes to the log; returns its position.
+fn append_record(e: &NbEngine, encode: impl FnOnce(&mut Vec<u8>)) -> Result<u64> {
+    LOG_RECORD.with_borrow_mut(|buf| {
+        buf.clear();
+        encode(buf);
+        let lsn = e.wal.append(buf);
+        if lsn.is_ok() {
+            e.logged(buf.len());
+        }
+        if buf.capacity() > KEPT_RECORD {
+            *buf = Vec::new();
+        }
+        lsn
+    })
+}
+
 /// A durable, ordered key-value store organised as a Nested B-tree (the `nbtree` module
 /// docs). Share it between threads by reference; every method may be called
 /// concurrently.
@@ -160,10 +185,7 @@ impl NbTree {
         let e = self.engine();
         let r = (|| {
             let _w = e.writers.lock();
-            let mut buf = Vec::with_capacity(3 + key.len() + value.len());
-            log::put(&mut buf, key, value);
-            let lsn = e.wal.append(&buf)?;
-            e.logged(buf.len());
+            let lsn = append_record(e, |buf| log::put(buf, key, value))?;
             e.apply(key, Some(value))?;
             let frozen = !e.params.deamortize || e.freeze_if_full()?;
             Ok((lsn, frozen))
@@ -192,7 +214,7 @@ impl NbTree {
         let a = e.version().active.bytes();
         let st = e.job.state();
         if st.running {
-            let required = cascade::pace(st.w_bound, a, sigma);
+            let required = cascade::pace(st.w_bound, a, sigma, st.begun);
             // Below half the root an insert behind its pace goes on while the merger is in a
             // commit point's fsyncs (no step comes before they end); the inserts after them
             // make up the pace a step each, and from half the root on every insert behind
@@ -243,10 +265,7 @@ impl NbTree {
             if !(self.get_tagged(key, &mut out)? && is_put(&out)) {
                 return Ok(None);
             }
-            let mut buf = Vec::with_capacity(1 + key.len());
-            log::delete(&mut buf, key);
-            let lsn = e.wal.append(&buf)?;
-            e.logged(buf.len());
+            let lsn = append_record(e, |buf| log::delete(buf, key))?;
             e.apply(key, None)?;
             let frozen = !e.params.deamortize || e.freeze_if_full()?;
             Ok(Some((lsn, frozen)))
@@ -278,10 +297,7 @@ impl NbTree {
         let e = self.engine();
         let r = (|| {
             let _w = e.writers.lock();
-            let mut buf = Vec::new();
-            log::batch(&mut buf, ops);
-            let lsn = e.wal.append(&buf)?;
-            e.logged(buf.len());
+            let lsn = append_record(e, |buf| log::batch(buf, ops))?;
             for (k, v) in ops {
                 e.apply(k, *v)?;
             }
