@@ -7,7 +7,7 @@ for r in $(seq 1 $rounds); do
     n=$(basename $b)
     iops=$(cd /work/tmp/fio && fio --name=r --filename=f --size=2G --rw=randread --bs=4k --iodepth=2 --ioengine=io_uring --direct=1 --runtime=5 --time_based --output-format=terse | awk -F';' '{print $8}')
     rm -rf data; mkdir data
-    $b bench --engine nbtree:$O --keys sparse --value-size 128 --workload c --dist uniform --records ${RECORDS:-10000000} --ops ${OPS:-100000} --memory-limit 335544320 --dir data --json $tag-$n-$r.json > $tag-$n-$r.out 2>&1
+    $b bench --engine nbtree:$O --keys sparse --value-size 128 --workload c --dist uniform --records ${RECORDS:-10000000} --ops ${OPS:-100000} --memory-limit ${LIMIT:-335544320} --dir data --json $tag-$n-$r.json > $tag-$n-$r.out 2>&1
     python3 - $tag-$n-$r.json $iops $n $r <<'PY'
 import json,sys
 d=json.load(open(sys.argv[1]))['runs']
