@@ -54,11 +54,11 @@
 //! it has (nothing below σ/2); an insert that finds it behind waits for one step
 //! (`inline_steps`), and one that finds the root full while the job runs waits for the whole
 //! job (`stalls`). So a job whose output is at most W ends before the new root is ¾ full.
-//! The second half of the rule is not the paper's 1/σ of the work per insert: a job writes far
-//! less than W (a fifth to a third of it at 10M records), so with W spread from the first
-//! byte the inserts went in step with the merger until the job ended, and the merger then
-//! idled while the root filled (a fifth of a load's time, `docs/results/nbtree.md`, session
-//! 37). From σ/2 on each insert behind still waits for at most one step, the bound below.
+//! The second half of the rule is not the paper's 1/σ of the work per insert: a job usually
+//! writes far less than W, so with W spread from the first byte the inserts would go in step
+//! with the merger until the job ends, and the merger would then idle while the root fills
+//! (measured in `docs/results/nbtree.md`). From σ/2 on each insert behind still waits for at
+//! most one step, the bound below.
 //! `max_backlog` is the largest root (in bytes) a job's end found.
 //!
 //! - *The job's span.* It begins when the root freezes at σ (`NbEngine::freeze_if_full`; the
@@ -74,8 +74,9 @@
 //!   segment).
 //! - *Commit points' fsyncs are not steps.* While the merger is in one (`Job::set_syncing`: the
 //!   manifest, the page file's two fsyncs and the meta page) an insert behind its pace goes on
-//!   without waiting (`sync_passes`) as long as the root is below σ/2; the inserts after it make
-//!   up the pace, one step each. From σ/2 on every insert behind waits for a step, fsyncs or
+//!   without waiting (`sync_passes`) as long as the root is below σ/2 (which matters only
+//!   before the commit has begun: after, [`pace`] asks nothing below σ/2); the inserts after
+//!   it make up the pace, one step each. From σ/2 on every insert behind waits for a step, fsyncs or
 //!   not: the inserts between σ/2 and ¾σ wait for up to (σ/4) / record steps (61K at σ = 32 MiB
 //!   and 137-byte records), while a job has at most about W / `step_bytes` steps that write
 //!   (5,760 at h = 4 and 256 KiB) and fewer that gather, so the bound still holds. A commit

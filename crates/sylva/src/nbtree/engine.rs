@@ -21,8 +21,8 @@ use crate::wal::Wal;
 
 thread_local! {
     /// A writer's tagged value (`apply`), kept from one write to the next: an allocation and a
-    /// free a write on the glibc arena the merger allocates its records from
-    /// (`docs/results/nbtree.md`, session 37: the two threads waited for its lock).
+    /// free a write on the glibc arena the merger allocates its records from made the two
+    /// threads wait for its lock (`docs/results/nbtree.md`).
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 

@@ -126,11 +126,10 @@
 //!   CPU (measured in `docs/results/nbtree.md`, session 19).
 //! - **The merger's I/O overlaps its merging**: the page file is `O_DIRECT` (no kernel
 //!   read-ahead or write-back), so a merge's cursor reads the next 1 MiB on a thread of its own
-//!   (`readahead`) and a d-tree's writer hands each full buffer to one (`writebehind`); at 10M
-//!   records the two raised the load's inserts/s 1.3–1.4× (`docs/results/nbtree.md`, session
-//!   37). Writers keep their log record and tagged value in thread-local buffers: with
-//!   `MALLOC_ARENA_MAX=1` (the bench under a memory limit) an allocation a write made the merger
-//!   wait for glibc's arena lock.
+//!   (`readahead`) and a d-tree's writer hands each full buffer to one (`writebehind`), since
+//!   the merger bounds a load (`docs/results/nbtree.md`). Writers keep their log record and
+//!   tagged value in thread-local buffers: with `MALLOC_ARENA_MAX=1` (the bench under a memory
+//!   limit) an allocation a write made the merger wait for glibc's arena lock.
 //!
 //! # Status against issue 22
 //!

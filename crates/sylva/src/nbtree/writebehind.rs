@@ -2,12 +2,11 @@
 //! builds the next ones.
 //!
 //! A merge builds a d-tree's pages into a buffer and writes the buffer when it is full. Written
-//! on the merger's own thread, each write (and the page checksums sealed into it) held the merge:
-//! at 10M records the merger spent about a tenth of a load in `pwrite` (`docs/results/nbtree.md`,
-//! session 37). Here the writer hands the full buffer to a thread of its own and goes on in a
-//! second one; at most one write is in flight, so the writer waits for it before it hands over
-//! the next (the buffer it gets back is the one it fills then, never made again: a buffer is
-//! zeroed when made). The thread counts each write as the job's step when it completes
+//! on the merger's own thread, each write (and the page checksums sealed into it) held the merge,
+//! which bounds a load (`docs/results/nbtree.md`). Here the writer hands the full buffer to a
+//! thread of its own and goes on in a second one; at most one write is in flight, so the writer
+//! waits for it before it hands over the next (the buffer it gets back is the one it fills
+//! then, never made again: a buffer is zeroed when made). The thread counts each write as the job's step when it completes
 //! ([`Job::advance`]), as the writer did. A failed write ends the thread and is the writer's
 //! error at its next hand-over or at [`WriteBehind::finish`]; the writer's drop waits for the
 //! write in flight, so no page of a run is written after its writer is gone (a run a failed merge
