@@ -51,8 +51,10 @@ fn constant_reorganization() -> TreeLineOptions {
     };
     o.set("cache_records", "64").unwrap();
     // The fixed part of the budget comes on top: `treeline::store`'s, the index's first page,
-    // the log's buffers (4 MiB), the histograms with the sample and its sorted copy.
-    o.cache_bytes += (6 << 20) + 8192 + (4 << 20) + 2 * 20_000 * 16 + 2 * 10 * 20_000 * 8 + 1024;
+    // the log's buffers (4 MiB), the histograms with the sample and its sorted copy, the record
+    // cache's arena slack (256 KiB).
+    o.cache_bytes +=
+        (6 << 20) + 8192 + (4 << 20) + 2 * 20_000 * 16 + 2 * 10 * 20_000 * 8 + 1024 + (256 << 10);
     o
 }
 

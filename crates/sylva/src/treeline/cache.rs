@@ -9,14 +9,24 @@
 //!
 //! **Layout, for density** (the thesis's point is caching records, not pages: an entry must
 //! cost little more than its record). A slot is 24 bytes (LSN, arena chunk, lengths, size
-//! class, flags) and a priority byte; the key and value are one chunk of the arena, whose size classes
-//! are multiples of 16 bytes carved out of 64 KiB blocks, with a free list per class (no
+//! class, flags) and a priority byte; the key and value are one chunk of the arena, whose size
+//! classes are multiples of 16 bytes carved out of 64 KiB blocks, with a free list per class (no
 //! allocation per entry, no allocator headers or fragmentation from entries that come and go);
 //! the map holds the key and a 4-byte slot number in slotted pages. A 64-byte record costs
-//! about 130 bytes in all (measured, the resident set included) (the earlier layout, a `Vec` for each of key and value in a 64-byte
-//! `Option` slot, cost about 410). What is charged against `cache_bytes` is exact: the chunks
-//! of live entries, the slot array, the map's pages (those it freed too, kept for reuse)
-//! ([`RecordCache::bytes`]).
+//! about 130 bytes in all, the resident set included (the earlier layout, a `Vec` for each of
+//! key and value in a 64-byte `Option` slot, cost about 410).
+//!
+//! **What is charged** against `cache_bytes` ([`RecordCache::bytes`]) is what the cache holds:
+//! the slot array's capacity (grown by an eighth at a time, not doubled), the map's pages (those
+//! it freed too, kept for reuse), and the arena's blocks. Removing an entry frees its chunk, not
+//! a block, so when the cache must shrink (the index or the log's buffers grew) its blocks
+//! would stay behind, full of holes. The arena is therefore charged its blocks or its live
+//! chunks plus a slack (a sixty-fourth of the budget, 256 KiB to 4 MiB), whichever is more:
+//! while the blocks are within the slack, each eviction lowers the charge by its chunk; past it,
+//! [`RecordCache::compact_if_loose`] moves the live chunks of each class into its first blocks
+//! (one pass over the slots) and unmaps the rest. Each block is a mapping of its own, so that a
+//! block given back leaves the process (from the heap it would stay as the allocator's free
+//! memory).
 //!
 //! Admission (§4.2.1): writes and read misses enter at priority 4 (`p_max / 2`), a read miss's
 //! page-mates at 1 (prefetch); a hit raises the priority by one up to 7. Eviction (§4.2.2): the
@@ -26,6 +36,7 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use crate::btree::store::Zeroed;
 use crate::btree::{BTree, Layout, Options};
 use crate::error::{Error, Result};
 
@@ -93,13 +104,48 @@ pub struct Entry<'a> {
     pub on_disk: Option<bool>,
 }
 
+/// A block of the arena, mapped for it alone: a block given back returns to the kernel at once,
+/// where one from the heap would stay in the process as the allocator's free memory (64 KiB is
+/// below glibc's threshold for mapping an allocation of its own).
+struct Block(Zeroed);
+
+impl Block {
+    fn new(len: usize) -> Block {
+        Block(Zeroed::try_new(len).unwrap_or_else(|| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::from_size_align(len, 4096)
+                    .unwrap_or(std::alloc::Layout::new::<u8>()),
+            )
+        }))
+    }
+}
+
+impl std::ops::Deref for Block {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the mapping is this block's alone, `len` bytes, written only through
+        // `deref_mut`, which borrows the block exclusively.
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), self.0.len()) }
+    }
+}
+
+impl std::ops::DerefMut for Block {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`; `&mut self` excludes every other view of the bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), self.0.len()) }
+    }
+}
+
 /// One size class of the arena: fixed-size chunks in 64 KiB blocks.
 #[derive(Default)]
 struct Class {
-    blocks: Vec<Box<[u8]>>,
+    blocks: Vec<Block>,
     /// Chunks handed out so far (the next fresh one).
     next: u32,
     free: Vec<u32>,
+    /// Chunks of live entries.
+    live: u32,
 }
 
 /// Chunks of key and value bytes (module docs).
@@ -107,6 +153,10 @@ struct Arena {
     classes: Vec<Class>,
     /// Bytes of the chunks of live entries.
     used: usize,
+    /// Bytes of the blocks the arena holds.
+    held: usize,
+    /// How far `held` may exceed `used` before [`Arena::compact`] is due (module docs).
+    slack: usize,
 }
 
 impl Arena {
@@ -136,7 +186,9 @@ impl Arena {
             None => {
                 let n = cl.next;
                 if n as usize / per >= cl.blocks.len() {
-                    cl.blocks.push(vec![0u8; (per * size).max(size)].into_boxed_slice());
+                    let block = (per * size).max(size);
+                    cl.blocks.push(Block::new(block));
+                    self.held += block;
                 }
                 cl.next = n.checked_add(1).ok_or_else(|| Error::InvalidArgument {
                     what: "more record cache entries of one size than a u32 counts".into(),
@@ -145,6 +197,7 @@ impl Arena {
                 n
             }
         };
+        cl.live += 1;
         self.used += size;
         Ok(chunk)
     }
@@ -152,7 +205,75 @@ impl Arena {
     fn release(&mut self, class: u16, chunk: u32) {
         if let Some(cl) = self.classes.get_mut(class as usize) {
             cl.free.push(chunk);
+            cl.live -= 1;
             self.used -= Self::chunk_size(class);
+        }
+    }
+
+    /// What the arena costs: the blocks it holds, or its live chunks and the slack if more
+    /// (so that each entry evicted lowers it while the blocks are within the slack), and its
+    /// free lists.
+    fn charged(&self) -> usize {
+        self.held.max(self.used + self.slack)
+            + self.classes.iter().map(|c| c.free.capacity() * 4).sum::<usize>()
+    }
+
+    /// Blocks a class could give back: those beyond what its live chunks fill.
+    fn spare_blocks(&self, class: u16) -> usize {
+        let cl = &self.classes[class as usize];
+        cl.blocks.len().saturating_sub((cl.live as usize).div_ceil(Self::per_block(class)))
+    }
+
+    /// Whether [`Arena::compact`] would give back memory that [`Arena::charged`] counts.
+    fn loose(&self) -> bool {
+        self.held > self.used + self.slack
+            && (0..self.classes.len()).any(|c| self.spare_blocks(c as u16) > 0)
+    }
+
+    /// Moves the live chunks of each class into its first blocks and frees the rest; `slots`
+    /// are updated to where their chunks went.
+    fn compact(&mut self, slots: &mut [Slot]) {
+        for class in 0..self.classes.len() as u16 {
+            if self.spare_blocks(class) == 0 {
+                continue;
+            }
+            let (size, per) = (Self::chunk_size(class), Self::per_block(class));
+            let cl = &mut self.classes[class as usize];
+            let keep = (cl.live as usize).div_ceil(per);
+            let limit = (keep * per) as u32;
+            // Every chunk below `limit` was handed out (the class has blocks beyond it), so
+            // those not live are on the free list, at least as many as the live ones above it.
+            let mut holes: Vec<u32> = cl.free.iter().copied().filter(|&n| n < limit).collect();
+            let above: Vec<usize> = (0..slots.len())
+                .filter(|&i| slots[i].has(LIVE) && slots[i].class == class && slots[i].chunk >= limit)
+                .collect();
+            debug_assert!(above.len() <= holes.len(), "a class's free list lost chunks");
+            if above.len() > holes.len() {
+                continue;
+            }
+            for i in above {
+                let to = holes.pop().unwrap_or_default();
+                Self::copy_chunk(&mut cl.blocks, per, size, slots[i].chunk, to);
+                slots[i].chunk = to;
+            }
+            for b in cl.blocks.drain(keep..) {
+                self.held -= b.len();
+            }
+            holes.shrink_to_fit();
+            cl.free = holes;
+            cl.next = limit;
+        }
+    }
+
+    fn copy_chunk(blocks: &mut [Block], per: usize, size: usize, from: u32, to: u32) {
+        let (fb, fi) = (from as usize / per, from as usize % per * size);
+        let (tb, ti) = (to as usize / per, to as usize % per * size);
+        if fb == tb {
+            blocks[fb].copy_within(fi..fi + size, ti);
+        } else {
+            let (lo, hi) = blocks.split_at_mut(fb.max(tb));
+            let (src, dst) = if fb < tb { (&lo[fb], &mut hi[0]) } else { (&hi[0], &mut lo[tb]) };
+            dst[ti..ti + size].copy_from_slice(&src[fi..fi + size]);
         }
     }
 
@@ -186,8 +307,9 @@ pub struct RecordCache {
 }
 
 impl RecordCache {
-    /// An empty cache.
-    pub fn new() -> Result<Self> {
+    /// An empty cache whose arena may hold up to `slack` bytes of blocks beyond its live
+    /// chunks before it gives them back.
+    pub fn new(slack: usize) -> Result<Self> {
         Ok(RecordCache {
             map: BTree::new(Options {
                 layout: Layout::Hints,
@@ -199,6 +321,8 @@ impl RecordCache {
             arena: Arena {
                 classes: Vec::new(),
                 used: 0,
+                held: 0,
+                slack,
             },
             hand: 0,
             len: 0,
@@ -206,9 +330,10 @@ impl RecordCache {
         })
     }
 
-    /// Bytes the entries cost: their chunks, the slots, the map's pages (freed ones included).
+    /// Bytes the entries cost: the arena ([`Arena::charged`]), the slots, the map's pages
+    /// (freed ones included).
     pub fn bytes(&self) -> usize {
-        self.arena.used
+        self.arena.charged()
             + self.slots.capacity() * (std::mem::size_of::<Slot>() + 1)
             + self.free.capacity() * 4
             + self.map.resident_bytes()
@@ -221,6 +346,27 @@ impl RecordCache {
             + std::mem::size_of::<Slot>()
             + 1
             + (key_len + 4 + 8) * 3 / 2
+    }
+
+    /// Gives back the arena's spare blocks if they exceed its slack (each entry removed
+    /// frees a chunk, not a block); returns whether it did.
+    pub fn compact_if_loose(&mut self) -> bool {
+        if !self.arena.loose() {
+            return false;
+        }
+        self.arena.compact(&mut self.slots);
+        true
+    }
+
+    /// The arena's slack for a store of `budget` bytes: a sixty-fourth, within 256 KiB to
+    /// 4 MiB (each compaction, which reads every slot, gives back at least that much).
+    pub fn slack_for(budget: u64) -> usize {
+        ((budget / 64) as usize).clamp(256 << 10, 4 << 20)
+    }
+
+    /// Bytes of the arena's blocks.
+    pub fn arena_bytes(&self) -> usize {
+        self.arena.held
     }
 
     /// Entries cached.
@@ -391,6 +537,13 @@ impl RecordCache {
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
+                if self.slots.len() == self.slots.capacity() {
+                    // Grown by an eighth, not doubled: the capacity is charged, and a doubling
+                    // would charge (and the cache give up) up to as much again.
+                    let more = (self.slots.len() / 8).max(1024);
+                    self.slots.reserve_exact(more);
+                    self.priorities.reserve_exact(more);
+                }
                 self.slots.push(Slot::default());
                 self.priorities.push(AtomicU8::new(0));
                 (self.slots.len() - 1) as u32
@@ -556,7 +709,7 @@ mod tests {
 
     #[test]
     fn the_clock_takes_the_first_entry_it_lowers_to_zero() {
-        let mut c = RecordCache::new().unwrap();
+        let mut c = RecordCache::new(0).unwrap();
         for (k, p) in [(0, 3), (1, 1), (2, 5)] {
             add(&mut c, k, false, p);
         }
@@ -569,7 +722,7 @@ mod tests {
 
     #[test]
     fn a_dirty_candidate_is_passed_for_a_clean_one_within_32_entries() {
-        let mut c = RecordCache::new().unwrap();
+        let mut c = RecordCache::new(0).unwrap();
         add(&mut c, 0, true, 0);
         for k in 1..20 {
             add(&mut c, k, false, 1);
@@ -578,7 +731,7 @@ mod tests {
         let v = c.victim().unwrap();
         assert_eq!(c.entry(v).unwrap().key, 20u32.to_be_bytes(), "the clean entry at 0");
         // Beyond 32 entries the dirty candidate is taken.
-        let mut c = RecordCache::new().unwrap();
+        let mut c = RecordCache::new(0).unwrap();
         add(&mut c, 0, true, 0);
         for k in 1..40 {
             add(&mut c, k, false, 3);
@@ -590,7 +743,7 @@ mod tests {
 
     #[test]
     fn ranges_counts_and_removal() {
-        let mut c = RecordCache::new().unwrap();
+        let mut c = RecordCache::new(0).unwrap();
         for k in 0..100u32 {
             add(&mut c, k, k % 2 == 0, 4);
         }
@@ -610,8 +763,10 @@ mod tests {
         assert_eq!(c.dirty(), 49);
         let (bytes, used) = (c.bytes(), c.arena.used);
         c.remove(s).unwrap();
-        // Its chunk is released (the free list of slots may have grown by as much).
-        assert!(c.bytes() <= bytes && c.arena.used == used - 16);
+        // Its chunk is released, its block kept; only the free lists (of chunks and of slots)
+        // may have grown.
+        assert_eq!(c.arena.used, used - 16);
+        assert!(c.bytes() <= bytes + 32, "{} against {bytes}", c.bytes());
         assert_eq!(c.get(&4u32.to_be_bytes()).unwrap(), None);
         assert_eq!(c.dirty_slots().len(), 49);
         while let Some(v) = c.victim() {
@@ -623,7 +778,7 @@ mod tests {
 
     #[test]
     fn writes_change_values_across_size_classes_and_keep_the_key() {
-        let mut c = RecordCache::new().unwrap();
+        let mut c = RecordCache::new(0).unwrap();
         let s = c.insert(b"key", Some(b"v"), false, 0, 4, Some(true)).unwrap();
         c.write(s, Some(&[9u8; 300]), 7, None).unwrap();
         let e = c.entry(s).unwrap();
@@ -639,8 +794,64 @@ mod tests {
     }
 
     #[test]
+    fn compaction_gives_back_the_blocks_of_removed_entries_and_keeps_the_rest() {
+        let mut c = RecordCache::new(0).unwrap();
+        let n = 20_000u32;
+        // Two size classes: 8-byte values and 40-byte ones.
+        let value = |k: u32| vec![k as u8; if k.is_multiple_of(3) { 40 } else { 8 }];
+        for k in 0..n {
+            c.insert(&k.to_be_bytes(), Some(&value(k)), k.is_multiple_of(2), 0, 4, Some(true))
+                .unwrap();
+        }
+        let full = c.arena_bytes();
+        assert!(!c.compact_if_loose(), "nothing to give back");
+        // Keep every tenth entry, scattered over all the blocks.
+        for k in (0..n).filter(|k| !k.is_multiple_of(10)) {
+            let s = c.slot_of(&k.to_be_bytes()).unwrap().unwrap();
+            c.remove(s).unwrap();
+        }
+        assert_eq!(c.arena_bytes(), full, "removing frees chunks, not blocks");
+        let before = c.bytes();
+        assert!(c.compact_if_loose());
+        assert!(c.arena_bytes() <= full / 10 + 2 * BLOCK, "{} of {full}", c.arena_bytes());
+        assert!(c.bytes() < before);
+        for k in (0..n).step_by(10) {
+            let e = c.get(&k.to_be_bytes()).unwrap().unwrap();
+            assert_eq!(e.value, Some(&value(k)[..]), "key {k}");
+            assert_eq!(e.dirty, k.is_multiple_of(2));
+        }
+        // The freed chunks and fresh ones are handed out again.
+        for k in n..2 * n {
+            c.insert(&k.to_be_bytes(), Some(&value(k)), false, 0, 4, None).unwrap();
+        }
+        for k in (0..n).step_by(10).chain(n..2 * n) {
+            assert_eq!(c.get(&k.to_be_bytes()).unwrap().unwrap().value, Some(&value(k)[..]));
+        }
+    }
+
+    #[test]
+    fn the_arena_is_charged_its_blocks_or_its_live_chunks_and_the_slack() {
+        let slack = 256 << 10;
+        let mut c = RecordCache::new(slack).unwrap();
+        c.insert(b"k", Some(b"v"), false, 0, 4, None).unwrap();
+        assert_eq!(c.arena.charged(), 16 + slack, "one live chunk and the slack");
+        for k in 0..50_000u32 {
+            c.insert(&k.to_be_bytes(), Some(&[1; 8]), false, 0, 4, None).unwrap();
+        }
+        assert!(c.arena.charged() >= c.arena_bytes() && c.arena_bytes() > slack);
+        while c.len() > 100 {
+            let v = c.victim().unwrap();
+            c.remove(v).unwrap();
+            if c.compact_if_loose() {
+                assert!(c.arena_bytes() <= c.arena.used + BLOCK, "one partial block left");
+            }
+        }
+        assert!(c.arena_bytes() <= slack + BLOCK, "the blocks kept within the slack");
+    }
+
+    #[test]
     fn a_64_byte_record_costs_far_less_than_the_old_410_bytes() {
-        let mut c = RecordCache::new().unwrap();
+        let mut c = RecordCache::new(0).unwrap();
         let n = 100_000u64;
         for i in 0..n {
             let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();

@@ -112,10 +112,10 @@ impl SegmentIndex {
         self.len
     }
 
-    /// Bytes of memory the index takes (an estimate: its entries at two thirds page fill, more
-    /// than its tree's pages hold at that fill).
+    /// Bytes of memory the index takes: an estimate (its entries at two thirds page fill, more
+    /// than its tree's pages hold at that fill), or its tree's pages if more.
     pub fn memory_bytes(&self) -> usize {
-        self.len * (VALUE_LEN + 40) * 3 / 2 + 8192
+        (self.len * (VALUE_LEN + 40) * 3 / 2 + 8192).max(self.map.resident_bytes())
     }
 
     /// Adds a segment; an error if its lower bound is indexed already.

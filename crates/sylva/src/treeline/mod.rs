@@ -517,6 +517,7 @@ impl TreeLine {
                 ("cache_entries", inner.cache.len() as u64),
                 ("cache_dirty", inner.cache.dirty() as u64),
                 ("cache_bytes", store.memory(&inner) as u64),
+                ("cache_arena_bytes", inner.cache.arena_bytes() as u64),
                 ("cache_hits", load(&c.cache_hits)),
                 ("cache_misses", load(&c.cache_misses)),
                 ("miss_rereads", load(&c.miss_rereads)),

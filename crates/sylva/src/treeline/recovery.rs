@@ -62,7 +62,7 @@ pub(crate) fn open_store(
         wal,
         gate: RwLock::new(()),
         inner: RwLock::new(Inner {
-            cache: RecordCache::new()?,
+            cache: RecordCache::new(RecordCache::slack_for(options.cache_bytes))?,
             index: SegmentIndex::new()?,
             imaged: HashSet::new(),
             relinked: HashMap::new(),

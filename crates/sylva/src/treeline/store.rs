@@ -644,6 +644,9 @@ impl Store {
         }
         let budget = self.options.cache_bytes as usize;
         while self.memory(inner) > budget {
+            if inner.cache.compact_if_loose() {
+                continue;
+            }
             let Some(v) = inner.cache.victim() else {
                 return Ok(());
             };
