@@ -223,7 +223,7 @@ unsafe impl Sync for Zeroed {}
 
 impl Zeroed {
     /// Maps `len` (> 0) bytes; out of memory ends the process, as a failed allocation does.
-    fn new(len: usize) -> Self {
+    pub(crate) fn new(len: usize) -> Self {
         Self::try_new(len).unwrap_or_else(|| {
             std::alloc::handle_alloc_error(
                 std::alloc::Layout::from_size_align(len, 4096)

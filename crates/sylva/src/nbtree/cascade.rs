@@ -76,8 +76,8 @@
 //!   manifest, the page file's two fsyncs and the meta page) an insert behind its pace goes on
 //!   without waiting (`sync_passes`) as long as the root is below σ/2 (which matters only
 //!   before the commit has begun: after, [`pace`] asks nothing below σ/2); the inserts after
-//!   it make up the pace, one step each. From σ/2 on every insert behind waits for a step, fsyncs or
-//!   not: the inserts between σ/2 and ¾σ wait for up to (σ/4) / record steps (61K at σ = 32 MiB
+//!   it make up the pace, one step each. From σ/2 on every insert behind waits for a step,
+//!   fsyncs or not: the inserts between σ/2 and ¾σ wait for up to (σ/4) / record steps (61K at σ = 32 MiB
 //!   and 137-byte records), while a job has at most about W / `step_bytes` steps that write
 //!   (5,760 at h = 4 and 256 KiB) and fewer that gather, so the bound still holds. A commit
 //!   point's log fsync is skipped: the log is durable past every record the s-tree holds

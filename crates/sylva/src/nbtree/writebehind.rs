@@ -6,8 +6,8 @@
 //! which bounds a load (`docs/results/nbtree.md`). Here the writer hands the full buffer to a
 //! thread of its own and goes on in a second one; at most one write is in flight, so the writer
 //! waits for it before it hands over the next (the buffer it gets back is the one it fills
-//! then, never made again: a buffer is zeroed when made). The thread counts each write as the job's step when it completes
-//! ([`Job::advance`]), as the writer did. A failed write ends the thread and is the writer's
+//! then, never made again: a buffer is zeroed when made). The thread counts each write as the
+//! job's step when it completes ([`Job::advance`]), as the writer did. A failed write ends the thread and is the writer's
 //! error at its next hand-over or at [`WriteBehind::finish`]; the writer's drop waits for the
 //! write in flight, so no page of a run is written after its writer is gone (a run a failed merge
 //! leaves is freed and may be reused).

@@ -109,17 +109,6 @@ pub struct Entry<'a> {
 /// below glibc's threshold for mapping an allocation of its own).
 struct Block(Zeroed);
 
-impl Block {
-    fn new(len: usize) -> Block {
-        Block(Zeroed::try_new(len).unwrap_or_else(|| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::from_size_align(len, 4096)
-                    .unwrap_or(std::alloc::Layout::new::<u8>()),
-            )
-        }))
-    }
-}
-
 impl std::ops::Deref for Block {
     type Target = [u8];
 
@@ -187,7 +176,7 @@ impl Arena {
                 let n = cl.next;
                 if n as usize / per >= cl.blocks.len() {
                     let block = (per * size).max(size);
-                    cl.blocks.push(Block::new(block));
+                    cl.blocks.push(Block(Zeroed::new(block)));
                     self.held += block;
                 }
                 cl.next = n.checked_add(1).ok_or_else(|| Error::InvalidArgument {
@@ -244,9 +233,8 @@ impl Arena {
             // Every chunk below `limit` was handed out (the class has blocks beyond it), so
             // those not live are on the free list, at least as many as the live ones above it.
             let mut holes: Vec<u32> = cl.free.iter().copied().filter(|&n| n < limit).collect();
-            let above: Vec<usize> = (0..slots.len())
-                .filter(|&i| slots[i].has(LIVE) && slots[i].class == class && slots[i].chunk >= limit)
-                .collect();
+            let moves = |s: &Slot| s.has(LIVE) && s.class == class && s.chunk >= limit;
+            let above: Vec<usize> = (0..slots.len()).filter(|&i| moves(&slots[i])).collect();
             debug_assert!(above.len() <= holes.len(), "a class's free list lost chunks");
             if above.len() > holes.len() {
                 continue;
@@ -359,7 +347,8 @@ impl RecordCache {
     }
 
     /// The arena's slack for a store of `budget` bytes: a sixty-fourth, within 256 KiB to
-    /// 4 MiB (each compaction, which reads every slot, gives back at least that much).
+    /// 4 MiB (a compaction, which reads every slot, comes only once the blocks exceed the live
+    /// chunks by that much).
     pub fn slack_for(budget: u64) -> usize {
         ((budget / 64) as usize).clamp(256 << 10, 4 << 20)
     }
