@@ -84,14 +84,10 @@
 //!   record (it may evict) take it exclusively. A read miss reads its pages with no lock
 //!   held: it notes its segment and its base page's count of writes under the shared lock
 //!   ([`store::WriteStripes`]), and admits what it read only if both are unchanged when it
-//!   holds the exclusive lock; else it reads them again under it (`miss_rereads`). A delete
-//!   of an uncached key reads its page the same way, and so does an eviction of a dirty
-//!   victim: the lock is released while the victim's page is read, and the flush takes what
-//!   was read only if the page and its segment are unchanged (`flush_rereads`, [`evict`]).
-//!   The thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are not built: under
-//!   the exclusive lock no reader can meet a segment being replaced. Writes, page writes
-//!   (the group's write-out) and reorganizations are serialized, which costs throughput on
-//!   many threads.
+//!   holds the exclusive lock; else it reads them again under it (`miss_rereads`). The
+//!   thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are not built: under the
+//!   exclusive lock no reader can meet a segment being replaced. Writes, and the page I/O of
+//!   their evictions, are serialized, which costs throughput on many threads.
 //! - **Model input** (§6.2 models 8-byte integer keys): the 8 key bytes after the prefix the
 //!   reorganized records share (not the segment range's: the range is only known once the
 //!   model has chosen where the segment ends). Keys inserted later that do not share it still
@@ -146,7 +142,6 @@
 mod cache;
 mod checkpoint;
 mod engine;
-mod evict;
 mod group;
 mod index;
 pub(crate) mod log;
@@ -329,20 +324,11 @@ impl TreeLine {
         self.limits().check_key(key)?;
         let store = self.store();
         let r = (|| {
-            // An uncached key's page is read first with no lock held, as a read miss's.
-            let read = {
-                let inner = store.inner.read();
-                match inner.cache.get(key)? {
-                    Some(_) => None,
-                    None => Some(store.plan_read(&inner, key)?),
-                }
-            };
-            let read = read.map(|plan| store.read_miss(plan, key));
             let _gate = store.gate.read();
             let mut inner = store.inner.write();
             let present = match inner.cache.get(key)? {
                 Some(e) => e.value.is_some(),
-                None => store.disk_value(&inner, key, read)?.0.is_some(),
+                None => store.lookup_disk(&inner, key)?.is_some(),
             };
             if !present {
                 return Ok(None);
@@ -388,12 +374,9 @@ impl TreeLine {
             }
             let lsn = store.wal.append(&inner.log_buf)?;
             store.add_log_bytes(inner.log_buf.len());
-            // Cached whole before any eviction releases the lock (`evict`): no reader sees
-            // part of the batch.
             for (k, v) in ops {
-                store.cache_entry(&mut inner, k, *v, lsn, None)?;
+                store.cache_write(&mut inner, k, *v, lsn, None)?;
             }
-            store.evict_to_budget(&mut inner)?;
             Ok(lsn)
         })();
         let lsn = self.durable.poison().guard(r)?;
@@ -538,7 +521,6 @@ impl TreeLine {
                 ("cache_hits", load(&c.cache_hits)),
                 ("cache_misses", load(&c.cache_misses)),
                 ("miss_rereads", load(&c.miss_rereads)),
-                ("flush_rereads", load(&c.flush_rereads)),
                 ("forecast_epochs_done", inner.tracker.epochs()),
                 ("checkpoints", self.durable.checkpoints()),
                 ("check1_relinked", load(&c.check1_relinked)),

@@ -8,11 +8,10 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{RwLock, RwLockWriteGuard};
+use parking_lot::RwLock;
 
 use super::cache::{RecordCache, PRIORITY_ADMIT, PRIORITY_PREFETCH};
 use super::checkpoint::Preread;
-use super::evict::PreRead;
 use super::group::Groups;
 use super::index::{Segment, SegmentIndex};
 use super::log;
@@ -53,9 +52,6 @@ pub(crate) struct Counters {
     /// Read misses whose segment or base page changed while they read with no lock held,
     /// read again under the exclusive lock.
     pub(crate) miss_rereads: AtomicU64,
-    /// Evictions whose victim's page changed while they read it with no lock held, read again
-    /// under the exclusive lock ([`super::evict`]).
-    pub(crate) flush_rereads: AtomicU64,
 }
 
 impl Counters {
@@ -91,7 +87,7 @@ impl WriteStripes {
     }
 
     /// The count of page `id`'s stripe.
-    pub(crate) fn of(&self, id: u64) -> u64 {
+    fn of(&self, id: u64) -> u64 {
         self.stripe(id).load(Ordering::Relaxed)
     }
 }
@@ -235,29 +231,18 @@ impl Store {
 
     /// Reads base page `k` of `seg` and its overflow page.
     pub(crate) fn read_pair(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<PagePair> {
-        let base_id = seg.first + k as u64;
-        let relinked = inner.relinked.get(&base_id).copied();
-        self.read_pair_with(seg, k, inner.preread.as_ref(), relinked)
-    }
-
-    /// [`Store::read_pair`] with no lock held: `relinked` is the base page's overflow link as
-    /// recovery corrected it, if it did.
-    pub(crate) fn read_pair_at(&self, seg: &Segment, k: usize, relinked: Option<u64>) -> Result<PagePair> {
-        self.read_pair_with(seg, k, None, relinked)
-    }
-
-    fn read_pair_with(
-        &self,
-        seg: &Segment,
-        k: usize,
-        preread: Option<&Preread>,
-        relinked: Option<u64>,
-    ) -> Result<PagePair> {
-        let (mut pair, link) = self.read_base_at(seg, k, preread, relinked)?;
+        let (mut pair, link) = self.read_base(inner, seg, k)?;
         if link != 0 {
             pair.overflow = Some((link, self.read_overflow(link, pair.base_id, seg.production)?));
         }
         Ok(pair)
+    }
+
+    /// Reads base page `k` of `seg` alone; returns it (no overflow page read) and its
+    /// overflow page's id (0: none).
+    fn read_base(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<(PagePair, u64)> {
+        let base_id = seg.first + k as u64;
+        self.read_base_at(seg, k, inner.preread.as_ref(), inner.relinked.get(&base_id).copied())
     }
 
     /// [`Store::read_base`] with what it needs of the store's state: the checkpoint's
@@ -462,12 +447,6 @@ impl Store {
     /// Writes the dirty cache entries of the page `key` belongs to into it (and its overflow
     /// page), reorganizing while they do not fit, until `key`'s entry is clean.
     pub(crate) fn flush_key(&self, inner: &mut Inner, key: &[u8]) -> Result<()> {
-        self.flush_key_with(inner, key, None)
-    }
-
-    /// [`Store::flush_key`], its first page read taken from `pre` if that is still what the
-    /// page holds ([`super::evict`]).
-    pub(crate) fn flush_key_with(&self, inner: &mut Inner, key: &[u8], mut pre: Option<PreRead>) -> Result<()> {
         // Each round writes at least one record: after a reorganization the page's overflow
         // page is empty and takes one.
         for _ in 0..10_000 {
@@ -480,7 +459,7 @@ impl Store {
             }
             let (seg, upper) = inner.index.find(key)?;
             let k = seg.page_of(key);
-            if !self.flush_page(inner, &seg, upper.as_deref(), k, pre.take())? {
+            if !self.flush_page(inner, &seg, upper.as_deref(), k)? {
                 super::reorg::reorganize(self, inner, &seg)?;
             }
         }
@@ -499,7 +478,6 @@ impl Store {
         seg: &Segment,
         upper: Option<&[u8]>,
         k: usize,
-        pre: Option<PreRead>,
     ) -> Result<bool> {
         let slots = inner
             .cache
@@ -508,7 +486,7 @@ impl Store {
             return Ok(true);
         }
         let ps = self.page_size();
-        let mut pair = self.flush_pair(inner, seg, k, pre)?;
+        let mut pair = self.read_pair(inner, seg, k)?;
         let (mut base, mut over) = Self::pair_records(&pair)?;
         let before = distinct(&base, &over);
         let prefix = upper.map_or(0, |u| common_prefix(&seg.lower, u));
@@ -659,22 +637,39 @@ impl Store {
             + FIXED_BYTES
     }
 
+    /// Evicts entries (writing dirty victims' pages) until the store is within its budget.
+    pub(crate) fn evict_to_budget(&self, inner: &mut Inner) -> Result<()> {
+        if inner.redoing {
+            return Ok(());
+        }
+        let budget = self.options.cache_bytes as usize;
+        while self.memory(inner) > budget {
+            if inner.cache.compact_if_loose() {
+                continue;
+            }
+            let Some(v) = inner.cache.victim() else {
+                return Ok(());
+            };
+            let Some(e) = inner.cache.entry(v) else {
+                continue;
+            };
+            if e.dirty {
+                let key = e.key.to_vec();
+                self.flush_key(inner, &key)?;
+                // The flush removed a delete marker's entry and kept a put's, clean.
+                if let Some(s) = inner.cache.slot_of(&key)? {
+                    inner.cache.remove(s)?;
+                }
+            } else {
+                inner.cache.remove(v)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Caches a write logged at `lsn` (`value: None` deletes); `on_disk`: what the caller
     /// knows of the key's presence on its page.
     pub(crate) fn cache_write(
-        &self,
-        inner: &mut RwLockWriteGuard<'_, Inner>,
-        key: &[u8],
-        value: Option<&[u8]>,
-        lsn: u64,
-        on_disk: Option<bool>,
-    ) -> Result<()> {
-        self.cache_entry(inner, key, value, lsn, on_disk)?;
-        self.evict_to_budget(inner)
-    }
-
-    /// [`Store::cache_write`] without evicting (a batch evicts once it is cached whole).
-    pub(crate) fn cache_entry(
         &self,
         inner: &mut Inner,
         key: &[u8],
@@ -694,8 +689,9 @@ impl Store {
             if let Some(s) = inner.cache.slot_of(key)? {
                 inner.cache.remove(s)?;
             }
+            return Ok(());
         }
-        Ok(())
+        self.evict_to_budget(inner)
     }
 
     /// Looks `key` up in the cache alone (under the shared lock): `Some(found)` on a hit
@@ -728,11 +724,6 @@ impl Store {
     /// several threads read their pages side by side, and writers are not held up by them).
     pub(crate) fn plan_miss(&self, inner: &Inner, key: &[u8]) -> Result<MissPlan> {
         Counters::add(&self.counters.cache_misses, 1);
-        self.plan_read(inner, key)
-    }
-
-    /// [`Store::plan_miss`] without counting a miss (a delete's look at an uncached key).
-    pub(crate) fn plan_read(&self, inner: &Inner, key: &[u8]) -> Result<MissPlan> {
         let seg = inner.index.segment_of(key)?;
         let base_id = seg.first + seg.page_of(key) as u64;
         Ok(MissPlan {
@@ -754,40 +745,27 @@ impl Store {
     /// cached the key since; from what was read if its segment and base page are unchanged
     /// (nothing else changes what a page says for a key not cached); else the pages are read
     /// again, under the lock.
-    pub(crate) fn admit_miss(&self, inner: &mut RwLockWriteGuard<'_, Inner>, key: &[u8], read: MissRead, out: &mut Vec<u8>) -> Result<bool> {
+    pub(crate) fn admit_miss(&self, inner: &mut Inner, key: &[u8], read: MissRead, out: &mut Vec<u8>) -> Result<bool> {
         if let Some(found) = Self::cached(inner, key, out)? {
             return Ok(found);
         }
-        let (value, pair) = self.disk_value(inner, key, Some(read))?;
-        self.admit(inner, key, value, &pair, out)
-    }
-
-    /// The value of `key` (not cached) on its pages and the pages: what `read` found if its
-    /// segment and base page are unchanged (nothing else changes what a page says for a key
-    /// not cached), else read now, under the lock.
-    pub(crate) fn disk_value(
-        &self,
-        inner: &Inner,
-        key: &[u8],
-        read: Option<MissRead>,
-    ) -> Result<(Option<Vec<u8>>, PagePair)> {
         let seg = inner.index.segment_of(key)?;
-        if let Some(read) = read {
-            let plan = &read.plan;
-            if seg.first == plan.seg.first
-                && seg.production == plan.seg.production
-                && self.writes.of(seg.first + seg.page_of(key) as u64) == plan.writes
-            {
-                return read.found;
-            }
+        let plan = &read.plan;
+        let unchanged = seg.first == plan.seg.first
+            && seg.production == plan.seg.production
+            && self.writes.of(seg.first + seg.page_of(key) as u64) == plan.writes;
+        let (value, pair) = if unchanged {
+            read.found?
+        } else {
             Counters::add(&self.counters.miss_rereads, 1);
-        }
-        self.find_in_segment(inner, &seg, key)
+            self.find_in_segment(inner, &seg, key)?
+        };
+        self.admit(inner, key, value, &pair, out)
     }
 
     /// A record read from `pair`, its page: copied out and cached (with prefetch its
     /// page-mates too, into room the budget has left).
-    fn admit(&self, inner: &mut RwLockWriteGuard<'_, Inner>, key: &[u8], value: Option<Vec<u8>>, pair: &PagePair, out: &mut Vec<u8>) -> Result<bool> {
+    fn admit(&self, inner: &mut Inner, key: &[u8], value: Option<Vec<u8>>, pair: &PagePair, out: &mut Vec<u8>) -> Result<bool> {
         let Some(value) = value else {
             return Ok(false);
         };
