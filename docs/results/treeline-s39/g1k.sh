@@ -4,7 +4,7 @@ BIN=$1; NAME=$2; EXTRA=$3
 L=408442197; C=$((L - 16*1048576))
 rm -rf /work/tgt/tl39-data/$NAME; mkdir -p /work/tgt/tl39-data/$NAME
 echo "$(date -u +%H:%M:%S) start $NAME"
-bash poll.sh > $NAME.poll &
+bash "$(dirname "$0")/../treeline-s36/poll.sh" > $NAME.poll &
 P=$!
 $BIN bench --dir /work/tgt/tl39-data/$NAME --memory-limit $L --keys sparse --dist zipfian \
   --engine treeline:cache_bytes=$C,goal=2,epsilon=1$EXTRA --workload a --value-size 1016 \

@@ -1,5 +1,8 @@
 #!/bin/bash
 # Target 5's last part: A at 1024 B against record_cache=false,grouping=false (the thesis's "Base").
+# The runners of earlier sessions, with this session's directories.
+HERE=$(cd "$(dirname "$0")" && pwd)
+export DATA=/work/tgt/tl39-data OUT=/work/tgt/tl39
 B=/work/tgt/sylva-peers-f1c43fc
 T=treeline:cache_bytes=391664981,goal=2,epsilon=1
-OPS=500000 bash run1k.sh $B 1 zipfian t5b a $T,record_cache=false,grouping=false $T
+OPS=500000 bash "$HERE/../treeline-s36/run1k.sh" $B 1 zipfian t5b a $T,record_cache=false,grouping=false $T

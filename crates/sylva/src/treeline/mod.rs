@@ -87,10 +87,9 @@
 //!   holds the exclusive lock; else it reads them again under it (`miss_rereads`). The
 //!   thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are not built: under the
 //!   exclusive lock no reader can meet a segment being replaced. Writes, and the page I/O of
-//!   their evictions, are serialized, which may cost throughput on many cores; on the
-//!   two-core machine the benchmarks run on it did not: an eviction reading its page with the
-//!   lock released, validated as a read miss is, changed no run phase at two threads and
-//!   slowed the load (`docs/results/treeline.md`, session 39).
+//!   their evictions, are serialized, which may cost throughput on many cores (on the
+//!   two-core machine measured, the device and the CPU limit two threads, not the lock:
+//!   `docs/results/treeline.md`, session 39).
 //! - **Model input** (§6.2 models 8-byte integer keys): the 8 key bytes after the prefix the
 //!   reorganized records share (not the segment range's: the range is only known once the
 //!   model has chosen where the segment ends). Keys inserted later that do not share it still
