@@ -1,26 +1,32 @@
 //! The record cache (§3.1, §4.2): records, not pages, with the clock algorithm.
 //!
 //! Entries live in fixed-layout slots (the clock's circle) whose key and value bytes sit in an
-//! arena; a [`crate::btree::BTree`] maps each key to its slot, so the cache is also ordered: a
-//! scan and a page flush find the cached keys of a range. An entry holds the key, the value or
-//! a delete marker, whether it is dirty (newer than its page), the LSN of its log record, a
-//! priority 0–7 and what is known of the key's presence on its page (so that the record count
-//! stays exact without a read per insert).
+//! arena. A hash table finds each key's slot; a [`crate::btree::BTree`] orders the dirty entries
+//! alone, as only they need an order: a page's flush and a reorganization take a range's dirty
+//! entries, a checkpoint writes them in key order, and a scan merges them over pages it reads
+//! under the same shared lock, where a clean entry only repeats its page. An entry holds the
+//! key, the value or a delete marker, whether it is dirty (newer than its page), a dirty one's
+//! LSN (in the ordered map), a priority 0–7 and what is known of the key's presence on its page
+//! (so that the record count stays exact without a read per insert).
 //!
 //! **Layout, for density** (the thesis's point is caching records, not pages: an entry must
-//! cost little more than its record). A slot is 24 bytes (LSN, arena chunk, lengths, size
-//! class, flags) and a priority byte; the key and value are one chunk of the arena, whose size
+//! cost little more than its record). A slot is 12 bytes (arena chunk, lengths, size class,
+//! flags) and a priority byte; the key and value are one chunk of the arena, whose size
 //! classes are multiples of 16 bytes carved out of 64 KiB blocks, with a free list per class (no
-//! allocation per entry, no allocator headers or fragmentation from entries that come and go);
-//! the map holds the key and a 4-byte slot number in slotted pages. A 64-byte record costs
-//! about 130 bytes in all, the resident set included (the earlier layout, a `Vec` for each of
-//! key and value in a 64-byte `Option` slot, cost about 410).
+//! allocation per entry, no allocator headers or fragmentation from entries that come and go).
+//! The hash table (`hashbrown`'s, of 4-byte slot numbers, the key's hash `rapidhash` seeded per
+//! cache) holds no key: it compares the arena's. A clean 64-byte record costs about 85 bytes in
+//! all; a dirty one also its key, slot number and LSN in the ordered map, about 42 more. (An
+//! ordered map of every entry cost about 50 bytes each, the LSN in each slot 12 more: 145 a clean
+//! record; the first layout, a `Vec` for each of key and value in a 64-byte `Option` slot, about
+//! 410.)
 //!
 //! **What is charged** against `cache_bytes` ([`RecordCache::bytes`]) is what the cache holds:
-//! the slot array's capacity (grown by an eighth at a time, not doubled), the map's pages (those
-//! it freed too, kept for reuse), and the arena's blocks. Removing an entry frees its chunk, not
-//! a block, so when the cache must shrink (the index or the log's buffers grew) its blocks
-//! would stay behind, full of holes. The arena is therefore charged its blocks or its live
+//! the slot array's capacity (grown by an eighth at a time, not doubled), the hash table's
+//! allocation (and, in the last eighth before it doubles, the doubled one, both held while it
+//! grows), the ordered map's pages (those it freed too, kept for reuse), and the arena's
+//! blocks. Removing an entry frees its chunk, not a block, so when the cache must shrink (the
+//! index or the log's buffers grew) its blocks would stay behind, full of holes. The arena is therefore charged its blocks or its live
 //! chunks plus a slack (a sixty-fourth of the budget, 256 KiB to 4 MiB), whichever is more:
 //! while the blocks are within the slack, each eviction lowers the charge by its chunk; past it,
 //! [`RecordCache::compact_if_loose`] moves the live chunks of each class into its first blocks
@@ -35,6 +41,9 @@
 //! do with a dirty victim (write its page) is the store's.
 
 use std::sync::atomic::{AtomicU8, Ordering};
+
+use hashbrown::HashTable;
+use rapidhash::v3::{rapidhash_v3_seeded, RapidSecrets};
 
 use crate::btree::store::Zeroed;
 use crate::btree::{BTree, Layout, Options};
@@ -59,11 +68,10 @@ const ON_DISK_KNOWN: u8 = 4;
 const ON_DISK: u8 = 8;
 const DELETED: u8 = 16;
 
-/// A slot of the clock: one entry's fixed part (24 bytes; its priority is beside it, in
-/// [`RecordCache::priorities`]).
+/// A slot of the clock: one entry's fixed part (12 bytes; its priority is beside it, in
+/// [`RecordCache::priorities`], and a dirty one's LSN in the ordered map).
 #[derive(Debug, Clone, Copy, Default)]
 struct Slot {
-    lsn: u64,
     /// Chunk number in its size class.
     chunk: u32,
     key_len: u16,
@@ -96,8 +104,6 @@ pub struct Entry<'a> {
     pub value: Option<&'a [u8]>,
     /// Newer than the key's page.
     pub dirty: bool,
-    /// LSN of the log record that made it dirty (0 when clean).
-    pub lsn: u64,
     /// Clock priority, 0–7.
     pub priority: u8,
     /// Whether the key is on its page (`None`: not known; only a written entry can not know).
@@ -282,7 +288,12 @@ impl Arena {
 
 /// The cache (module docs).
 pub struct RecordCache {
-    map: BTree,
+    /// Every entry's slot, found by the hash of its key (the key is read from the arena).
+    table: HashTable<u32>,
+    /// The hash's seed, drawn for each cache (keys come from users).
+    secrets: RapidSecrets,
+    /// The dirty entries in key order: key → slot (4 bytes) and LSN (8), little-endian.
+    ordered: BTree,
     slots: Vec<Slot>,
     /// The clock priority of each slot, atomic so that a hit can raise it under a shared lock
     /// (readers of cached records do not exclude each other).
@@ -294,12 +305,27 @@ pub struct RecordCache {
     dirty: usize,
 }
 
+/// A dirty entry as [`RecordCache::dirty_where`] finds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dirty {
+    /// Its slot.
+    pub slot: u32,
+    /// The LSN of the log record that made it dirty.
+    pub lsn: u64,
+}
+
+fn hash_of(secrets: &RapidSecrets, key: &[u8]) -> u64 {
+    rapidhash_v3_seeded(key, secrets)
+}
+
 impl RecordCache {
     /// An empty cache whose arena may hold up to `slack` bytes of blocks beyond its live
     /// chunks before it gives them back.
     pub fn new(slack: usize) -> Result<Self> {
         Ok(RecordCache {
-            map: BTree::new(Options {
+            table: HashTable::new(),
+            secrets: RapidSecrets::random(),
+            ordered: BTree::new(Options {
                 layout: Layout::Hints,
                 ..Options::default()
             })?,
@@ -318,22 +344,38 @@ impl RecordCache {
         })
     }
 
-    /// Bytes the entries cost: the arena ([`Arena::charged`]), the slots, the map's pages
-    /// (freed ones included).
+    /// Bytes the entries cost: the arena ([`Arena::charged`]), the slots, the hash table
+    /// ([`RecordCache::table_bytes`]) and the ordered map's pages (freed ones included).
     pub fn bytes(&self) -> usize {
         self.arena.charged()
             + self.slots.capacity() * (std::mem::size_of::<Slot>() + 1)
             + self.free.capacity() * 4
-            + self.map.resident_bytes()
+            + self.table_bytes()
+            + self.ordered.resident_bytes()
     }
 
-    /// What caching a record of `key_len` and `value_len` bytes adds to [`RecordCache::bytes`]
-    /// (an estimate of its share of the map: key, slot number and slot at two thirds fill).
+    /// The hash table's allocation and, within the last eighth of its capacity, the doubled
+    /// one that replaces it when it is full: both are held while the entries move over, so
+    /// the cache makes room for the new one before it is needed.
+    fn table_bytes(&self) -> usize {
+        let (now, cap) = (self.table.allocation_size(), self.table.capacity());
+        if self.table.len() + cap / 8 >= cap {
+            3 * now
+        } else {
+            now
+        }
+    }
+
+    /// What caching a dirty record of `key_len` and `value_len` bytes adds to
+    /// [`RecordCache::bytes`], estimated: its chunk, slot and priority, its bucket of the hash
+    /// table (5 bytes, a bucket at least 7/16 used) and its share of the ordered map (key, slot
+    /// number and LSN at two thirds fill). A clean one costs the last part less.
     pub const fn entry_cost(key_len: usize, value_len: usize) -> usize {
         Arena::chunk_size(Arena::class_of(key_len + value_len))
             + std::mem::size_of::<Slot>()
             + 1
-            + (key_len + 4 + 8) * 3 / 2
+            + 12
+            + (key_len + 12 + 8) * 3 / 2
     }
 
     /// Gives back the arena's spare blocks if they exceed its slack (each entry removed
@@ -369,16 +411,14 @@ impl RecordCache {
     }
 
     /// The slot of `key`, if cached.
-    pub fn slot_of(&self, key: &[u8]) -> Result<Option<u32>> {
-        let mut v = Vec::with_capacity(4);
-        if !self.map.get_into(key, &mut v)? {
-            return Ok(None);
-        }
-        let b: [u8; 4] = v.as_slice().try_into().map_err(|_| Error::Corruption {
-            page: 0,
-            detail: "a record cache slot number is not 4 bytes".into(),
-        })?;
-        Ok(Some(u32::from_le_bytes(b)))
+    pub fn slot_of(&self, key: &[u8]) -> Option<u32> {
+        let hash = hash_of(&self.secrets, key);
+        self.table.find(hash, |&s| self.key(s) == key).copied()
+    }
+
+    /// The key of the live entry in `slot` (empty if none).
+    fn key(&self, slot: u32) -> &[u8] {
+        slot_key(&self.slots, &self.arena, slot)
     }
 
     fn live(&self, slot: u32) -> Option<&Slot> {
@@ -394,15 +434,14 @@ impl RecordCache {
             key: &bytes[..k],
             value: (!s.has(DELETED)).then(|| &bytes[k..]),
             dirty: s.has(DIRTY),
-            lsn: s.lsn,
             priority: self.priority(slot),
             on_disk: s.has(ON_DISK_KNOWN).then(|| s.has(ON_DISK)),
         })
     }
 
     /// The cached entry of `key`, if any.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Entry<'_>>> {
-        Ok(self.slot_of(key)?.and_then(|s| self.entry(s)))
+    pub fn get(&self, key: &[u8]) -> Option<Entry<'_>> {
+        self.slot_of(key).and_then(|s| self.entry(s))
     }
 
     fn priority(&self, slot: u32) -> u8 {
@@ -430,16 +469,19 @@ impl RecordCache {
     }
 
     /// Marks the entry in `slot` clean (written to its page, which now holds its key).
-    pub fn set_clean(&mut self, slot: u32) {
-        if let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.has(LIVE)) {
-            if s.has(DIRTY) {
-                self.dirty -= 1;
-            }
-            s.set(DIRTY, false);
-            s.lsn = 0;
-            s.set(ON_DISK_KNOWN, true);
-            s.set(ON_DISK, true);
+    pub fn set_clean(&mut self, slot: u32) -> Result<()> {
+        let Some(s) = self.live(slot).copied() else {
+            return Ok(());
+        };
+        if s.has(DIRTY) {
+            self.ordered.delete(slot_key(&self.slots, &self.arena, slot))?;
+            self.dirty -= 1;
         }
+        let s = &mut self.slots[slot as usize];
+        s.set(DIRTY, false);
+        s.set(ON_DISK_KNOWN, true);
+        s.set(ON_DISK, true);
+        Ok(())
     }
 
     /// Records whether the key of the entry in `slot` is on its page.
@@ -463,6 +505,8 @@ impl RecordCache {
         let Some(s) = self.live(slot).copied() else {
             return Ok(());
         };
+        // First what can fail: the ordered map takes (or updates) the entry.
+        self.ordered.put(slot_key(&self.slots, &self.arena, slot), &ordered_value(slot, lsn))?;
         let k = s.key_len as usize;
         let v = value.map_or(0, <[u8]>::len);
         let class = Arena::class_of(k + v);
@@ -485,7 +529,6 @@ impl RecordCache {
             self.dirty += 1;
         }
         n.set(DIRTY, true);
-        n.lsn = lsn;
         let priority = (self.priority(slot) + 1).clamp(PRIORITY_ADMIT, PRIORITY_MAX);
         self.set_priority(slot, priority);
         if !s.has(ON_DISK_KNOWN) {
@@ -498,7 +541,8 @@ impl RecordCache {
         Ok(())
     }
 
-    /// Caches a record whose key must not be cached yet (`value: None`: a delete marker).
+    /// Caches a record whose key must not be cached yet (`value: None`: a delete marker);
+    /// `lsn` is that of a dirty one's log record.
     pub fn insert(
         &mut self,
         key: &[u8],
@@ -516,35 +560,40 @@ impl RecordCache {
                 limit: u16::MAX as usize,
             });
         }
+        let slot = match self.free.last() {
+            Some(&s) => s,
+            None => self.slots.len() as u32,
+        };
+        if dirty {
+            self.ordered.put(key, &ordered_value(slot, lsn))?;
+        }
         let class = Arena::class_of(k + v);
-        let chunk = self.arena.alloc(class)?;
+        let chunk = match self.arena.alloc(class) {
+            Ok(c) => c,
+            Err(e) => {
+                if dirty {
+                    self.ordered.delete(key)?;
+                }
+                return Err(e);
+            }
+        };
         let bytes = self.arena.bytes_mut(class, chunk, k + v);
         bytes[..k].copy_from_slice(key);
         if let Some(value) = value {
             bytes[k..].copy_from_slice(value);
         }
-        let slot = match self.free.pop() {
-            Some(s) => s,
-            None => {
-                if self.slots.len() == self.slots.capacity() {
-                    // Grown by an eighth, not doubled: the capacity is charged, and a doubling
-                    // would charge (and the cache give up) up to as much again.
-                    let more = (self.slots.len() / 8).max(1024);
-                    self.slots.reserve_exact(more);
-                    self.priorities.reserve_exact(more);
-                }
-                self.slots.push(Slot::default());
-                self.priorities.push(AtomicU8::new(0));
-                (self.slots.len() - 1) as u32
+        if self.free.pop().is_none() {
+            if self.slots.len() == self.slots.capacity() {
+                // Grown by an eighth, not doubled: the capacity is charged, and a doubling
+                // would charge (and the cache give up) up to as much again.
+                let more = (self.slots.len() / 8).max(1024);
+                self.slots.reserve_exact(more);
+                self.priorities.reserve_exact(more);
             }
-        };
-        if let Err(e) = self.map.put(key, &slot.to_le_bytes()) {
-            self.arena.release(class, chunk);
-            self.free.push(slot);
-            return Err(e);
+            self.slots.push(Slot::default());
+            self.priorities.push(AtomicU8::new(0));
         }
         let mut s = Slot {
-            lsn,
             chunk,
             key_len: k as u16,
             value_len: v as u16,
@@ -559,6 +608,10 @@ impl RecordCache {
             s.set(ON_DISK, b);
         }
         self.slots[slot as usize] = s;
+        let (slots, arena, secrets) = (&self.slots, &self.arena, &self.secrets);
+        self.table.insert_unique(hash_of(secrets, key), slot, |&s| {
+            hash_of(secrets, slot_key(slots, arena, s))
+        });
         self.len += 1;
         self.dirty += usize::from(dirty);
         Ok(slot)
@@ -570,7 +623,12 @@ impl RecordCache {
             return Ok(false);
         };
         let key = self.arena.bytes(s.class, s.chunk, s.key_len as usize);
-        self.map.delete(key)?;
+        if s.has(DIRTY) {
+            self.ordered.delete(key)?;
+        }
+        if let Ok(e) = self.table.find_entry(hash_of(&self.secrets, key), |&x| x == slot) {
+            e.remove();
+        }
         self.arena.release(s.class, s.chunk);
         self.slots[slot as usize] = Slot::default();
         self.len -= 1;
@@ -579,69 +637,56 @@ impl RecordCache {
         Ok(true)
     }
 
-    /// Slots of the cached keys in `[lower, upper)` (`upper = None`: to the end), in key order.
-    pub fn range(&self, lower: &[u8], upper: Option<&[u8]>) -> Result<Vec<u32>> {
-        self.range_where(lower, upper, |_, _| true)
-    }
-
-    /// Slots of the dirty entries in `[lower, upper)` whose key `keep` accepts, in key order.
-    /// `keep` sees the key as the map holds it, so an entry it refuses costs no visit to its
-    /// record in the arena (a page's flush keeps one page's keys of a segment's, and each
-    /// visit is a cache miss).
+    /// The dirty entries in `[lower, upper)` (`upper = None`: to the end) whose key `keep`
+    /// accepts, in key order. `keep` sees the key as the ordered map holds it, so an entry it
+    /// refuses costs no visit to its record in the arena (a page's flush keeps one page's keys
+    /// of a segment's, and each visit is a cache miss).
     pub fn dirty_where(
         &self,
         lower: &[u8],
         upper: Option<&[u8]>,
         mut keep: impl FnMut(&[u8]) -> bool,
-    ) -> Result<Vec<u32>> {
-        self.range_where(lower, upper, |key, slot| {
-            keep(key) && self.slots.get(slot as usize).is_some_and(|s| s.has(LIVE) && s.has(DIRTY))
-        })
+    ) -> Result<Vec<Dirty>> {
+        let mut out = Vec::new();
+        self.walk_dirty(lower, upper, &mut |k, d| {
+            if keep(k) {
+                out.push(d);
+            }
+        })?;
+        Ok(out)
     }
 
-    fn range_where(
+    /// Slots of every dirty entry, in key order.
+    pub fn dirty_slots(&self) -> Result<Vec<u32>> {
+        // Sized at once: growing by doubling would leave up to twice the dirty entries' count.
+        let mut out = Vec::with_capacity(self.dirty);
+        self.walk_dirty(b"", None, &mut |_, d| out.push(d.slot))?;
+        Ok(out)
+    }
+
+    fn walk_dirty(
         &self,
         lower: &[u8],
         upper: Option<&[u8]>,
-        mut keep: impl FnMut(&[u8], u32) -> bool,
-    ) -> Result<Vec<u32>> {
-        let mut out = Vec::new();
+        f: &mut dyn FnMut(&[u8], Dirty),
+    ) -> Result<()> {
         let mut bad = false;
         // The map rejects an empty key: the first range starts at the smallest key there is.
         let start: &[u8] = if lower.is_empty() { &[0] } else { lower };
-        self.map.walk(start, upper, usize::MAX, &mut |k, v| {
-            match <[u8; 4]>::try_from(v) {
-                Ok(b) => {
-                    let slot = u32::from_le_bytes(b);
-                    if keep(k, slot) {
-                        out.push(slot);
-                    }
-                }
-                Err(_) => bad = true,
+        self.ordered.walk(start, upper, usize::MAX, &mut |k, v| {
+            match decode_ordered(v) {
+                Some(d) => f(k, d),
+                None => bad = true,
             }
             true
         })?;
         if bad {
             return Err(Error::Corruption {
                 page: 0,
-                detail: "a record cache slot number is not 4 bytes".into(),
+                detail: "a record cache's ordered entry is not 12 bytes".into(),
             });
         }
-        Ok(out)
-    }
-
-    /// Slots of every dirty entry.
-    pub fn dirty_slots(&self) -> Vec<u32> {
-        // Sized at once: growing by doubling would leave up to twice the dirty entries' count.
-        let mut v = Vec::with_capacity(self.dirty);
-        v.extend(
-            self.slots
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| s.has(LIVE) && s.has(DIRTY))
-                .map(|(i, _)| i as u32),
-        );
-        v
+        Ok(())
     }
 
     /// The clock's next victim (module docs), `None` if the cache is empty.
@@ -684,6 +729,28 @@ impl RecordCache {
         }
         candidate
     }
+}
+
+/// The key of the live entry in `slot` (empty if there is none).
+fn slot_key<'a>(slots: &[Slot], arena: &'a Arena, slot: u32) -> &'a [u8] {
+    match slots.get(slot as usize).filter(|s| s.has(LIVE)) {
+        Some(s) => arena.bytes(s.class, s.chunk, s.key_len as usize),
+        None => &[],
+    }
+}
+
+/// The ordered map's value for a dirty entry: its slot and LSN.
+fn ordered_value(slot: u32, lsn: u64) -> [u8; 12] {
+    let mut v = [0; 12];
+    v[..4].copy_from_slice(&slot.to_le_bytes());
+    v[4..].copy_from_slice(&lsn.to_le_bytes());
+    v
+}
+
+fn decode_ordered(v: &[u8]) -> Option<Dirty> {
+    let slot = u32::from_le_bytes(v.get(..4)?.try_into().ok()?);
+    let lsn = u64::from_le_bytes(v.get(4..)?.try_into().ok()?);
+    Some(Dirty { slot, lsn })
 }
 
 #[cfg(test)]
@@ -730,56 +797,99 @@ mod tests {
         assert_eq!(c.entry(v).unwrap().key, 0u32.to_be_bytes(), "the dirty candidate");
     }
 
+    fn keys(c: &RecordCache, dirty: &[Dirty]) -> Vec<u32> {
+        let key = |d: &Dirty| c.entry(d.slot).unwrap().key.try_into().unwrap();
+        dirty.iter().map(|d| u32::from_be_bytes(key(d))).collect()
+    }
+
     #[test]
-    fn ranges_counts_and_removal() {
+    fn only_dirty_entries_are_ordered_with_their_lsns_and_counts_follow() {
         let mut c = RecordCache::new(0).unwrap();
         for k in 0..100u32 {
             add(&mut c, k, k % 2 == 0, 4);
         }
         assert_eq!((c.len(), c.dirty()), (100, 50));
-        let r = c.range(&10u32.to_be_bytes(), Some(&20u32.to_be_bytes())).unwrap();
-        assert_eq!(r.len(), 10);
-        assert_eq!(c.range(b"", None).unwrap().len(), 100);
+        let r = c.dirty_where(&10u32.to_be_bytes(), Some(&20u32.to_be_bytes()), |_| true).unwrap();
+        assert_eq!(keys(&c, &r), [10, 12, 14, 16, 18]);
+        assert!(r.iter().all(|d| d.lsn == 1), "the LSN each was written with");
         let dirty_thirds = c.dirty_where(&10u32.to_be_bytes(), None, |k| k[3] % 3 == 0).unwrap();
         let want: Vec<u32> = (10..100u32).filter(|k| k % 2 == 0 && k % 3 == 0).collect();
-        let got: Vec<u32> = dirty_thirds
-            .iter()
-            .map(|&s| u32::from_be_bytes(c.entry(s).unwrap().key.try_into().unwrap()))
-            .collect();
-        assert_eq!(got, want, "dirty, accepted, in range, in key order");
-        let s = c.slot_of(&4u32.to_be_bytes()).unwrap().unwrap();
-        c.set_clean(s);
-        assert_eq!(c.dirty(), 49);
+        assert_eq!(keys(&c, &dirty_thirds), want, "dirty, accepted, in range, in key order");
+        // A clean entry written becomes dirty and ordered, with its new LSN; one cleaned leaves.
+        let s = c.slot_of(&5u32.to_be_bytes()).unwrap();
+        c.write(s, Some(b"new"), 77, None).unwrap();
+        let s4 = c.slot_of(&4u32.to_be_bytes()).unwrap();
+        c.set_clean(s4).unwrap();
+        let r = c.dirty_where(b"", Some(&8u32.to_be_bytes()), |_| true).unwrap();
+        assert_eq!(keys(&c, &r), [0, 2, 5, 6]);
+        assert_eq!(r[2].lsn, 77);
+        assert_eq!(c.dirty(), 50);
         let (bytes, used) = (c.bytes(), c.arena.used);
-        c.remove(s).unwrap();
+        c.remove(s4).unwrap();
         // Its chunk is released, its block kept; only the free lists (of chunks and of slots)
         // may have grown.
         assert_eq!(c.arena.used, used - 16);
         assert!(c.bytes() <= bytes + 32, "{} against {bytes}", c.bytes());
-        assert_eq!(c.get(&4u32.to_be_bytes()).unwrap(), None);
-        assert_eq!(c.dirty_slots().len(), 49);
+        assert_eq!(c.get(&4u32.to_be_bytes()), None);
+        c.remove(s).unwrap();
+        assert_eq!(c.dirty_slots().unwrap().len(), 49, "a removed dirty entry leaves the order");
+        assert_eq!(c.dirty(), 49);
         while let Some(v) = c.victim() {
             c.remove(v).unwrap();
         }
         assert_eq!((c.len(), c.dirty()), (0, 0));
         assert_eq!(c.arena.used, 0);
+        assert!(c.dirty_slots().unwrap().is_empty());
     }
 
     #[test]
-    fn writes_change_values_across_size_classes_and_keep_the_key() {
+    fn every_cached_key_is_found_through_growth_removal_and_slot_reuse() {
         let mut c = RecordCache::new(0).unwrap();
-        let s = c.insert(b"key", Some(b"v"), false, 0, 4, Some(true)).unwrap();
-        c.write(s, Some(&[9u8; 300]), 7, None).unwrap();
-        let e = c.entry(s).unwrap();
-        assert_eq!((e.key, e.value, e.dirty, e.lsn), (&b"key"[..], Some(&[9u8; 300][..]), true, 7));
-        assert_eq!(e.on_disk, Some(true));
-        c.write(s, None, 8, None).unwrap();
-        let e = c.entry(s).unwrap();
-        assert_eq!((e.key, e.value, e.lsn), (&b"key"[..], None, 8));
-        assert_eq!(c.dirty(), 1);
-        c.write(s, Some(b""), 9, None).unwrap();
-        assert_eq!(c.get(b"key").unwrap().unwrap().value, Some(&b""[..]));
-        assert_eq!(c.arena.used, 16, "one chunk of the smallest class");
+        let key = |k: u64| k.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+        for k in 0..50_000 {
+            c.insert(&key(k), Some(&k.to_le_bytes()), k % 7 == 0, k, 4, None).unwrap();
+        }
+        for k in (0..50_000).filter(|k| k % 3 == 0) {
+            assert!(c.remove(c.slot_of(&key(k)).unwrap()).unwrap());
+        }
+        // The freed slots are reused by new keys.
+        for k in 50_000..60_000 {
+            c.insert(&key(k), Some(&k.to_le_bytes()), false, 0, 4, None).unwrap();
+        }
+        assert_eq!(c.slots.len(), 50_000, "no slot beyond the first 50,000");
+        for k in 0..60_000 {
+            let e = c.get(&key(k));
+            if k < 50_000 && k % 3 == 0 {
+                assert!(e.is_none(), "key {k} removed");
+            } else {
+                assert_eq!(e.unwrap().value, Some(&k.to_le_bytes()[..]), "key {k}");
+            }
+        }
+        let dirty = (0..50_000u64).filter(|k| k % 7 == 0 && k % 3 != 0).count();
+        assert_eq!((c.len(), c.dirty()), (60_000 - 16_667, dirty));
+        assert_eq!(c.dirty_slots().unwrap().len(), dirty);
+    }
+
+    #[test]
+    fn the_doubled_table_is_charged_before_the_table_doubles() {
+        let mut c = RecordCache::new(0).unwrap();
+        let mut k = 0u64;
+        while c.table.capacity() < 10_000 {
+            c.insert(&k.to_be_bytes(), Some(&[0; 8]), false, 0, 4, None).unwrap();
+            k += 1;
+        }
+        let (cap, alloc) = (c.table.capacity(), c.table.allocation_size());
+        let mut charged_twice = false;
+        while c.table.capacity() == cap {
+            charged_twice |= c.table_bytes() == 3 * alloc;
+            c.insert(&k.to_be_bytes(), Some(&[0; 8]), false, 0, 4, None).unwrap();
+            k += 1;
+        }
+        // The old table is gone; the new one, charged beside it, remains.
+        assert!(c.table.allocation_size() <= 2 * alloc, "{}", c.table.allocation_size());
+        assert_eq!(c.table_bytes(), c.table.allocation_size());
+        assert!(charged_twice);
+        assert!(c.table.len() > cap, "the table doubled only when full");
     }
 
     #[test]
@@ -796,7 +906,7 @@ mod tests {
         assert!(!c.compact_if_loose(), "nothing to give back");
         // Keep every tenth entry, scattered over all the blocks.
         for k in (0..n).filter(|k| !k.is_multiple_of(10)) {
-            let s = c.slot_of(&k.to_be_bytes()).unwrap().unwrap();
+            let s = c.slot_of(&k.to_be_bytes()).unwrap();
             c.remove(s).unwrap();
         }
         assert_eq!(c.arena_bytes(), full, "removing frees chunks, not blocks");
@@ -805,7 +915,7 @@ mod tests {
         assert!(c.arena_bytes() <= full / 10 + 2 * BLOCK, "{} of {full}", c.arena_bytes());
         assert!(c.bytes() < before);
         for k in (0..n).step_by(10) {
-            let e = c.get(&k.to_be_bytes()).unwrap().unwrap();
+            let e = c.get(&k.to_be_bytes()).unwrap();
             assert_eq!(e.value, Some(&value(k)[..]), "key {k}");
             assert_eq!(e.dirty, k.is_multiple_of(2));
         }
@@ -814,7 +924,7 @@ mod tests {
             c.insert(&k.to_be_bytes(), Some(&value(k)), false, 0, 4, None).unwrap();
         }
         for k in (0..n).step_by(10).chain(n..2 * n) {
-            assert_eq!(c.get(&k.to_be_bytes()).unwrap().unwrap().value, Some(&value(k)[..]));
+            assert_eq!(c.get(&k.to_be_bytes()).unwrap().value, Some(&value(k)[..]));
         }
     }
 
@@ -839,15 +949,17 @@ mod tests {
     }
 
     #[test]
-    fn a_64_byte_record_costs_far_less_than_the_old_410_bytes() {
-        let mut c = RecordCache::new(0).unwrap();
-        let n = 100_000u64;
-        for i in 0..n {
-            let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
-            c.insert(&k, Some(&[3; 56]), false, 0, 4, Some(true)).unwrap();
+    fn a_clean_64_byte_record_costs_under_100_bytes_and_a_dirty_one_under_150() {
+        for (dirty, bound) in [(false, 100), (true, 150)] {
+            let mut c = RecordCache::new(0).unwrap();
+            let n = 100_000u64;
+            for i in 0..n {
+                let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+                c.insert(&k, Some(&[3; 56]), dirty, i, 4, Some(true)).unwrap();
+            }
+            let per = c.bytes() as u64 / n;
+            assert!(per < bound, "{per} bytes a {} entry", if dirty { "dirty" } else { "clean" });
+            assert!(per <= RecordCache::entry_cost(8, 56) as u64, "{per}: the estimate is above");
         }
-        let per = c.bytes() as u64 / n;
-        assert!(per < 160, "{per} bytes an entry");
     }
 }
-

@@ -58,13 +58,8 @@ impl Store {
     /// Writes every dirty entry to its page, then the group out (module docs). Entries
     /// dirtied meanwhile may stay dirty (a checkpoint calls it again with writers held back).
     pub(crate) fn flush_all(&self) -> Result<()> {
-        let slots = {
-            let inner = self.inner.read();
-            let mut slots = inner.cache.dirty_slots();
-            let key = |s: &u32| inner.cache.entry(*s).map(|e| e.key);
-            slots.sort_unstable_by(|a, b| key(a).cmp(&key(b)));
-            slots
-        };
+        // In key order, as the cache's ordered map holds them.
+        let slots = self.inner.read().cache.dirty_slots()?;
         self.flush_list_bytes
             .store(slots.capacity() * 4, Ordering::Relaxed);
         let mut at = 0;

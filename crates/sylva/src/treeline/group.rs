@@ -230,7 +230,7 @@ mod tests {
             // leaves the cache, and the page waits in the group for a log sync.
             let mut inner = store.inner.write();
             store.flush_key(&mut inner, &gone).unwrap();
-            assert!(inner.cache.get(&gone).unwrap().is_none());
+            assert!(inner.cache.get(&gone).is_none());
         }
         assert!(!store.groups.group.lock().pages.is_empty());
         faults0.arm(Fault::FailSync);

@@ -50,7 +50,7 @@ fn put_flush_and_evict(db: &TreeLine) {
     let store = db.store();
     let mut inner = store.inner.write();
     store.flush_key(&mut inner, &key(100)).unwrap();
-    let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
+    let slot = inner.cache.slot_of(&key(100)).unwrap();
     inner.cache.remove(slot).unwrap();
 }
 
@@ -62,7 +62,7 @@ fn with_uncached_key() -> TreeLine {
     }
     db.checkpoint().unwrap();
     let mut inner = db.store().inner.write();
-    let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
+    let slot = inner.cache.slot_of(&key(100)).unwrap();
     inner.cache.remove(slot).unwrap();
     drop(inner);
     db
@@ -106,7 +106,7 @@ fn a_miss_whose_pages_are_unchanged_admits_what_it_read() {
     assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
     assert_eq!(out, b"old");
     assert_eq!((counter(&db, "miss_rereads"), counter(&db, "page_reads")), (0, reads));
-    assert!(store.inner.read().cache.slot_of(&key(100)).unwrap().is_some(), "admitted");
+    assert!(store.inner.read().cache.slot_of(&key(100)).is_some(), "admitted");
 }
 
 #[test]
@@ -121,8 +121,8 @@ fn a_miss_whose_segment_was_reorganized_reads_again() {
         let mut inner = store.inner.write();
         let seg = inner.index.segment_of(&key(100)).unwrap();
         crate::treeline::reorg::reorganize(store, &mut inner, &seg).unwrap();
-        assert!(!inner.cache.get(&key(100)).unwrap().unwrap().dirty);
-        let slot = inner.cache.slot_of(&key(100)).unwrap().unwrap();
+        assert!(!inner.cache.get(&key(100)).unwrap().dirty);
+        let slot = inner.cache.slot_of(&key(100)).unwrap();
         inner.cache.remove(slot).unwrap();
     }
     let mut out = Vec::new();

@@ -328,7 +328,7 @@ impl TreeLine {
         let r = (|| {
             let _gate = store.gate.read();
             let mut inner = store.inner.write();
-            let present = match inner.cache.get(key)? {
+            let present = match inner.cache.get(key) {
                 Some(e) => e.value.is_some(),
                 None => store.lookup_disk(&inner, key)?.is_some(),
             };

@@ -39,6 +39,7 @@
 //!   production ID 0, their pages are freed deferred (not reused before the next checkpoint is
 //!   durable), and REORG_END is logged.
 
+use super::cache::Dirty;
 use super::index::Segment;
 use super::log::{self, ReorgStart};
 use super::model::{input, Model};
@@ -375,7 +376,7 @@ pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Re
                 let x = input(e.key, 0);
                 inner.tracker.record(x);
             }
-            inner.cache.set_clean(slot);
+            inner.cache.set_clean(slot)?;
         } else {
             inner.cache.remove(slot)?;
         }
@@ -401,7 +402,7 @@ fn take_dirty(
     let mut taken = Vec::new();
     let mut puts: Vec<Record> = Vec::new();
     let mut deletes: Vec<Vec<u8>> = Vec::new();
-    for slot in inner.cache.dirty_where(lower, upper, |_| true)? {
+    for Dirty { slot, .. } in inner.cache.dirty_where(lower, upper, |_| true)? {
         let Some(e) = inner.cache.entry(slot) else {
             continue;
         };

@@ -85,16 +85,17 @@ impl Store {
         exact_to: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<Record>> {
-        let slots = inner.cache.range(from, stop)?;
+        // The dirty entries only: a clean one repeats its page, read under this same lock.
+        let dirty = inner.cache.dirty_where(from, stop, |_| true)?;
         let mut out = Vec::new();
         let mut d = disk
             .iter()
             .skip_while(|r| r.0.as_slice() < from)
             .take_while(|r| stop.is_none_or(|s| r.0.as_slice() < s))
             .peekable();
-        let mut c = slots
+        let mut c = dirty
             .into_iter()
-            .filter_map(|s| inner.cache.entry(s))
+            .filter_map(|d| inner.cache.entry(d.slot))
             .take_while(|e| exact_to.is_none_or(|x| e.key <= x))
             .peekable();
         while out.len() < limit {
@@ -150,7 +151,7 @@ mod tests {
         db.checkpoint().unwrap();
         let mut inner = db.store().inner.write();
         for i in 0..20_000 {
-            let slot = inner.cache.slot_of(&key(i)).unwrap().unwrap();
+            let slot = inner.cache.slot_of(&key(i)).unwrap();
             inner.cache.remove(slot).unwrap();
         }
         assert!(inner.index.all().unwrap().iter().any(|s| s.pages == 16));

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::cache::{RecordCache, PRIORITY_ADMIT, PRIORITY_PREFETCH};
+use super::cache::{Dirty, RecordCache, PRIORITY_ADMIT, PRIORITY_PREFETCH};
 use super::checkpoint::Preread;
 use super::group::Groups;
 use super::index::{Segment, SegmentIndex};
@@ -450,7 +450,7 @@ impl Store {
         // Each round writes at least one record: after a reorganization the page's overflow
         // page is empty and takes one.
         for _ in 0..10_000 {
-            let dirty = match inner.cache.get(key)? {
+            let dirty = match inner.cache.get(key) {
                 Some(e) => e.dirty,
                 None => false,
             };
@@ -506,7 +506,7 @@ impl Store {
         // otherwise copy them all each round, a transient the budget does not cover.
         let mut collect = 2 * room;
         let mut truncated = false;
-        for &s in &slots {
+        for &Dirty { slot: s, lsn } in &slots {
             let Some(e) = inner.cache.entry(s) else {
                 continue;
             };
@@ -528,9 +528,9 @@ impl Store {
             match &e.value {
                 None => {
                     written.push((s, was));
-                    max_lsn = max_lsn.max(e.lsn);
+                    max_lsn = max_lsn.max(lsn);
                 }
-                Some(v) => inserts.push((s, e.key.to_vec(), v.to_vec(), was, e.lsn)),
+                Some(v) => inserts.push((s, e.key.to_vec(), v.to_vec(), was, lsn)),
             }
         }
         let (mut base_bytes, mut over_bytes) = (body(&base), body(&over));
@@ -612,7 +612,7 @@ impl Store {
                 inner.tracker.record(key_x);
             }
             if is_put {
-                inner.cache.set_clean(s);
+                inner.cache.set_clean(s)?;
             } else {
                 inner.cache.remove(s)?;
             }
@@ -657,7 +657,7 @@ impl Store {
                 let key = e.key.to_vec();
                 self.flush_key(inner, &key)?;
                 // The flush removed a delete marker's entry and kept a put's, clean.
-                if let Some(s) = inner.cache.slot_of(&key)? {
+                if let Some(s) = inner.cache.slot_of(&key) {
                     inner.cache.remove(s)?;
                 }
             } else {
@@ -677,7 +677,7 @@ impl Store {
         lsn: u64,
         on_disk: Option<bool>,
     ) -> Result<()> {
-        match inner.cache.slot_of(key)? {
+        match inner.cache.slot_of(key) {
             Some(s) => inner.cache.write(s, value, lsn, on_disk)?,
             None => {
                 inner.cache.insert(key, value, true, lsn, PRIORITY_ADMIT, on_disk)?;
@@ -686,7 +686,7 @@ impl Store {
         if !self.options.record_cache && !inner.redoing {
             // Write-through (Table 5.3's "Base"): to the page at once, and not kept.
             self.flush_key(inner, key)?;
-            if let Some(s) = inner.cache.slot_of(key)? {
+            if let Some(s) = inner.cache.slot_of(key) {
                 inner.cache.remove(s)?;
             }
             return Ok(());
@@ -706,7 +706,7 @@ impl Store {
 
     /// [`Store::get_cached`] without counting.
     fn cached(inner: &Inner, key: &[u8], out: &mut Vec<u8>) -> Result<Option<bool>> {
-        let Some(s) = inner.cache.slot_of(key)? else {
+        let Some(s) = inner.cache.slot_of(key) else {
             return Ok(None);
         };
         inner.cache.touch(s);
@@ -787,7 +787,7 @@ impl Store {
                 if self.memory(inner) + cost > budget {
                     break;
                 }
-                if inner.cache.slot_of(&k)?.is_none() {
+                if inner.cache.slot_of(&k).is_none() {
                     inner.cache.insert(&k, Some(&v), false, 0, PRIORITY_PREFETCH, Some(true))?;
                 }
             }
@@ -800,7 +800,7 @@ impl Store {
     /// not know whether its key is on its page looks).
     pub(crate) fn records(&self, inner: &mut Inner) -> Result<u64> {
         let mut n = inner.disk_records as i64;
-        for s in inner.cache.dirty_slots() {
+        for s in inner.cache.dirty_slots()? {
             let Some(e) = inner.cache.entry(s) else {
                 continue;
             };
