@@ -684,6 +684,12 @@ impl<S: NodeStore> BTree<S> {
             * (self.options.page_size + std::mem::size_of::<crate::sync::Latch>())
     }
 
+    /// The part of [`BTree::resident_bytes`] in pages freed and kept for reuse.
+    pub(crate) fn freed_bytes(&self) -> usize {
+        (self.store.pages_resident() - self.store.pages_in_use()) as usize
+            * (self.options.page_size + std::mem::size_of::<crate::sync::Latch>())
+    }
+
     /// Counts and counters.
     pub fn stats(&self) -> Stats {
         let pages = self.store.pages_in_use();
