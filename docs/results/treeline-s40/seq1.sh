@@ -1,9 +1,9 @@
 #!/bin/bash
-# Session 40's runs of the record cache with a hash table (b66c2a2), one after another (each
+# Session 40's runs of the record cache with a hash table (442eaaa), one after another (each
 # probes fio before and after), with the runners of earlier sessions.
 HERE=$(cd "$(dirname "$0")" && pwd)
 export DATA=/work/tgt/s40-data OUT=/work/tgt/s40
-B=${B:-/work/tgt/sylva-peers-b66c2a2}
+B=${B:-/work/tgt/sylva-peers-442eaaa}
 # Target 7: uniform, 64 B, TreeLine against db, one thread.
 W=c,b,a,f OPS=500000 bash "$HERE/../treeline-s38/run.sh" $B 1 uniform t7 treeline:cache_bytes=272053589 db:cache_bytes=263664981
 # Targets 1-3: the issue's 64 B command at one thread, zipfian, beside the peers.

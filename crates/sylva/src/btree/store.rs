@@ -274,7 +274,10 @@ impl Drop for Zeroed {
 
 struct Alloc {
     next: u64,
+    /// Freed pages, their bytes still in memory.
     free: Vec<PageId>,
+    /// Freed pages whose memory [`MemNodeStore::release_freed`] gave back (reused after `free`'s).
+    released: Vec<PageId>,
 }
 
 /// Pages in memory, in chunks of about 1 MiB.
@@ -303,8 +306,38 @@ impl MemNodeStore {
             alloc: Mutex::new(Alloc {
                 next: 0,
                 free: Vec::new(),
+                released: Vec::new(),
             }),
         }
+    }
+
+    /// Gives the memory of the freed pages back to the kernel (they stay mapped, and read as
+    /// zeros until reused: an optimistic reader holding a stale id may still read one, and then
+    /// fails validation, as the page's latch is kept apart from its bytes). Returns the pages
+    /// given back. Pages smaller than the kernel's or not aligned to them are kept.
+    pub fn release_freed(&self) -> usize {
+        if !self.page_size.is_multiple_of(4096) {
+            return 0;
+        }
+        let mut a = self.alloc.lock();
+        let free = std::mem::take(&mut a.free);
+        for &id in &free {
+            if let Some((c, i)) = self.chunk(id) {
+                // SAFETY: the page lies within its chunk's mapping, page-aligned (chunks are
+                // mapped at page boundaries and hold whole pages); it is free, and the `alloc`
+                // lock keeps it from being handed out meanwhile, so nobody writes it; readers
+                // read it optimistically and validate against the latch, which is not in it.
+                unsafe {
+                    libc::madvise(
+                        c.data.as_ptr().add(i * self.page_size).cast(),
+                        self.page_size,
+                        libc::MADV_DONTNEED,
+                    );
+                }
+            }
+        }
+        a.released.extend_from_slice(&free);
+        free.len()
     }
 
     /// The chunk directory.
@@ -345,7 +378,7 @@ impl NodeStore for MemNodeStore {
 
     fn allocate(&self) -> Result<PageId> {
         let mut a = self.alloc.lock();
-        if let Some(id) = a.free.pop() {
+        if let Some(id) = a.free.pop().or_else(|| a.released.pop()) {
             if let Some(l) = self.latch(id) {
                 l.lock_for_reuse();
             }
@@ -405,12 +438,14 @@ impl NodeStore for MemNodeStore {
 
     fn pages_in_use(&self) -> u64 {
         let a = self.alloc.lock();
-        a.next - a.free.len() as u64
+        a.next - (a.free.len() + a.released.len()) as u64
     }
 
-    /// Every page made so far: a freed page stays in its chunk, written, until it is reused.
+    /// Every page made so far but those whose memory [`MemNodeStore::release_freed`] gave back:
+    /// a freed page stays in its chunk, written, until it is reused or given back.
     fn pages_resident(&self) -> u64 {
-        self.alloc.lock().next
+        let a = self.alloc.lock();
+        a.next - a.released.len() as u64
     }
 }
 
@@ -426,5 +461,44 @@ impl Drop for MemNodeStore {
                 drop(unsafe { Box::from_raw(p) });
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn released_pages_leave_the_resident_count_and_come_back_as_zeros() {
+        let s = MemNodeStore::new(4096);
+        let ids: Vec<PageId> = (0..64).map(|_| s.allocate().unwrap()).collect();
+        for &id in &ids {
+            // SAFETY: the page is write-locked by its allocation; nobody else touches it.
+            unsafe { s.page_ptr(id).unwrap().as_ptr().write_bytes(0xAB, 4096) };
+            s.latch(id).unwrap().unlock();
+        }
+        for &id in &ids[..40] {
+            let l = s.latch(id).unwrap();
+            assert!(l.read_lock().is_ok_and(|v| l.upgrade(v).is_ok()));
+            s.free(id).unwrap();
+            assert!(l.read_lock().is_err(), "a freed page's readers restart");
+        }
+        assert_eq!((s.pages_resident(), s.pages_in_use()), (64, 24));
+        assert_eq!(s.release_freed(), 40);
+        assert_eq!((s.pages_resident(), s.pages_in_use()), (24, 24));
+        assert_eq!(s.release_freed(), 0, "nothing left to give back");
+        // A page freed after the release is reused before the released ones.
+        let l = s.latch(ids[50]).unwrap();
+        assert!(l.read_lock().is_ok_and(|v| l.upgrade(v).is_ok()));
+        s.free(ids[50]).unwrap();
+        assert_eq!(s.allocate().unwrap(), ids[50]);
+        let again = s.allocate().unwrap();
+        assert!(ids[..40].contains(&again));
+        assert_eq!(s.pages_resident(), 25);
+        // SAFETY: allocated and write-locked by this thread.
+        let bytes = unsafe { std::slice::from_raw_parts(s.page_ptr(again).unwrap().as_ptr(), 4096) };
+        assert!(bytes.iter().all(|&b| b == 0), "its old bytes are gone");
+        assert_eq!(s.pages_in_use(), 25);
     }
 }

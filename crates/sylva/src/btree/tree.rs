@@ -170,6 +170,12 @@ impl BTree<MemNodeStore> {
         let store = MemNodeStore::new(options.page_size);
         Self::with_store(store, options)
     }
+
+    /// Gives back the memory of the pages the tree freed ([`MemNodeStore::release_freed`]);
+    /// returns the bytes.
+    pub(crate) fn release_freed(&self) -> usize {
+        self.store.release_freed() * self.options.page_size
+    }
 }
 
 impl<S: NodeStore> BTree<S> {

@@ -24,9 +24,8 @@
 //! **What is charged** against `cache_bytes` ([`RecordCache::bytes`]) is what the cache holds:
 //! the slot array's capacity (grown by an eighth at a time, not doubled), the hash table's
 //! allocation (and, in the last eighth before it doubles, the doubled one, both held while it
-//! grows), the ordered map's pages (those it freed too, kept for reuse, until they are most of
-//! its pages: then [`RecordCache::compact_if_loose`] copies the dirty entries into a new map),
-//! and the arena's blocks. Removing an entry frees its chunk, not a block, so when the cache must shrink (the
+//! grows), the ordered map's pages (those it freed too, kept for reuse until
+//! [`RecordCache::compact_if_loose`] gives their memory back), and the arena's blocks. Removing an entry frees its chunk, not a block, so when the cache must shrink (the
 //! index or the log's buffers grew) its blocks would stay behind, full of holes. The arena is therefore charged its blocks or its live
 //! chunks plus a slack (a sixty-fourth of the budget, 256 KiB to 4 MiB), whichever is more:
 //! while the blocks are within the slack, each eviction lowers the charge by its chunk; past it,
@@ -326,7 +325,10 @@ impl RecordCache {
         Ok(RecordCache {
             table: HashTable::new(),
             secrets: RapidSecrets::random(),
-            ordered: ordered_map()?,
+            ordered: BTree::new(Options {
+                layout: Layout::Hints,
+                ..Options::default()
+            })?,
             slots: Vec::new(),
             priorities: Vec::new(),
             free: Vec::new(),
@@ -377,29 +379,20 @@ impl RecordCache {
     }
 
     /// Gives back the arena's spare blocks if they exceed its slack (each entry removed
-    /// frees a chunk, not a block), and the ordered map's freed pages if they are most of its
-    /// pages and over 1 MiB (a map keeps the pages it frees, for optimistic readers, until it is
-    /// dropped: a load's dirty entries, once written, would leave it holding pages for them all),
-    /// by copying the dirty entries into a new map; returns whether it gave back either.
-    pub fn compact_if_loose(&mut self) -> Result<bool> {
+    /// frees a chunk, not a block), and the memory of the ordered map's freed pages if they
+    /// exceed 1 MiB (a map keeps the pages it frees for reuse: a load's dirty entries, once
+    /// written, would leave it holding pages for them all); returns whether it gave back either.
+    pub fn compact_if_loose(&mut self) -> bool {
         let mut did = false;
         if self.arena.loose() {
             self.arena.compact(&mut self.slots);
             did = true;
         }
-        let freed = self.ordered.freed_bytes();
-        if freed > (1 << 20) && 2 * freed > self.ordered.resident_bytes() {
-            let fresh = ordered_map()?;
-            let mut copied = Ok(());
-            self.ordered.walk(&[0], None, usize::MAX, &mut |k, v| {
-                copied = fresh.put(k, v);
-                copied.is_ok()
-            })?;
-            copied?;
-            self.ordered = fresh;
+        if self.ordered.freed_bytes() > 1 << 20 {
+            self.ordered.release_freed();
             did = true;
         }
-        Ok(did)
+        did
     }
 
     /// The arena's slack for a store of `budget` bytes: a sixty-fourth, within 256 KiB to
@@ -745,13 +738,6 @@ impl RecordCache {
     }
 }
 
-fn ordered_map() -> Result<BTree> {
-    BTree::new(Options {
-        layout: Layout::Hints,
-        ..Options::default()
-    })
-}
-
 /// The key of the live entry in `slot` (empty if there is none).
 fn slot_key<'a>(slots: &[Slot], arena: &'a Arena, slot: u32) -> &'a [u8] {
     match slots.get(slot as usize).filter(|s| s.has(LIVE)) {
@@ -924,7 +910,7 @@ mod tests {
                 .unwrap();
         }
         let full = c.arena_bytes();
-        assert!(!c.compact_if_loose().unwrap(), "nothing to give back");
+        assert!(!c.compact_if_loose(), "nothing to give back");
         // Keep every tenth entry, scattered over all the blocks.
         for k in (0..n).filter(|k| !k.is_multiple_of(10)) {
             let s = c.slot_of(&k.to_be_bytes()).unwrap();
@@ -932,7 +918,7 @@ mod tests {
         }
         assert_eq!(c.arena_bytes(), full, "removing frees chunks, not blocks");
         let before = c.bytes();
-        assert!(c.compact_if_loose().unwrap());
+        assert!(c.compact_if_loose());
         assert!(c.arena_bytes() <= full / 10 + 2 * BLOCK, "{} of {full}", c.arena_bytes());
         assert!(c.bytes() < before);
         for k in (0..n).step_by(10) {
@@ -964,14 +950,14 @@ mod tests {
         }
         assert_eq!(c.ordered.resident_bytes(), full);
         let before = c.bytes();
-        assert!(c.compact_if_loose().unwrap());
+        assert!(c.compact_if_loose());
         assert!(c.ordered.resident_bytes() < full / 10, "{}", c.ordered.resident_bytes());
         assert!(c.bytes() < before);
         let d = c.dirty_where(b"", None, |_| true).unwrap();
         let want: Vec<u32> = (0..n).step_by(100).collect();
         assert_eq!(keys(&c, &d), want);
         assert!(d.iter().zip(&want).all(|(d, &k)| d.lsn == u64::from(k)), "the LSNs kept");
-        assert!(!c.compact_if_loose().unwrap(), "nothing more to give back");
+        assert!(!c.compact_if_loose(), "nothing more to give back");
     }
 
     #[test]
@@ -987,7 +973,7 @@ mod tests {
         while c.len() > 100 {
             let v = c.victim().unwrap();
             c.remove(v).unwrap();
-            if c.compact_if_loose().unwrap() {
+            if c.compact_if_loose() {
                 assert!(c.arena_bytes() <= c.arena.used + BLOCK, "one partial block left");
             }
         }

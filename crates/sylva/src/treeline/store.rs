@@ -644,7 +644,7 @@ impl Store {
         }
         let budget = self.options.cache_bytes as usize;
         while self.memory(inner) > budget {
-            if inner.cache.compact_if_loose()? {
+            if inner.cache.compact_if_loose() {
                 continue;
             }
             let Some(v) = inner.cache.victim() else {
