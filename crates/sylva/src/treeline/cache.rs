@@ -23,8 +23,9 @@
 //!
 //! **What is charged** against `cache_bytes` ([`RecordCache::bytes`]) is what the cache holds:
 //! the slot array's capacity (grown by an eighth at a time, not doubled), the hash table's
-//! allocation (and, in the last eighth before it doubles, the doubled one, both held while it
-//! grows), the ordered map's pages (those it freed too, kept for reuse until
+//! allocation (and, near full with more than half its entries live, the doubled one, both held
+//! while it grows: so a cache whose budget cannot pay for the doubling stays at half its table,
+//! where churn's tombstones are cleared by rehashing in place), the ordered map's pages (those it freed too, kept for reuse until
 //! [`RecordCache::compact_if_loose`] gives their memory back), and the arena's blocks. Removing an entry frees its chunk, not a block, so when the cache must shrink (the
 //! index or the log's buffers grew) its blocks would stay behind, full of holes. The arena is therefore charged its blocks or its live
 //! chunks plus a slack (a sixty-fourth of the budget, 256 KiB to 4 MiB), whichever is more:
@@ -292,6 +293,10 @@ pub struct RecordCache {
     table: HashTable<u32>,
     /// The hash's seed, drawn for each cache (keys come from users).
     secrets: RapidSecrets,
+    /// The table's allocation when last seen, and its capacity then, with no removed entries'
+    /// tombstones in it (what a rehash in place gives back).
+    table_alloc: usize,
+    table_full: usize,
     /// The dirty entries in key order: key → slot (4 bytes) and LSN (8), little-endian.
     ordered: BTree,
     slots: Vec<Slot>,
@@ -325,6 +330,8 @@ impl RecordCache {
         Ok(RecordCache {
             table: HashTable::new(),
             secrets: RapidSecrets::random(),
+            table_alloc: 0,
+            table_full: 0,
             ordered: BTree::new(Options {
                 layout: Layout::Hints,
                 ..Options::default()
@@ -354,12 +361,14 @@ impl RecordCache {
             + self.ordered.resident_bytes()
     }
 
-    /// The hash table's allocation and, within the last eighth of its capacity, the doubled
-    /// one that replaces it when it is full: both are held while the entries move over, so
-    /// the cache makes room for the new one before it is needed.
+    /// The hash table's allocation and, when it is near full and more than half its entries
+    /// are live, the doubled one that replaces it: both are held while the entries move over,
+    /// so the cache makes room for the new one before it is needed. (A removed entry may
+    /// leave a tombstone that takes room until a rehash; with at most half the room live, the
+    /// table rehashes in place when full, in its own memory.)
     fn table_bytes(&self) -> usize {
-        let (now, cap) = (self.table.allocation_size(), self.table.capacity());
-        if self.table.len() + cap / 8 >= cap {
+        let (now, cap, len) = (self.table.allocation_size(), self.table.capacity(), self.len);
+        if cap - len <= self.table_full / 8 && len >= self.table_full / 2 {
             3 * now
         } else {
             now
@@ -400,6 +409,16 @@ impl RecordCache {
     /// chunks by that much).
     pub fn slack_for(budget: u64) -> usize {
         ((budget / 64) as usize).clamp(256 << 10, 4 << 20)
+    }
+
+    /// The parts of [`RecordCache::bytes`] besides the arena: the slots (with their priorities
+    /// and free list), the hash table, the ordered map.
+    pub fn part_bytes(&self) -> [usize; 3] {
+        [
+            self.slots.capacity() * (std::mem::size_of::<Slot>() + 1) + self.free.capacity() * 4,
+            self.table_bytes(),
+            self.ordered.resident_bytes(),
+        ]
     }
 
     /// Bytes of the arena's blocks.
@@ -619,6 +638,10 @@ impl RecordCache {
         self.table.insert_unique(hash_of(secrets, key), slot, |&s| {
             hash_of(secrets, slot_key(slots, arena, s))
         });
+        if self.table.allocation_size() != self.table_alloc {
+            self.table_alloc = self.table.allocation_size();
+            self.table_full = self.table.capacity();
+        }
         self.len += 1;
         self.dirty += usize::from(dirty);
         Ok(slot)
@@ -875,6 +898,30 @@ mod tests {
         let dirty = (0..50_000u64).filter(|k| k % 7 == 0 && k % 3 != 0).count();
         assert_eq!((c.len(), c.dirty()), (60_000 - 16_667, dirty));
         assert_eq!(c.dirty_slots().unwrap().len(), dirty);
+    }
+
+    #[test]
+    fn a_churning_table_under_half_full_rehashes_in_place_and_is_charged_once() {
+        let mut c = RecordCache::new(0).unwrap();
+        let key = |k: u64| k.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
+        for k in 0..10_000 {
+            c.insert(&key(k), Some(&[0; 8]), false, 0, 4, None).unwrap();
+        }
+        for k in 0..5_000 {
+            c.remove(c.slot_of(&key(k)).unwrap()).unwrap();
+        }
+        let (alloc, full) = (c.table.allocation_size(), c.table_full);
+        assert!(c.len() < full / 2, "{} of {full}", c.len());
+        let mut tombstones_seen = false;
+        for k in 10_000..1_000_000 {
+            c.insert(&key(k), Some(&[0; 8]), false, 0, 4, None).unwrap();
+            let v = c.slot_of(&key(k - 5_000)).unwrap();
+            c.remove(v).unwrap();
+            tombstones_seen |= c.table.capacity() < full;
+            assert_eq!(c.table_bytes(), alloc, "after key {k}");
+        }
+        assert!(tombstones_seen, "the churn left tombstones");
+        assert_eq!(c.table.allocation_size(), alloc, "never grown");
     }
 
     #[test]

@@ -500,6 +500,7 @@ impl TreeLine {
         let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         let file = &store.file;
         let sizes = inner.segment_sizes;
+        let parts = inner.cache.part_bytes();
         Stats {
             records,
             bytes_used: Some((file.page_count() - file.free_pages()) * file.page_size() as u64),
@@ -520,6 +521,10 @@ impl TreeLine {
                 ("cache_dirty", inner.cache.dirty() as u64),
                 ("cache_bytes", store.memory(&inner) as u64),
                 ("cache_arena_bytes", inner.cache.arena_bytes() as u64),
+                ("cache_slot_bytes", parts[0] as u64),
+                ("cache_table_bytes", parts[1] as u64),
+                ("cache_ordered_bytes", parts[2] as u64),
+                ("index_bytes", inner.index.memory_bytes() as u64),
                 ("cache_hits", load(&c.cache_hits)),
                 ("cache_misses", load(&c.cache_misses)),
                 ("miss_rereads", load(&c.miss_rereads)),
