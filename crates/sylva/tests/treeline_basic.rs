@@ -334,7 +334,10 @@ fn string_keys_with_a_long_shared_prefix_are_placed_and_found() {
 
 /// Insert forecasting (§4.6): with the histogram of past epochs, reorganizations leave room
 /// where inserts keep coming, so a uniform insert load reorganizes less often than with the
-/// goal alone (the thesis: 41% fewer, §5.5). Deterministic: the same load both times.
+/// goal alone (the thesis: 41% fewer, §5.5). The same load both times; the counts vary a little
+/// between runs, as the record cache's hash is seeded per cache and its table's tombstones move
+/// the points where it evicts (60,000 inserts: 3–7 against 9–10 over 17 runs; at 15,000, with
+/// the denser cache of session 40, 3–4 against 4, too few to tell).
 #[test]
 fn forecasting_leaves_room_and_saves_reorganizations() {
     let run = |forecast: bool| {
@@ -349,10 +352,10 @@ fn forecasting_leaves_room_and_saves_reorganizations() {
             ..small(true)
         };
         let db = TreeLine::open(dir.path(), o).unwrap();
-        for i in 0..15_000 {
+        for i in 0..60_000 {
             db.put(&key(i), &[1u8; 100]).unwrap();
         }
-        assert_eq!(db.check().unwrap().records, 15_000);
+        assert_eq!(db.check().unwrap().records, 60_000);
         (
             counter(&db, "reorganizations"),
             counter(&db, "forecast_epochs_done"),

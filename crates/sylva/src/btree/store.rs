@@ -316,7 +316,9 @@ impl MemNodeStore {
     /// fails validation, as the page's latch is kept apart from its bytes). Returns the pages
     /// given back. Pages smaller than the kernel's or not aligned to them are kept.
     pub fn release_freed(&self) -> usize {
-        if !self.page_size.is_multiple_of(4096) {
+        // SAFETY: sysconf only reads a system constant.
+        let kernel_page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        if kernel_page <= 0 || !self.page_size.is_multiple_of(kernel_page as usize) {
             return 0;
         }
         let mut a = self.alloc.lock();
@@ -496,8 +498,10 @@ mod tests {
         let again = s.allocate().unwrap();
         assert!(ids[..40].contains(&again));
         assert_eq!(s.pages_resident(), 25);
-        // SAFETY: allocated and write-locked by this thread.
-        let bytes = unsafe { std::slice::from_raw_parts(s.page_ptr(again).unwrap().as_ptr(), 4096) };
+        // Allocated and write-locked by this thread.
+        let page = s.page_ptr(again).unwrap().as_ptr();
+        // SAFETY: as above; the page is 4096 bytes.
+        let bytes = unsafe { std::slice::from_raw_parts(page, 4096) };
         assert!(bytes.iter().all(|&b| b == 0), "its old bytes are gone");
         assert_eq!(s.pages_in_use(), 25);
     }

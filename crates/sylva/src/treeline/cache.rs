@@ -25,11 +25,13 @@
 //! the slot array's capacity (grown by an eighth at a time, not doubled), the hash table's
 //! allocation (and, near full with more than half its entries live, the doubled one, both held
 //! while it grows: so a cache whose budget cannot pay for the doubling stays at half its table,
-//! where churn's tombstones are cleared by rehashing in place), the ordered map's pages (those it freed too, kept for reuse until
-//! [`RecordCache::compact_if_loose`] gives their memory back), and the arena's blocks. Removing an entry frees its chunk, not a block, so when the cache must shrink (the
-//! index or the log's buffers grew) its blocks would stay behind, full of holes. The arena is therefore charged its blocks or its live
-//! chunks plus a slack (a sixty-fourth of the budget, 256 KiB to 4 MiB), whichever is more:
-//! while the blocks are within the slack, each eviction lowers the charge by its chunk; past it,
+//! where churn's tombstones are cleared by rehashing in place), the ordered map's pages (those
+//! it freed too, kept for reuse until [`RecordCache::compact_if_loose`] gives their memory
+//! back), and the arena's blocks. Removing an entry frees its chunk, not a block, so when the
+//! cache must shrink (the index or the log's buffers grew) its blocks would stay behind, full
+//! of holes. The arena is therefore charged its blocks or its live chunks plus a slack (a
+//! sixty-fourth of the budget, 256 KiB to 4 MiB), whichever is more: while the blocks are
+//! within the slack, each eviction lowers the charge by its chunk; past it,
 //! [`RecordCache::compact_if_loose`] moves the live chunks of each class into its first blocks
 //! (one pass over the slots) and unmaps the rest. Each block is a mapping of its own, so that a
 //! block given back leaves the process (from the heap it would stay as the allocator's free
@@ -531,14 +533,20 @@ impl RecordCache {
         let Some(s) = self.live(slot).copied() else {
             return Ok(());
         };
-        // First what can fail: the ordered map takes (or updates) the entry.
-        self.ordered.put(slot_key(&self.slots, &self.arena, slot), &ordered_value(slot, lsn))?;
         let k = s.key_len as usize;
         let v = value.map_or(0, <[u8]>::len);
         let class = Arena::class_of(k + v);
+        // First what can fail, undone if the other does: a new chunk, the ordered map's entry.
+        let moved = if class == s.class { None } else { Some(self.arena.alloc(class)?) };
+        let key = slot_key(&self.slots, &self.arena, slot);
+        if let Err(e) = self.ordered.put(key, &ordered_value(slot, lsn)) {
+            if let Some(chunk) = moved {
+                self.arena.release(class, chunk);
+            }
+            return Err(e);
+        }
         let mut n = s;
-        if class != s.class {
-            let chunk = self.arena.alloc(class)?;
+        if let Some(chunk) = moved {
             // Rare (a value changing size class): the key moves with it.
             let key = self.arena.bytes(s.class, s.chunk, k).to_vec();
             self.arena.bytes_mut(class, chunk, k).copy_from_slice(&key);

@@ -22,8 +22,8 @@
 //! **Record cache** ([`cache`]): every write goes to the log and then to the cache, dirty;
 //! reads look there first. Entries carry a clock priority; the clock evicts, and a dirty victim
 //! first has its page written with every dirty entry of that page (one read, one write, the
-//! entries stay cached and clean). `cache_bytes` bounds the cache's entries and map, the
-//! index, the histograms and the buffers together.
+//! entries stay cached and clean). `cache_bytes` bounds the cache's entries, its hash table
+//! and its ordered map of dirty entries, the index, the histograms and the buffers together.
 //!
 //! **Segments and models** ([`index`], [`page`], [`model`]): the index maps each segment's
 //! lower bound to its first page, page count, model and production ID; a key's segment is the
@@ -115,8 +115,9 @@
 //!   engine to), instead of refusing a key and value longer than a quarter page together: a
 //!   page holds two of the largest records besides its two largest fences.
 //! - **Memory**: `cache_bytes` is charged with the record cache's exact size (the arena chunks
-//!   of its entries, 24-byte slots, the key → slot map's pages: about 125 bytes for a 64-byte
-//!   record, [`cache`]; the map's freed pages too, which stay in memory for reuse), the
+//!   of its entries, 12-byte slots, the hash table, the ordered map of dirty entries: about 85
+//!   bytes for a clean 64-byte record, [`cache`]; the map's freed pages too until they are
+//!   given back), the
 //!   index's entries (an estimate above what its tree takes), the log's buffers as allocated
 //!   (at least 4 MiB; more while a long fsync holds one), a checkpoint's list of dirty entries
 //!   while it exists, the set of pages imaged since the checkpoint, the histograms with the
