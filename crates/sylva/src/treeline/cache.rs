@@ -14,20 +14,20 @@
 //! flags) and a priority byte; the key and value are one chunk of the arena, whose size
 //! classes are multiples of 16 bytes carved out of 64 KiB blocks, with a free list per class (no
 //! allocation per entry, no allocator headers or fragmentation from entries that come and go).
-//! The hash table (`hashbrown`'s, of 4-byte slot numbers, the key's hash `rapidhash` seeded per
-//! cache) holds no key: it compares the arena's. A clean 64-byte record costs about 85 bytes in
-//! all; a dirty one also its key, slot number and LSN in the ordered map, about 42 more. (An
-//! ordered map of every entry cost about 50 bytes each, the LSN in each slot 12 more: 145 a clean
+//! The hash table ([`table`]: 4-byte slot numbers and 1-byte tags, linear probing with no
+//! tombstones, the key's hash `rapidhash` seeded per cache) holds no key: it compares the
+//! arena's. A clean 64-byte record costs about 87 bytes in all; a dirty one also its key, slot
+//! number and LSN in the ordered map, about 48 more (unit tests, 80,000 entries). (An ordered
+//! map of every entry cost about 50 bytes each, the LSN in each slot 12 more: 145 a clean
 //! record; the first layout, a `Vec` for each of key and value in a 64-byte `Option` slot, about
 //! 410.)
 //!
 //! **What is charged** against `cache_bytes` ([`RecordCache::bytes`]) is what the cache holds:
 //! the slot array's capacity (grown by an eighth at a time, not doubled), the hash table's
-//! allocation (and, near full with more than half its entries live, the doubled one, both held
-//! while it grows: so a cache whose budget cannot pay for the doubling stays at half its table,
-//! where churn's tombstones are cleared by rehashing in place), the ordered map's pages (those
-//! it freed too, kept for reuse until [`RecordCache::compact_if_loose`] gives their memory
-//! back), and the arena's blocks. Removing an entry frees its chunk, not a block, so when the
+//! allocation (and, within an eighth of the entries at which it doubles, the doubled one too,
+//! both held while it grows: so a cache whose budget cannot pay for the doubling stays just
+//! under that point), the ordered map's pages (those it freed too, kept for reuse until
+//! [`RecordCache::compact_if_loose`] gives their memory back), and the arena's blocks. Removing an entry frees its chunk, not a block, so when the
 //! cache must shrink (the index or the log's buffers grew) its blocks would stay behind, full
 //! of holes. The arena is therefore charged its blocks or its live chunks plus a slack (a
 //! sixty-fourth of the budget, 256 KiB to 4 MiB), whichever is more: while the blocks are
@@ -45,12 +45,14 @@
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use hashbrown::HashTable;
 use rapidhash::v3::{rapidhash_v3_seeded, RapidSecrets};
 
 use crate::btree::store::Zeroed;
 use crate::btree::{BTree, Layout, Options};
 use crate::error::{Error, Result};
+
+mod table;
+use table::SlotTable;
 
 /// Priority of an entry admitted by a write or a read miss.
 pub const PRIORITY_ADMIT: u8 = 4;
@@ -292,13 +294,9 @@ impl Arena {
 /// The cache (module docs).
 pub struct RecordCache {
     /// Every entry's slot, found by the hash of its key (the key is read from the arena).
-    table: HashTable<u32>,
+    table: SlotTable,
     /// The hash's seed, drawn for each cache (keys come from users).
     secrets: RapidSecrets,
-    /// The table's allocation when last seen, and its capacity then, with no removed entries'
-    /// tombstones in it (what a rehash in place gives back).
-    table_alloc: usize,
-    table_full: usize,
     /// The dirty entries in key order: key → slot (4 bytes) and LSN (8), little-endian.
     ordered: BTree,
     slots: Vec<Slot>,
@@ -330,10 +328,8 @@ impl RecordCache {
     /// chunks before it gives them back.
     pub fn new(slack: usize) -> Result<Self> {
         Ok(RecordCache {
-            table: HashTable::new(),
+            table: SlotTable::new(),
             secrets: RapidSecrets::random(),
-            table_alloc: 0,
-            table_full: 0,
             ordered: BTree::new(Options {
                 layout: Layout::Hints,
                 ..Options::default()
@@ -363,14 +359,12 @@ impl RecordCache {
             + self.ordered.resident_bytes()
     }
 
-    /// The hash table's allocation and, when it is near full and more than half its entries
-    /// are live, the doubled one that replaces it: both are held while the entries move over,
-    /// so the cache makes room for the new one before it is needed. (A removed entry may
-    /// leave a tombstone that takes room until a rehash; with at most half the room live, the
-    /// table rehashes in place when full, in its own memory.)
+    /// The hash table's allocation and, within an eighth of the entries at which it doubles,
+    /// the doubled one that replaces it: both are held while the entries move over, so the
+    /// cache makes room for the new one before it is needed.
     fn table_bytes(&self) -> usize {
-        let (now, cap, len) = (self.table.allocation_size(), self.table.capacity(), self.len);
-        if cap - len <= self.table_full / 8 && len >= self.table_full / 2 {
+        let (now, cap) = (self.table.allocation_size(), self.table.capacity());
+        if self.table.len() + cap / 8 >= cap {
             3 * now
         } else {
             now
@@ -379,14 +373,15 @@ impl RecordCache {
 
     /// What caching a dirty record of `key_len` and `value_len` bytes adds to
     /// [`RecordCache::bytes`], estimated: its chunk, slot and priority, its bucket of the hash
-    /// table (5 bytes, a bucket at least 7/16 used) and its share of the ordered map (key, slot
-    /// number and LSN at two thirds fill). A clean one costs the last part less.
+    /// table (5 bytes, a bucket at least 2/5 used) and its share of the ordered map (key, slot
+    /// number, LSN and about 4 bytes of node overhead, at five eighths fill: 49 bytes an
+    /// 8-byte key measured, at 80,000 dirty entries). A clean one costs the last part less.
     pub const fn entry_cost(key_len: usize, value_len: usize) -> usize {
         Arena::chunk_size(Arena::class_of(key_len + value_len))
             + std::mem::size_of::<Slot>()
             + 1
             + 12
-            + (key_len + 12 + 8) * 3 / 2
+            + (key_len + 12 + 8 + 4) * 8 / 5
     }
 
     /// Gives back the arena's spare blocks if they exceed its slack (each entry removed
@@ -441,7 +436,7 @@ impl RecordCache {
     /// The slot of `key`, if cached.
     pub fn slot_of(&self, key: &[u8]) -> Option<u32> {
         let hash = hash_of(&self.secrets, key);
-        self.table.find(hash, |&s| self.key(s) == key).copied()
+        self.table.find(hash, |s| self.key(s) == key)
     }
 
     /// The key of the live entry in `slot` (empty if none).
@@ -643,13 +638,9 @@ impl RecordCache {
         }
         self.slots[slot as usize] = s;
         let (slots, arena, secrets) = (&self.slots, &self.arena, &self.secrets);
-        self.table.insert_unique(hash_of(secrets, key), slot, |&s| {
+        self.table.insert(hash_of(secrets, key), slot, |s| {
             hash_of(secrets, slot_key(slots, arena, s))
         });
-        if self.table.allocation_size() != self.table_alloc {
-            self.table_alloc = self.table.allocation_size();
-            self.table_full = self.table.capacity();
-        }
         self.len += 1;
         self.dirty += usize::from(dirty);
         Ok(slot)
@@ -664,9 +655,10 @@ impl RecordCache {
         if s.has(DIRTY) {
             self.ordered.delete(key)?;
         }
-        if let Ok(e) = self.table.find_entry(hash_of(&self.secrets, key), |&x| x == slot) {
-            e.remove();
-        }
+        let (slots, arena, secrets) = (&self.slots, &self.arena, &self.secrets);
+        self.table.remove(hash_of(secrets, key), slot, |s| {
+            hash_of(secrets, slot_key(slots, arena, s))
+        });
         self.arena.release(s.class, s.chunk);
         self.slots[slot as usize] = Slot::default();
         self.len -= 1;
