@@ -10,14 +10,14 @@
 //! (so that the record count stays exact without a read per insert).
 //!
 //! **Layout, for density** (the thesis's point is caching records, not pages: an entry must
-//! cost little more than its record). A slot is 12 bytes (arena chunk, lengths, size class,
-//! flags) and a priority byte; the key and value are one chunk of the arena, whose size
+//! cost little more than its record). A slot is 9 bytes (arena chunk, lengths, flags; the
+//! size class follows from the lengths) and a priority byte; the key and value are one chunk of the arena, whose size
 //! classes are multiples of 16 bytes carved out of 64 KiB blocks, with a free list per class (no
 //! allocation per entry, no allocator headers or fragmentation from entries that come and go).
 //! The hash table ([`table`]: 4-byte slot numbers and 1-byte tags, linear probing with no
 //! tombstones, the key's hash `rapidhash` seeded per cache) holds no key: it compares the
-//! arena's. A clean 64-byte record costs about 87 bytes in all; a dirty one also its key, slot
-//! number and LSN in the ordered map, about 48 more (unit tests, 80,000 entries). (An ordered
+//! arena's. A clean 64-byte record costs about 83 bytes in all; a dirty one also its key, slot
+//! number and LSN in the ordered map, about 49 more (unit tests, 80,000 entries). (An ordered
 //! map of every entry cost about 50 bytes each, the LSN in each slot 12 more: 145 a clean
 //! record; the first layout, a `Vec` for each of key and value in a 64-byte `Option` slot, about
 //! 410.)
@@ -27,15 +27,19 @@
 //! allocation (and, within an eighth of the entries at which it doubles, the doubled one too,
 //! both held while it grows: so a cache whose budget cannot pay for the doubling stays just
 //! under that point), the ordered map's pages (those it freed too, kept for reuse until
-//! [`RecordCache::compact_if_loose`] gives their memory back), and the arena's blocks. Removing an entry frees its chunk, not a block, so when the
-//! cache must shrink (the index or the log's buffers grew) its blocks would stay behind, full
-//! of holes. The arena is therefore charged its blocks or its live chunks plus a slack (a
+//! [`RecordCache::compact_if_loose`] gives their memory back), and the arena's blocks.
+//!
+//! Removing an entry frees its slot and its chunk, not the array's end or a block, so when
+//! the cache must shrink (the index or the log's buffers grew, or a load's dirty entries, which
+//! cost more, were written and the cache holds clean ones) both would stay behind, full of
+//! holes. The arena is therefore charged its blocks or its live chunks plus a slack (a
 //! sixty-fourth of the budget, 256 KiB to 4 MiB), whichever is more: while the blocks are
 //! within the slack, each eviction lowers the charge by its chunk; past it,
 //! [`RecordCache::compact_if_loose`] moves the live chunks of each class into its first blocks
 //! (one pass over the slots) and unmaps the rest. Each block is a mapping of its own, so that a
 //! block given back leaves the process (from the heap it would stay as the allocator's free
-//! memory).
+//! memory). Free slots past the slack are given back the same way, moving clean entries from
+//! the array's end into the lowest free slots ([`RecordCache::compact_slots`]).
 //!
 //! Admission (§4.2.1): writes and read misses enter at priority 4 (`p_max / 2`), a read miss's
 //! page-mates at 1 (prefetch); a hit raises the priority by one up to 7. Eviction (§4.2.2): the
@@ -73,20 +77,28 @@ const ON_DISK_KNOWN: u8 = 4;
 const ON_DISK: u8 = 8;
 const DELETED: u8 = 16;
 
-/// A slot of the clock: one entry's fixed part (12 bytes; its priority is beside it, in
-/// [`RecordCache::priorities`], and a dirty one's LSN in the ordered map).
+/// Bytes of a slot and its priority.
+const SLOT_BYTES: usize = std::mem::size_of::<Slot>() + 1;
+
+/// A slot of the clock: one entry's fixed part (9 bytes, packed: their alignment would make
+/// them 12; its priority is beside it, in [`RecordCache::priorities`], and a dirty one's LSN in
+/// the ordered map). Its chunk's size class follows from the lengths ([`Slot::class`]).
 #[derive(Debug, Clone, Copy, Default)]
+#[repr(C, packed)]
 struct Slot {
     /// Chunk number in its size class.
     chunk: u32,
     key_len: u16,
     value_len: u16,
-    /// Size class: chunks of `(class + 1) · 16` bytes.
-    class: u16,
     flags: u8,
 }
 
 impl Slot {
+    /// The size class of the entry's chunk: the smallest that holds its key and value.
+    fn class(&self) -> u16 {
+        Arena::class_of(self.key_len as usize + self.value_len as usize)
+    }
+
     fn has(&self, f: u8) -> bool {
         self.flags & f != 0
     }
@@ -244,7 +256,7 @@ impl Arena {
             // Every chunk below `limit` was handed out (the class has blocks beyond it), so
             // those not live are on the free list, at least as many as the live ones above it.
             let mut holes: Vec<u32> = cl.free.iter().copied().filter(|&n| n < limit).collect();
-            let moves = |s: &Slot| s.has(LIVE) && s.class == class && s.chunk >= limit;
+            let moves = |s: &Slot| s.has(LIVE) && s.class() == class && s.chunk >= limit;
             let above: Vec<usize> = (0..slots.len()).filter(|&i| moves(&slots[i])).collect();
             debug_assert!(above.len() <= holes.len(), "a class's free list lost chunks");
             if above.len() > holes.len() {
@@ -304,6 +316,8 @@ pub struct RecordCache {
     /// (readers of cached records do not exclude each other).
     priorities: Vec<AtomicU8>,
     free: Vec<u32>,
+    /// Entries removed since [`RecordCache::compact_if_loose`] last looked at the slots.
+    removed_since: usize,
     arena: Arena,
     hand: usize,
     len: usize,
@@ -337,6 +351,7 @@ impl RecordCache {
             slots: Vec::new(),
             priorities: Vec::new(),
             free: Vec::new(),
+            removed_since: 0,
             arena: Arena {
                 classes: Vec::new(),
                 used: 0,
@@ -353,7 +368,7 @@ impl RecordCache {
     /// ([`RecordCache::table_bytes`]) and the ordered map's pages (freed ones included).
     pub fn bytes(&self) -> usize {
         self.arena.charged()
-            + self.slots.capacity() * (std::mem::size_of::<Slot>() + 1)
+            + self.slots.capacity() * SLOT_BYTES
             + self.free.capacity() * 4
             + self.table_bytes()
             + self.ordered.resident_bytes()
@@ -373,21 +388,21 @@ impl RecordCache {
 
     /// What caching a dirty record of `key_len` and `value_len` bytes adds to
     /// [`RecordCache::bytes`], estimated: its chunk, slot and priority, its bucket of the hash
-    /// table (5 bytes, a bucket at least 2/5 used) and its share of the ordered map (key, slot
+    /// table (5 bytes, a bucket at least 7/16 used) and its share of the ordered map (key, slot
     /// number, LSN and about 4 bytes of node overhead, at five eighths fill: 49 bytes an
     /// 8-byte key measured, at 80,000 dirty entries). A clean one costs the last part less.
     pub const fn entry_cost(key_len: usize, value_len: usize) -> usize {
         Arena::chunk_size(Arena::class_of(key_len + value_len))
-            + std::mem::size_of::<Slot>()
-            + 1
-            + 12
+            + SLOT_BYTES
+            + 11
             + (key_len + 12 + 8 + 4) * 8 / 5
     }
 
     /// Gives back the arena's spare blocks if they exceed its slack (each entry removed
-    /// frees a chunk, not a block), and the memory of the ordered map's freed pages if they
+    /// frees a chunk, not a block), the memory of the ordered map's freed pages if they
     /// exceed 1 MiB (a map keeps the pages it frees for reuse: a load's dirty entries, once
-    /// written, would leave it holding pages for them all); returns whether it gave back either.
+    /// written, would leave it holding pages for them all), and the slots' free ones if they
+    /// exceed the slack ([`RecordCache::compact_slots`]); returns whether it gave back any.
     pub fn compact_if_loose(&mut self) -> bool {
         let mut did = false;
         if self.arena.loose() {
@@ -398,7 +413,69 @@ impl RecordCache {
             self.ordered.release_freed();
             did = true;
         }
+        // The slots are looked at once per sixteenth of the entries removed (a look may read
+        // many slots, and an eviction calls this until the budget is met).
+        if self.free.len() * SLOT_BYTES > self.arena.slack
+            && self.removed_since >= (self.len / 16).max(1024)
+        {
+            self.removed_since = 0;
+            did |= self.compact_slots();
+        }
         did
+    }
+
+    /// Moves clean entries from the end of the slot array into its free slots, lowest first,
+    /// and gives back the slots left free at its end; returns whether the array shrank. A
+    /// dirty entry stays where it is, ending the move at the first one from the end: a
+    /// checkpoint's flush lists the dirty entries by slot and lets the lock go between batches
+    /// of them (an entry moved meanwhile would be passed over). So the array shrinks where the
+    /// entries at its end are clean, as after a checkpoint.
+    fn compact_slots(&mut self) -> bool {
+        // What it would give back, from the end down to the first dirty entry: not worth a
+        // pass under the slack.
+        let top_dirty = self.slots.iter().rposition(|s| s.has(LIVE) && s.has(DIRTY));
+        let above = self.slots.len() - top_dirty.map_or(0, |d| d + 1);
+        if above.min(self.free.len()) * SLOT_BYTES <= self.arena.slack {
+            return false;
+        }
+        let mut holes = std::mem::take(&mut self.free);
+        holes.sort_unstable();
+        let before = self.slots.capacity();
+        let mut end = self.slots.len();
+        let mut next = 0;
+        loop {
+            while end > 0 && !self.slots[end - 1].has(LIVE) {
+                end -= 1;
+            }
+            let Some(&to) = holes.get(next) else {
+                break;
+            };
+            let from = end.saturating_sub(1);
+            if to as usize >= from || self.slots[from].has(DIRTY) {
+                break;
+            }
+            next += 1;
+            let key = slot_key(&self.slots, &self.arena, from as u32);
+            let moved = self.table.replace(hash_of(&self.secrets, key), from as u32, to);
+            debug_assert!(moved, "slot {from} not in the table");
+            self.slots[to as usize] = self.slots[from];
+            self.slots[from] = Slot::default();
+            let priority = *self.priorities[from].get_mut();
+            self.set_priority(to, priority);
+            end -= 1;
+        }
+        holes.drain(..next);
+        holes.retain(|&h| (h as usize) < end);
+        holes.shrink_to_fit();
+        self.free = holes;
+        self.slots.truncate(end);
+        self.slots.shrink_to_fit();
+        self.priorities.truncate(end);
+        self.priorities.shrink_to_fit();
+        if self.hand >= end {
+            self.hand = 0;
+        }
+        self.slots.capacity() < before
     }
 
     /// The arena's slack for a store of `budget` bytes: a sixty-fourth, within 256 KiB to
@@ -412,7 +489,7 @@ impl RecordCache {
     /// and free list), the hash table, the ordered map.
     pub fn part_bytes(&self) -> [usize; 3] {
         [
-            self.slots.capacity() * (std::mem::size_of::<Slot>() + 1) + self.free.capacity() * 4,
+            self.slots.capacity() * SLOT_BYTES + self.free.capacity() * 4,
             self.table_bytes(),
             self.ordered.resident_bytes(),
         ]
@@ -452,7 +529,7 @@ impl RecordCache {
     pub fn entry(&self, slot: u32) -> Option<Entry<'_>> {
         let s = self.live(slot)?;
         let (k, v) = (s.key_len as usize, s.value_len as usize);
-        let bytes = self.arena.bytes(s.class, s.chunk, k + v);
+        let bytes = self.arena.bytes(s.class(), s.chunk, k + v);
         Some(Entry {
             key: &bytes[..k],
             value: (!s.has(DELETED)).then(|| &bytes[k..]),
@@ -532,7 +609,7 @@ impl RecordCache {
         let v = value.map_or(0, <[u8]>::len);
         let class = Arena::class_of(k + v);
         // First what can fail, undone if the other does: a new chunk, the ordered map's entry.
-        let moved = if class == s.class { None } else { Some(self.arena.alloc(class)?) };
+        let moved = if class == s.class() { None } else { Some(self.arena.alloc(class)?) };
         let key = slot_key(&self.slots, &self.arena, slot);
         if let Err(e) = self.ordered.put(key, &ordered_value(slot, lsn)) {
             if let Some(chunk) = moved {
@@ -543,15 +620,15 @@ impl RecordCache {
         let mut n = s;
         if let Some(chunk) = moved {
             // Rare (a value changing size class): the key moves with it.
-            let key = self.arena.bytes(s.class, s.chunk, k).to_vec();
+            let key = self.arena.bytes(s.class(), s.chunk, k).to_vec();
             self.arena.bytes_mut(class, chunk, k).copy_from_slice(&key);
-            self.arena.release(s.class, s.chunk);
-            n.class = class;
+            self.arena.release(s.class(), s.chunk);
             n.chunk = chunk;
         }
         if let Some(value) = value {
-            self.arena.bytes_mut(n.class, n.chunk, k + v)[k..].copy_from_slice(value);
+            self.arena.bytes_mut(class, n.chunk, k + v)[k..].copy_from_slice(value);
         }
+        // The lengths give the chunk's class: `class` from here on.
         n.value_len = v as u16;
         n.set(DELETED, value.is_none());
         if !s.has(DIRTY) {
@@ -626,7 +703,6 @@ impl RecordCache {
             chunk,
             key_len: k as u16,
             value_len: v as u16,
-            class,
             flags: LIVE,
         };
         self.set_priority(slot, priority);
@@ -651,7 +727,7 @@ impl RecordCache {
         let Some(s) = self.live(slot).copied() else {
             return Ok(false);
         };
-        let key = self.arena.bytes(s.class, s.chunk, s.key_len as usize);
+        let key = self.arena.bytes(s.class(), s.chunk, s.key_len as usize);
         if s.has(DIRTY) {
             self.ordered.delete(key)?;
         }
@@ -659,11 +735,12 @@ impl RecordCache {
         self.table.remove(hash_of(secrets, key), slot, |s| {
             hash_of(secrets, slot_key(slots, arena, s))
         });
-        self.arena.release(s.class, s.chunk);
+        self.arena.release(s.class(), s.chunk);
         self.slots[slot as usize] = Slot::default();
         self.len -= 1;
         self.dirty -= usize::from(s.has(DIRTY));
         self.free.push(slot);
+        self.removed_since += 1;
         Ok(true)
     }
 
@@ -764,7 +841,7 @@ impl RecordCache {
 /// The key of the live entry in `slot` (empty if there is none).
 fn slot_key<'a>(slots: &[Slot], arena: &'a Arena, slot: u32) -> &'a [u8] {
     match slots.get(slot as usize).filter(|s| s.has(LIVE)) {
-        Some(s) => arena.bytes(s.class, s.chunk, s.key_len as usize),
+        Some(s) => arena.bytes(s.class(), s.chunk, s.key_len as usize),
         None => &[],
     }
 }
