@@ -26,7 +26,7 @@
 //! probe for an absent key visits about 32 buckets (a cache line or two of tags), and a
 //! removal shifts about as many; it never shrinks. (The cache charges the doubled table
 //! within the last eighth before that point: a cache whose budget cannot pay for it stays
-//! under three quarters of its buckets, 10 buckets a probe for an absent key.)
+//! under 77% of its buckets, about 10 buckets a probe for an absent key.)
 
 /// The smallest table, in buckets.
 const MIN_BUCKETS: usize = 64;
