@@ -6,7 +6,6 @@
 //! that leaf's lower fence, and so on leftwards until a leaf has a record at or below the key or
 //! the first leaf (empty lower fence) is passed.
 
-use super::records::Records;
 use super::store::NodeStore;
 use super::tree::BTree;
 use crate::error::Result;
@@ -17,15 +16,11 @@ impl<S: NodeStore> BTree<S> {
     /// larger (or the tree is empty).
     pub fn floor(&self, key: &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.limits().check_key(key)?;
-        let mut records = Records::default();
         let mut probe = key.to_vec();
         loop {
-            let (lower, _) = self.leaf_records(&probe, &mut records)?;
-            let below = (0..records.len())
-                .rev()
-                .find(|&i| records.key(i) <= key);
-            if let Some(i) = below {
-                return Ok(Some((records.key(i).to_vec(), records.value(i).to_vec())));
+            let (lower, found) = self.leaf_floor(&probe, key)?;
+            if found.is_some() {
+                return Ok(found);
             }
             if lower.is_empty() {
                 return Ok(None);
@@ -47,7 +42,7 @@ mod tests {
 
     #[test]
     fn floor_finds_the_last_key_at_or_below_across_leaves() {
-        for layout in [Layout::Baseline, Layout::Adaptive] {
+        for layout in Layout::ALL {
             let t = BTree::new(Options {
                 layout,
                 ..Options::default()

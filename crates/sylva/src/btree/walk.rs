@@ -209,6 +209,58 @@ impl<S: NodeStore> BTree<S> {
     }
 }
 
+impl<S: NodeStore> BTree<S> {
+    /// The last record at or below `key` in the leaf whose range holds `probe` (`key` itself,
+    /// or a key below it whose leaf's every key is below `key`), as copies, and that leaf's
+    /// lower fence (as [`BTree::leaf_records`]). A sorted slotted leaf is
+    /// searched in place, copying one record; other leaves are collected whole.
+    pub(crate) fn leaf_floor(
+        &self,
+        probe: &[u8],
+        key: &[u8],
+    ) -> Result<(Vec<u8>, Option<KeyValue>)> {
+        let mut snapshot = vec![0u8; self.options.page_size];
+        let seen = retry(|| self.snapshot_leaf(probe, &mut snapshot))?;
+        let (lower, upper) = fences(seen.id, &snapshot)?;
+        let above_lower = lower.is_empty() || probe > lower.as_slice();
+        if !above_lower || upper.as_deref().is_some_and(|u| probe > u) {
+            return Err(corrupt(
+                seen.id,
+                "the leaf's fences do not hold the key that led to it",
+            ));
+        }
+        let kind = snapshot.first().copied();
+        if kind != Some(KIND_SEMI_DENSE_LEAF) && kind != Some(KIND_DENSE_LEAF) {
+            let v = Slotted::new(seen.id, &snapshot)?;
+            if v.sorted() == v.count() {
+                // The slots hold keys within the leaf's fences, with their shared prefix cut:
+                // search for `probe`, which the fences hold (after the first leaf, `probe` is
+                // the upper fence, above every key here, and `key` beyond it).
+                let (pos, equal) = v.lower_bound(probe)?;
+                let found = match if equal { Some(pos) } else { pos.checked_sub(1) } {
+                    Some(i) => {
+                        let mut k = v.prefix()?.to_vec();
+                        k.extend_from_slice(v.key(i)?);
+                        Some((k, v.value(i)?.to_vec()))
+                    }
+                    None => None,
+                };
+                return Ok((lower, found));
+            }
+        }
+        let mut records = Records::default();
+        collect(seen.id, &snapshot, &mut records)?;
+        let found = (0..records.len())
+            .rev()
+            .find(|&i| records.key(i) <= key)
+            .map(|i| (records.key(i).to_vec(), records.value(i).to_vec()));
+        Ok((lower, found))
+    }
+}
+
+/// A record's key and value, copied.
+type KeyValue = (Vec<u8>, Vec<u8>);
+
 /// Whether `a ++ b < end`.
 #[inline]
 fn less_than(a: &[u8], b: &[u8], end: &[u8]) -> bool {
