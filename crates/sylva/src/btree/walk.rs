@@ -195,25 +195,27 @@ impl<S: NodeStore> BTree<S> {
         let seen = retry(|| self.snapshot_leaf(key, &mut snapshot))?;
         out.clear();
         collect(seen.id, &snapshot, out)?;
-        let (lower, upper) = fences(seen.id, &snapshot)?;
-        // A cursor moves on from these fences, so they must hold `key` or it would not move
-        // (damaged fences: the descent's separators and the leaf disagree).
-        let above_lower = lower.is_empty() || key > lower.as_slice();
-        if !above_lower || upper.as_deref().is_some_and(|u| key > u) {
-            return Err(corrupt(
-                seen.id,
-                "the leaf's fences do not hold the key that led to it",
-            ));
-        }
-        Ok((lower, upper))
+        fences_holding(seen.id, &snapshot, key)
     }
+}
+
+/// The fences of a leaf snapshot, which must hold `key`: a cursor moves on from them, so a
+/// leaf whose fences do not hold the key that led to it would not move (damaged fences: the
+/// descent's separators and the leaf disagree).
+fn fences_holding(id: PageId, leaf: &[u8], key: &[u8]) -> Result<(Vec<u8>, Option<Vec<u8>>)> {
+    let (lower, upper) = fences(id, leaf)?;
+    let above_lower = lower.is_empty() || key > lower.as_slice();
+    if !above_lower || upper.as_deref().is_some_and(|u| key > u) {
+        return Err(corrupt(id, "the leaf's fences do not hold the key that led to it"));
+    }
+    Ok((lower, upper))
 }
 
 impl<S: NodeStore> BTree<S> {
     /// The last record at or below `key` in the leaf whose range holds `probe` (`key` itself,
     /// or a key below it whose leaf's every key is below `key`), as copies, and that leaf's
-    /// lower fence (as [`BTree::leaf_records`]). A sorted slotted leaf is
-    /// searched in place, copying one record; other leaves are collected whole.
+    /// lower fence (as [`BTree::leaf_records`]). A sorted slotted leaf is searched in place,
+    /// copying one record; other leaves are collected whole.
     pub(crate) fn leaf_floor(
         &self,
         probe: &[u8],
@@ -221,14 +223,7 @@ impl<S: NodeStore> BTree<S> {
     ) -> Result<(Vec<u8>, Option<KeyValue>)> {
         let mut snapshot = vec![0u8; self.options.page_size];
         let seen = retry(|| self.snapshot_leaf(probe, &mut snapshot))?;
-        let (lower, upper) = fences(seen.id, &snapshot)?;
-        let above_lower = lower.is_empty() || probe > lower.as_slice();
-        if !above_lower || upper.as_deref().is_some_and(|u| probe > u) {
-            return Err(corrupt(
-                seen.id,
-                "the leaf's fences do not hold the key that led to it",
-            ));
-        }
+        let (lower, _) = fences_holding(seen.id, &snapshot, probe)?;
         let kind = snapshot.first().copied();
         if kind != Some(KIND_SEMI_DENSE_LEAF) && kind != Some(KIND_DENSE_LEAF) {
             let v = Slotted::new(seen.id, &snapshot)?;
