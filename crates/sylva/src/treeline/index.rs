@@ -113,9 +113,6 @@ impl SegmentIndex {
     }
 
     /// Bytes of memory the index takes: its tree's pages (those it freed too, kept for reuse).
-    /// (Charged before: an estimate at two thirds fill, 129 bytes a segment of an 8-byte lower
-    /// bound, or the pages if more. 138,000 such segments take 103 bytes each inserted in
-    /// random order, 137 in key order.)
     pub fn memory_bytes(&self) -> usize {
         self.map.resident_bytes()
     }
