@@ -14,9 +14,9 @@
 //! size class follows from the lengths) and a priority byte; the key and value are one chunk of the arena, whose size
 //! classes are multiples of 16 bytes carved out of 64 KiB blocks, with a free list per class (no
 //! allocation per entry, no allocator headers or fragmentation from entries that come and go).
-//! The hash table ([`table`]: 4-byte slot numbers and 1-byte tags, linear probing with no
+//! The hash table ([`table`]: 4-byte slot numbers and 2-byte tags and distances, linear probing with no
 //! tombstones, the key's hash `rapidhash` seeded per cache) holds no key: it compares the
-//! arena's. A clean 64-byte record costs about 83 bytes in all; a dirty one also its key, slot
+//! arena's. A clean 64-byte record costs about 85 bytes in all; a dirty one also its key, slot
 //! number and LSN in the ordered map, about 49 more (unit tests, 80,000 entries). (An ordered
 //! map of every entry cost about 50 bytes each, the LSN in each slot 12 more: 145 a clean
 //! record; the first layout, a `Vec` for each of key and value in a 64-byte `Option` slot, about
@@ -320,6 +320,8 @@ pub struct RecordCache {
     removed_since: usize,
     arena: Arena,
     hand: usize,
+    /// Entries inserted so far ([`RecordCache::inserts`]).
+    inserts: u64,
     len: usize,
     dirty: usize,
 }
@@ -359,6 +361,7 @@ impl RecordCache {
                 slack,
             },
             hand: 0,
+            inserts: 0,
             len: 0,
             dirty: 0,
         })
@@ -388,13 +391,13 @@ impl RecordCache {
 
     /// What caching a dirty record of `key_len` and `value_len` bytes adds to
     /// [`RecordCache::bytes`], estimated: its chunk, slot and priority, its bucket of the hash
-    /// table (5 bytes, a bucket at least 7/16 used) and its share of the ordered map (key, slot
+    /// table (6 bytes, a bucket at least 7/16 used) and its share of the ordered map (key, slot
     /// number, LSN and about 4 bytes of node overhead, at five eighths fill: 49 bytes an
     /// 8-byte key measured, at 80,000 dirty entries). A clean one costs the last part less.
     pub const fn entry_cost(key_len: usize, value_len: usize) -> usize {
         Arena::chunk_size(Arena::class_of(key_len + value_len))
             + SLOT_BYTES
-            + 11
+            + 14
             + (key_len + 12 + 8 + 4) * 8 / 5
     }
 
@@ -498,6 +501,12 @@ impl RecordCache {
     /// Bytes of the arena's blocks.
     pub fn arena_bytes(&self) -> usize {
         self.arena.held
+    }
+
+    /// Entries inserted so far: a key found absent is absent as long as this is the same
+    /// (only [`RecordCache::insert`] adds a key).
+    pub fn inserts(&self) -> u64 {
+        self.inserts
     }
 
     /// Entries cached.
@@ -683,6 +692,7 @@ impl RecordCache {
                 return Err(e);
             }
         };
+        self.inserts += 1;
         let bytes = self.arena.bytes_mut(class, chunk, k + v);
         bytes[..k].copy_from_slice(key);
         if let Some(value) = value {

@@ -92,6 +92,8 @@ fn index_key(lower: &[u8]) -> Vec<u8> {
 pub struct SegmentIndex {
     map: BTree,
     len: usize,
+    /// Changes made to the index ([`SegmentIndex::version`]).
+    version: u64,
 }
 
 impl SegmentIndex {
@@ -104,12 +106,19 @@ impl SegmentIndex {
                 ..Options::default()
             })?,
             len: 0,
+            version: 0,
         })
     }
 
     /// Segments indexed.
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// How many changes the index has seen: a segment found under one version is the key's
+    /// segment as long as the version is the same.
+    pub fn version(&self) -> u64 {
+        self.version
     }
 
     /// Bytes of memory the index takes: its tree's pages (those it freed too, kept for reuse).
@@ -127,6 +136,7 @@ impl SegmentIndex {
                 detail: "two segments with the same lower bound".into(),
             });
         }
+        self.version += 1;
         self.map.put(&k, &s.encode())?;
         self.len += 1;
         Ok(())
@@ -134,11 +144,13 @@ impl SegmentIndex {
 
     /// Replaces the entry of the segment with `s`'s lower bound.
     pub fn update(&mut self, s: &Segment) -> Result<()> {
+        self.version += 1;
         self.map.put(&index_key(&s.lower), &s.encode())
     }
 
     /// Removes the segment with lower bound `lower`.
     pub fn remove(&mut self, lower: &[u8]) -> Result<()> {
+        self.version += 1;
         if self.map.delete(&index_key(lower))? {
             self.len -= 1;
         }

@@ -81,6 +81,7 @@ pub(crate) fn open_store(
         counters: Counters::default(),
         groups: Groups::default(),
         writes: Default::default(),
+        spare_pages: Default::default(),
     };
     match state {
         None => create(&store)?,

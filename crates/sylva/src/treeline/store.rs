@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use super::cache::{Dirty, RecordCache, PRIORITY_ADMIT, PRIORITY_PREFETCH};
 use super::checkpoint::Preread;
@@ -19,7 +19,7 @@ use super::model::input;
 use super::options::TreeLineOptions;
 use super::page::{self, Header, Record, SegmentPage};
 use crate::error::{Error, Result};
-use crate::io::page_header::PageKind;
+use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
 use crate::page::common_prefix;
 use crate::page::slotted::SLOT_LEN_HEADS;
@@ -29,7 +29,7 @@ use crate::wal::Wal;
 /// Memory the store keeps outside the cache, the index and the histograms: a reorganization's
 /// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
 /// and page buffers, the pages waiting in the group (up to 1 MiB, written out before a
-/// reorganization reads), scratch. Calibrated with the record cache's exact accounting
+/// reorganization reads), the read misses' spare page buffers ([`SPARE_PAGES`]), scratch. Calibrated with the record cache's exact accounting
 /// (`tests/treeline_memory.rs`).
 const FIXED_BYTES: usize = 6 << 20;
 
@@ -100,6 +100,10 @@ pub(crate) struct MissPlan {
     relinked: Option<u64>,
     /// The base page's count of writes ([`WriteStripes`]).
     writes: u64,
+    /// The cache's inserts ([`RecordCache::inserts`]) and the index's version
+    /// ([`SegmentIndex::version`]) when the miss was planned.
+    inserts: u64,
+    index_version: u64,
 }
 
 /// A read miss's pages, read with no lock held, for [`Store::admit_miss`] under the exclusive
@@ -131,7 +135,12 @@ pub(crate) struct Store {
     pub(crate) groups: Groups,
     /// Page writes by stripe, for read misses that read with no lock held.
     pub(crate) writes: WriteStripes,
+    /// Page buffers of read misses done with, for the next ones ([`Store::page_buffer`]).
+    pub(crate) spare_pages: Mutex<Vec<AlignedBuf>>,
 }
+
+/// Page buffers kept for reuse (within the store's fixed allowance).
+const SPARE_PAGES: usize = 8;
 
 /// What the lock protects.
 pub(crate) struct Inner {
@@ -238,6 +247,28 @@ impl Store {
         Ok(pair)
     }
 
+    /// A buffer for one page, to be read into: a read miss's earlier one if there is one (an
+    /// aligned allocation, zeroed, and its free took about a tenth of a miss's user time at
+    /// ten million records, session 42). Its header is zeroed, so that a read which wrote
+    /// nothing can never pass for the page read before.
+    fn page_buffer(&self) -> AlignedBuf {
+        let Some(mut buf) = self.spare_pages.lock().pop() else {
+            return self.file.buffer(1);
+        };
+        buf[..PAGE_HEADER_LEN].fill(0);
+        buf
+    }
+
+    /// Keeps `pair`'s buffers for [`Store::page_buffer`].
+    fn recycle(&self, pair: PagePair) {
+        let mut spare = self.spare_pages.lock();
+        for buf in std::iter::once(pair.base).chain(pair.overflow.map(|(_, b)| b)) {
+            if spare.len() < SPARE_PAGES {
+                spare.push(buf);
+            }
+        }
+    }
+
     /// Reads base page `k` of `seg` alone; returns it (no overflow page read) and its
     /// overflow page's id (0: none).
     fn read_base(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<(PagePair, u64)> {
@@ -255,7 +286,7 @@ impl Store {
         relinked: Option<u64>,
     ) -> Result<(PagePair, u64)> {
         let base_id = seg.first + k as u64;
-        let mut base = self.file.buffer(1);
+        let mut base = self.page_buffer();
         let ps = self.page_size();
         match preread.and_then(|p| p.page(base_id, ps)) {
             Some(copy) => base[..ps].copy_from_slice(copy),
@@ -325,7 +356,7 @@ impl Store {
     /// Reads overflow page `id` of base page `base_id` in a segment of `production`.
     pub(crate) fn read_overflow(&self, id: u64, base_id: u64, production: u64) -> Result<AlignedBuf> {
         self.settle(id, 1)?;
-        let mut buf = self.file.buffer(1);
+        let mut buf = self.page_buffer();
         self.file.read_page(id, &mut buf, PageKind::SegmentOverflow)?;
         Counters::add(&self.counters.page_reads, 1);
         Counters::add(&self.counters.overflow_reads, 1);
@@ -639,20 +670,27 @@ impl Store {
 
     /// Evicts entries (writing dirty victims' pages) until the store is within its budget.
     pub(crate) fn evict_to_budget(&self, inner: &mut Inner) -> Result<()> {
+        self.evict_to(inner, self.options.cache_bytes as usize).map(|_| ())
+    }
+
+    /// Evicts entries (writing dirty victims' pages) until the store takes at most `target`
+    /// bytes; returns whether it evicted any.
+    fn evict_to(&self, inner: &mut Inner, target: usize) -> Result<bool> {
         if inner.redoing {
-            return Ok(());
+            return Ok(false);
         }
-        let budget = self.options.cache_bytes as usize;
-        while self.memory(inner) > budget {
+        let mut evicted = false;
+        while self.memory(inner) > target {
             if inner.cache.compact_if_loose() {
                 continue;
             }
             let Some(v) = inner.cache.victim() else {
-                return Ok(());
+                break;
             };
             let Some(e) = inner.cache.entry(v) else {
                 continue;
             };
+            evicted = true;
             if e.dirty {
                 let key = e.key.to_vec();
                 self.flush_key(inner, &key)?;
@@ -664,7 +702,7 @@ impl Store {
                 inner.cache.remove(v)?;
             }
         }
-        Ok(())
+        Ok(evicted)
     }
 
     /// Caches a write logged at `lsn` (`value: None` deletes); `on_disk`: what the caller
@@ -729,6 +767,8 @@ impl Store {
         Ok(MissPlan {
             relinked: inner.relinked.get(&base_id).copied(),
             writes: self.writes.of(base_id),
+            inserts: inner.cache.inserts(),
+            index_version: inner.index.version(),
             seg,
         })
     }
@@ -744,13 +784,22 @@ impl Store {
     /// Answers and caches a read miss read by [`Store::read_miss`]: from the cache if a writer
     /// cached the key since; from what was read if its segment and base page are unchanged
     /// (nothing else changes what a page says for a key not cached); else the pages are read
-    /// again, under the lock.
+    /// again, under the lock. If nothing was cached and the index did not change since the
+    /// plan (always, at one thread), the key is still not cached and its segment is the
+    /// planned one: neither is looked up again (after the read's wait each lookup is a round
+    /// of cache misses).
     pub(crate) fn admit_miss(&self, inner: &mut Inner, key: &[u8], read: MissRead, out: &mut Vec<u8>) -> Result<bool> {
-        if let Some(found) = Self::cached(inner, key, out)? {
-            return Ok(found);
-        }
-        let seg = inner.index.segment_of(key)?;
         let plan = &read.plan;
+        let current;
+        let seg = if inner.cache.inserts() == plan.inserts && inner.index.version() == plan.index_version {
+            &plan.seg
+        } else {
+            if let Some(found) = Self::cached(inner, key, out)? {
+                return Ok(found);
+            }
+            current = inner.index.segment_of(key)?;
+            &current
+        };
         let unchanged = seg.first == plan.seg.first
             && seg.production == plan.seg.production
             && self.writes.of(seg.first + seg.page_of(key) as u64) == plan.writes;
@@ -758,13 +807,16 @@ impl Store {
             read.found?
         } else {
             Counters::add(&self.counters.miss_rereads, 1);
-            self.find_in_segment(inner, &seg, key)?
+            self.find_in_segment(inner, seg, key)?
         };
-        self.admit(inner, key, value, &pair, out)
+        let r = self.admit(inner, key, value, &pair, out);
+        self.recycle(pair);
+        r
     }
 
     /// A record read from `pair`, its page: copied out and cached (with prefetch its
-    /// page-mates too, into room the budget has left).
+    /// page-mates too, into room the budget has left). Room for the record is made first, so
+    /// that it takes the slot and the arena chunk its victim left, still in the CPU's caches.
     fn admit(&self, inner: &mut Inner, key: &[u8], value: Option<Vec<u8>>, pair: &PagePair, out: &mut Vec<u8>) -> Result<bool> {
         let Some(value) = value else {
             return Ok(false);
@@ -774,13 +826,16 @@ impl Store {
         if !self.options.record_cache {
             return Ok(true);
         }
-        inner.cache.insert(key, Some(&value), false, 0, PRIORITY_ADMIT, Some(true))?;
         let budget = self.options.cache_bytes as usize;
+        let cost = RecordCache::entry_cost(key.len(), value.len());
+        // A dirty victim's flush may rewrite `pair`'s page: its page-mates are then not
+        // cached from the copy read before (the record itself was not dirty, so the flush
+        // left its value as read).
+        let evicted = self.evict_to(inner, budget.saturating_sub(cost))?;
+        inner.cache.insert(key, Some(&value), false, 0, PRIORITY_ADMIT, Some(true))?;
         // Page-mates are cached only into room the budget has left (they evict nothing): in a
         // full cache, none, and the page's records are not copied out for nothing.
-        if self.options.prefetch
-            && self.memory(inner) + RecordCache::entry_cost(key.len(), value.len()) <= budget
-        {
+        if self.options.prefetch && !evicted && self.memory(inner) + cost <= budget {
             let (base, over) = Self::pair_records(pair)?;
             for (k, v) in base.into_iter().chain(over) {
                 let cost = RecordCache::entry_cost(k.len(), v.len());
