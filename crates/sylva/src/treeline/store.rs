@@ -29,8 +29,8 @@ use crate::wal::Wal;
 /// Memory the store keeps outside the cache, the index and the histograms: a reorganization's
 /// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
 /// and page buffers, the pages waiting in the group (up to 1 MiB, written out before a
-/// reorganization reads), the read misses' spare page buffers ([`SPARE_PAGES`]), scratch. Calibrated with the record cache's exact accounting
-/// (`tests/treeline_memory.rs`).
+/// reorganization reads), the read misses' spare page buffers ([`SPARE_PAGES`]), scratch.
+/// Calibrated with the record cache's exact accounting (`tests/treeline_memory.rs`).
 const FIXED_BYTES: usize = 6 << 20;
 
 /// Counters `stats()` reports.
@@ -247,10 +247,9 @@ impl Store {
         Ok(pair)
     }
 
-    /// A buffer for one page, to be read into: a read miss's earlier one if there is one (an
-    /// aligned allocation, zeroed, and its free took about a tenth of a miss's user time at
-    /// ten million records, session 42). Its header is zeroed, so that a read which wrote
-    /// nothing can never pass for the page read before.
+    /// A buffer for one page, to be read into: a read miss's earlier one if there is one,
+    /// sparing a miss an aligned, zeroed allocation and its free. Its header is zeroed, so
+    /// that a read which wrote nothing can never pass for the page read before.
     fn page_buffer(&self) -> AlignedBuf {
         let Some(mut buf) = self.spare_pages.lock().pop() else {
             return self.file.buffer(1);
