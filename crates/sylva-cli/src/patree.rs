@@ -109,6 +109,8 @@ impl Pipeline for PaBenchSession<'_> {
             PaResult::Got(None) => false,
             PaResult::Put => true,
             PaResult::Deleted(found) => found,
+            // Not submitted here: the runner runs scans one at a time, through `scan`.
+            PaResult::Scanned(records) => !records.is_empty(),
         });
         (tag, done)
     }

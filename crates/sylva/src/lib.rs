@@ -101,7 +101,7 @@ pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
 pub use db::buckets::MAX_KEY_LEN as DB_MAX_KEY_LEN;
 /// The PA-Tree mode (issue 20): a `Db` whose point operations one worker thread runs, many at
 /// a time, and the options of its worker.
-pub use db::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};
+pub use db::{parse_probe, KeyValue, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};
 /// Dump and load streams of a `Db`'s records (`docs/format.md`, "Dump stream").
 pub use db::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use db::{

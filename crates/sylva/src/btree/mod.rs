@@ -91,6 +91,7 @@ pub mod options;
 mod records;
 pub(crate) use descent::{take_missed_at, ChildPos};
 pub(crate) use records::Records;
+pub(crate) use walk::WalkCursor;
 mod redistribute;
 mod split;
 pub(crate) mod store;

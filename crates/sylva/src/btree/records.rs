@@ -91,6 +91,17 @@ impl Records {
         let (_, m, e) = self.at[i];
         &self.data[m as usize..e as usize]
     }
+    /// The bytes of the keys and values held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.data.len()
+    }
+    /// Appends every record of `other`.
+    pub(crate) fn extend_from(&mut self, other: &Records) {
+        let base = self.data.len() as u32;
+        self.data.extend_from_slice(&other.data);
+        self.at
+            .extend(other.at.iter().map(|&(s, m, e)| (base + s, base + m, base + e)));
+    }
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.at
             .iter()

@@ -12,6 +12,11 @@
 //! parent still validates at the version the walk read it at, that is the parent's next child
 //! ([`BTree::next_child`]: one inner page read instead of a descent); otherwise (the parent
 //! changed, or the leaf was its last child) the walk descends from the root with that key.
+//!
+//! Where a walk stands between leaves is a [`WalkCursor`], and each leaf is one optimistic
+//! attempt ([`BTree::walk_leaf`]), so a walk can also go on leaf by leaf in separate attempts:
+//! the PA-Tree worker's scans stop at a leaf not in memory and go on from the cursor once it
+//! is in (`crate::db`'s `pa` module).
 
 use super::adapt::Seen;
 use super::leaf::{collect, fences, Records};
@@ -58,48 +63,59 @@ impl<S: NodeStore> BTree<S> {
         visitor: &mut dyn FnMut(&[u8], &[u8]) -> bool,
         b: &mut WalkBuffers,
     ) -> Result<usize> {
-        b.from.clear();
-        b.from.extend_from_slice(start);
+        b.cursor.reset(start);
         let mut n = 0;
-        let mut first = true;
-        // Where the previous leaf hangs: the next one is its parent's next child while the
-        // parent is unchanged.
-        let mut prev = None;
-        while n < limit {
-            let want = Want {
-                from: &b.from,
-                after: !first,
-                end,
-                max: limit - n,
-            };
-            let leaf = retry(|| self.copy_leaf(want, prev, &mut b.records, &mut b.next))?;
-            prev = Some(leaf.at);
-            if first {
-                first = false;
-                self.adapt_after_scan(leaf.seen)?;
-            }
+        while n < limit && !b.cursor.done() {
+            retry(|| self.walk_leaf(&mut b.cursor, end, limit - n, &mut b.records))?;
             for (k, v) in b.records.iter() {
                 n += 1;
                 if !visitor(k, v) {
                     return Ok(n);
                 }
             }
-            if leaf.ended || !leaf.more {
-                break;
-            }
-            // The next leaf is looked up with `upper ++ [0]`; a leaf whose upper fence lies
-            // below the key that led to it (damaged fences) would lead back to itself forever.
-            if b.next < b.from {
-                return Err(corrupt(
-                    leaf.seen.id,
-                    "the leaf's upper fence is below the key that led to it",
-                ));
-            }
-            b.from.clear();
-            b.from.extend_from_slice(&b.next);
-            b.from.push(0);
         }
         Ok(n)
+    }
+
+    /// One leaf of a walk, as one optimistic attempt: copies the records of the cursor's next
+    /// leaf that the walk wants (at most `max`, keys below `end`) into `out`, and once they
+    /// validated moves the cursor past that leaf. A restart or a miss leaves the cursor where
+    /// it was, so a walk can go on leaf by leaf in separate attempts (the PA-Tree worker's
+    /// scans wait for a page not in memory between two of them).
+    pub(crate) fn walk_leaf(
+        &self,
+        c: &mut WalkCursor,
+        end: Option<&[u8]>,
+        max: usize,
+        out: &mut Records,
+    ) -> Olc<()> {
+        let want = Want {
+            from: &c.from,
+            after: c.started,
+            end,
+            max,
+        };
+        let leaf = self.copy_leaf(want, c.prev, out, &mut c.next)?;
+        if !c.started {
+            c.started = true;
+            self.adapt_after_scan(leaf.seen)?;
+        }
+        c.prev = Some(leaf.at);
+        if leaf.ended || !leaf.more {
+            c.done = true;
+            return Ok(());
+        }
+        // The next leaf is looked up with `upper ++ [0]`; a leaf whose upper fence lies
+        // below the key that led to it (damaged fences) would lead back to itself forever.
+        if c.next < c.from {
+            return Err(Abort::Fail(corrupt(
+                leaf.seen.id,
+                "the leaf's upper fence is below the key that led to it",
+            )));
+        }
+        std::mem::swap(&mut c.from, &mut c.next);
+        c.from.push(0);
+        Ok(())
     }
 
     /// The leaf holding `from` for an optimistic read: its latch, bytes, what was seen and
@@ -127,7 +143,13 @@ impl<S: NodeStore> BTree<S> {
         if page[0] == KIND_FP_LEAF {
             let node = checked(l, v, Slotted::new(id, page))?;
             if node.sorted() < node.count() {
-                let _gate = self.store.write_gate();
+                // A thread that must not block (the PA-Tree worker) tries again later while a
+                // checkpoint holds the gate.
+                let _gate = if crate::sync::nonblocking() {
+                    self.store.try_write_gate().ok_or(Abort::Restart)?
+                } else {
+                    self.store.write_gate()
+                };
                 l.upgrade(v)?;
                 let _g = WriteGuard(l);
                 if self.sort_fp_leaf(id, self.page_mut(id)?)? {
@@ -271,12 +293,51 @@ fn less_than(a: &[u8], b: &[u8], end: &[u8]) -> bool {
 /// Buffers a walk reuses.
 #[derive(Default)]
 struct WalkBuffers {
+    cursor: WalkCursor,
+    /// The records copied from the current leaf.
+    records: Records,
+}
+
+/// Where a walk stands between two leaves ([`BTree::walk_leaf`]).
+///
+/// Leaves have no sibling pointers: the next leaf is the one holding the smallest key above
+/// the last one's upper fence, reached from the last leaf's parent while that is unchanged.
+#[derive(Default)]
+pub(crate) struct WalkCursor {
     /// The smallest key the next leaf is to show.
     from: Vec<u8>,
     /// The upper fence of the leaf just copied.
     next: Vec<u8>,
-    /// The records copied from the current leaf.
-    records: Records,
+    /// A leaf was copied (`from` is its upper fence `++ [0]`).
+    started: bool,
+    /// Where the last leaf copied hangs.
+    prev: Option<ChildPos>,
+    /// The walk reached its end key or the last leaf.
+    done: bool,
+}
+
+impl WalkCursor {
+    /// A walk from the first key `>= start`.
+    pub(crate) fn new(start: &[u8]) -> WalkCursor {
+        let mut c = WalkCursor::default();
+        c.reset(start);
+        c
+    }
+
+    /// Starts over from `start`, keeping the buffers.
+    pub(crate) fn reset(&mut self, start: &[u8]) {
+        self.from.clear();
+        self.from.extend_from_slice(start);
+        self.next.clear();
+        self.started = false;
+        self.prev = None;
+        self.done = false;
+    }
+
+    /// Whether no leaf is left to copy.
+    pub(crate) fn done(&self) -> bool {
+        self.done
+    }
 }
 
 /// Which records a walk wants from its next leaf.

@@ -11,7 +11,8 @@ use crate::kv::{KvStore, Limits, Stats, Visitor};
 impl Db {
     /// Runs a walk of the tree with `visitor` seeing values, not their stored forms
     /// ([`super::overflow`]): an out-of-line value is read when its record is visited.
-    fn resolving(
+    /// (`walk` may also show records gathered elsewhere: the PA-Tree worker's scans.)
+    pub(super) fn resolving(
         &self,
         visitor: &mut Visitor<'_>,
         walk: impl FnOnce(&BTree<PoolStore>, &mut Visitor<'_>) -> Result<usize>,
@@ -45,23 +46,50 @@ impl Db {
     }
 }
 
+/// How a walk over the tree is run: from a key, before an optional end key, up to a number of
+/// records, showing each record's tree key and stored value to the visitor; returns the records
+/// shown. `Db`'s own walks run [`BTree::walk`]; the PA-Tree worker's gather leaves in chunks.
+pub(super) type TreeWalk<'w> =
+    dyn FnMut(&[u8], Option<&[u8]>, usize, &mut Visitor<'_>) -> Result<usize> + 'w;
+
 impl Db {
-    /// A scan (`end` `None`, up to `limit` keys) or range map (`[start, end)`) of a database
-    /// with buckets: the tree walked from `start`'s position to after `end`'s, each bucket
-    /// expanded in suffix order and its keys outside `[start, end)` dropped (module docs of
-    /// [`super::buckets`], "Order"); returns the keys shown.
-    fn walk_buckets(
+    /// A scan (`end` `None`, up to `limit` keys) or range map (`[start, end)`) run by `walk`:
+    /// its records' values resolved ([`super::overflow`]) and, in a database with buckets,
+    /// each bucket expanded ([`Db::walk_buckets`]); returns the keys shown.
+    pub(super) fn walk_by(
         &self,
-        b: Buckets,
         start: &[u8],
         end: Option<&[u8]>,
         limit: usize,
         visitor: &mut Visitor<'_>,
+        walk: &mut TreeWalk<'_>,
     ) -> Result<usize> {
-        if limit == 0 || end.is_some_and(|e| start >= e) {
+        self.check_open()?;
+        let Some((s, e, l)) = self.tree_walk_bounds(start, end, limit) else {
             return Ok(0);
+        };
+        let mut tree_walk = |v: &mut Visitor<'_>| walk(&s, e.as_deref(), l, v);
+        match self.buckets() {
+            Some(b) => self.walk_buckets(b, start, end, limit, visitor, tree_walk),
+            None => self.resolving(visitor, |_, v| tree_walk(v)),
         }
-        let tree_start = b.position(start);
+    }
+
+    /// The tree walk behind [`Db::walk_by`]'s arguments: in a database with buckets it starts
+    /// at `start`'s bucket, ends after `end`'s and takes one record more than `limit` (the first
+    /// bucket may show none); `None` for a walk that shows nothing.
+    pub(super) fn tree_walk_bounds(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Option<(Vec<u8>, Option<Vec<u8>>, usize)> {
+        if limit == 0 || end.is_some_and(|e| start >= e) {
+            return None;
+        }
+        let Some(b) = self.buckets() else {
+            return Some((start.to_vec(), end.map(<[u8]>::to_vec), limit));
+        };
         let tree_end = end.map(|e| {
             if b.holds(e) {
                 let mut k = b.tree_key(e);
@@ -71,6 +99,26 @@ impl Db {
                 e.to_vec()
             }
         });
+        Some((
+            b.position(start).into_owned(),
+            tree_end,
+            limit.saturating_add(1),
+        ))
+    }
+
+    /// A scan or range map of a database with buckets: `walk` walks the tree from `start`'s
+    /// position to after `end`'s ([`Db::tree_walk_bounds`]), each bucket is expanded in suffix
+    /// order and its keys outside `[start, end)` dropped (module docs of [`super::buckets`],
+    /// "Order"); returns the keys shown.
+    fn walk_buckets(
+        &self,
+        b: Buckets,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        visitor: &mut Visitor<'_>,
+        walk: impl FnOnce(&mut Visitor<'_>) -> Result<usize>,
+    ) -> Result<usize> {
         let tags = self.tags();
         let (mut n, mut failed) = (0usize, None);
         let (mut buf, mut full) = (Vec::new(), Vec::new());
@@ -113,17 +161,23 @@ impl Db {
             }
             true
         };
-        let r = self.tree().walk(
-            &tree_start,
-            tree_end.as_deref(),
-            limit.saturating_add(1),
-            &mut each,
-        );
+        let r = walk(&mut each);
         let r = match failed {
             Some(e) => Err(e),
             None => r.map(|_| n),
         };
         self.guard_read(r)
+    }
+
+    /// [`BTree::walk`], as a [`TreeWalk`].
+    fn tree_walk(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        visitor: &mut Visitor<'_>,
+    ) -> Result<usize> {
+        self.tree().walk(start, end, limit, visitor)
     }
 }
 
@@ -145,19 +199,15 @@ impl KvStore for Db {
     }
 
     fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
-        self.check_open()?;
-        if let Some(b) = self.buckets() {
-            return self.walk_buckets(b, start, None, limit, visitor);
-        }
-        self.resolving(visitor, |tree, v| KvStore::scan(tree, start, limit, v))
+        self.walk_by(start, None, limit, visitor, &mut |s, e, l, v| {
+            self.tree_walk(s, e, l, v)
+        })
     }
 
     fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
-        self.check_open()?;
-        if let Some(b) = self.buckets() {
-            return self.walk_buckets(b, start, Some(end), usize::MAX, visitor);
-        }
-        self.resolving(visitor, |tree, v| KvStore::map_range(tree, start, end, v))
+        self.walk_by(start, Some(end), usize::MAX, visitor, &mut |s, e, l, v| {
+            self.tree_walk(s, e, l, v)
+        })
     }
 
     fn sync(&self) -> Result<()> {

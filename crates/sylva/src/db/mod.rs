@@ -165,7 +165,7 @@ pub use compact::CompactReport;
 pub use cursor::Cursor;
 pub use dump::{verify_dump, DumpReader, DumpWriter, LoadReport};
 pub use options::{DbOptions, OPTION_KEYS};
-pub use pa::{parse_probe, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};
+pub use pa::{parse_probe, KeyValue, PaDb, PaOp, PaOptions, PaResult, PaSession, PA_OPTION_KEYS};
 
 /// Writes a checkpoint's flush of the pool keeps in flight with background threads
 /// ([`BufferPool::set_flush_writers`]), as the run cache's write-backs do.

@@ -17,6 +17,16 @@
 //! write gate per attempt without waiting ([`crate::btree::NodeStore::try_write_gate`]): while
 //! a checkpoint holds it, the attempt is retried later rather than stalling the worker.
 //!
+//! **Scans and range maps** run on the worker too, as a [`WalkTask`]: each attempt copies the
+//! records of whole leaves, one leaf at a time ([`crate::btree::BTree::walk_leaf`], the tree's
+//! own walk), and stops at a leaf not in memory with the records gathered so far kept; once the
+//! page is in, the walk goes on from its cursor (the last leaf's parent, while unchanged). A
+//! chunk of leaves (about [`WALK_CHUNK_BYTES`]) goes back to the caller, which shows its
+//! records, resolving out-of-line values and expanding buckets as `Db`'s walks do
+//! ([`Db::walk_by`]), and submits the next chunk if its visitor wants more. So a long range map
+//! holds a chunk in memory, not the range, and lets the worker run other operations between
+//! its chunks; [`PaDb::submit_scan`] and [`PaSession::submit_scan`] gather every chunk.
+//!
 //! What must not run on the worker runs on the calling thread, as `Db` runs it:
 //!
 //! - **durability** of single calls: the worker completes a write once it is applied and
@@ -27,7 +37,7 @@
 //!   `fdatasync`, linked) covers them, many writes per flush;
 //! - **out-of-line values** (larger than fit a leaf): written, and read back from their runs,
 //!   by the caller;
-//! - **scans, batches, checks, checkpoints**: through the [`Db`] ([`PaDb::db`]).
+//! - **write batches, checks, checkpoints**: through the [`Db`] ([`PaDb::db`]).
 //!
 //! Anything on the worker that could wait for a page would wait for a read only the worker
 //! completes; so the parts of an operation that cannot stop half-way do not wait there: a
@@ -45,8 +55,8 @@
 //!
 //! # Not built yet (issue 20)
 //!
-//! Persistence through the shared worker thread for single calls (sessions have it); scans
-//! as tasks. (A loaded page is pinned until its waiters ran, and making room for a load hands
+//! Persistence through the shared worker thread for single calls (sessions have it); write
+//! batches as tasks. (A loaded page is pinned until its waiters ran, and making room for a load hands
 //! dirty victims to the worker, which writes them through its ring: see
 //! [`crate::exec::worker`]; a split's allocation may still write one back on the worker. The
 //! paper's synchronous baselines are [`crate::exec::RingVfs`].)
@@ -56,7 +66,7 @@ use std::sync::Arc;
 
 use super::overflow::{self, Form};
 use super::{Db, DbOptions};
-use crate::btree::{take_missed_at, ChildPos, Deleted, NodeStore};
+use crate::btree::{take_missed_at, ChildPos, Deleted, NodeStore, Records, WalkCursor};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};
@@ -197,6 +207,145 @@ pub(crate) enum PaTask {
     Put { key: Vec<u8>, stored: Vec<u8> },
     /// Delete a key.
     Delete { key: Vec<u8> },
+    /// A chunk of a walk (scan or range map).
+    Walk(Box<WalkTask>),
+}
+
+/// A walk of the tree gathered on the worker a chunk at a time: whole leaves from its cursor,
+/// until the walk ends, has its records or has gathered [`WALK_CHUNK_BYTES`] (the caller shows
+/// them and, if it wants more, submits the task again to go on from the cursor). Its records
+/// are the tree's (tree keys, stored forms of values): values are resolved and buckets
+/// expanded on the calling thread, as `Db`'s walks do ([`Db::walk_by`]).
+#[derive(Default)]
+pub(crate) struct WalkTask {
+    cursor: WalkCursor,
+    /// Tree keys from this one on are not wanted.
+    end: Option<Vec<u8>>,
+    /// The records the tree walk still wants, this chunk's included.
+    max: usize,
+    /// The last leaf's records (scratch).
+    leaf: Records,
+    /// This chunk's records.
+    out: Records,
+    /// For a caller that collects the records ([`PaDb::submit_scan`],
+    /// [`PaSession::submit_scan`]): the walk asked for, and the chunks' records so far.
+    asked: Asked,
+    gathered: Vec<KeyValue>,
+}
+
+/// A scan (`end` `None`) or range map as its caller asked for it.
+#[derive(Default)]
+struct Asked {
+    start: Vec<u8>,
+    end: Option<Vec<u8>>,
+    limit: usize,
+}
+
+/// A walk's chunk ends after the leaf that takes its records past this many bytes: it bounds
+/// what a walk holds in memory, and a long walk goes back to its caller now and then.
+const WALK_CHUNK_BYTES: usize = 256 << 10;
+
+impl WalkTask {
+    /// The tree walk from `start` to before `end`, up to `limit` records.
+    fn new(start: &[u8], end: Option<&[u8]>, limit: usize) -> Box<WalkTask> {
+        Box::new(WalkTask {
+            cursor: WalkCursor::new(start),
+            end: end.map(<[u8]>::to_vec),
+            max: limit,
+            ..WalkTask::default()
+        })
+    }
+
+    /// The tree walk behind a scan or range map whose records are collected; `None` if it
+    /// shows nothing.
+    pub(super) fn collecting(
+        db: &Db,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Option<Box<WalkTask>> {
+        let (s, e, l) = db.tree_walk_bounds(start, end, limit)?;
+        let mut w = WalkTask::new(&s, e.as_deref(), l);
+        w.asked = Asked {
+            start: start.to_vec(),
+            end: end.map(<[u8]>::to_vec),
+            limit,
+        };
+        Some(w)
+    }
+
+    /// Gathers leaves until the chunk is complete (module docs of [`WalkTask`]).
+    fn attempt(&mut self, db: &Db) -> Result<Step<()>> {
+        let tree = db.tree();
+        while !self.chunk_complete() {
+            let want = self.max - self.out.len();
+            let r = tree.walk_leaf(&mut self.cursor, self.end.as_deref(), want, &mut self.leaf);
+            match r {
+                Ok(()) => self.out.extend_from(&self.leaf),
+                Err(Abort::Restart) => return Ok(Step::Restart),
+                Err(Abort::Miss(page)) => return Ok(Step::Miss(page)),
+                Err(Abort::Fail(e)) => return Err(e),
+            }
+        }
+        Ok(Step::Done(()))
+    }
+
+    fn chunk_complete(&self) -> bool {
+        self.cursor.done() || self.out.len() >= self.max || self.out.bytes() >= WALK_CHUNK_BYTES
+    }
+
+    /// Shows this chunk's records to `visitor`, then readies the task for the next chunk.
+    /// Returns the records shown and whether the walk goes on: it has more, and the visitor
+    /// wants them.
+    fn show(&mut self, visitor: &mut Visitor<'_>) -> (usize, bool) {
+        let (mut n, mut stopped) = (0, false);
+        for (key, value) in self.out.iter() {
+            n += 1;
+            if !visitor(key, value) {
+                stopped = true;
+                break;
+            }
+        }
+        let more = !stopped && !self.cursor.done() && self.out.len() < self.max;
+        self.max -= self.out.len();
+        self.out.clear();
+        (n, more)
+    }
+
+    /// Adds this chunk's records to those gathered; returns whether the walk goes on.
+    pub(super) fn gather(&mut self) -> bool {
+        let mut gathered = std::mem::take(&mut self.gathered);
+        let (_, more) = self.show(&mut |k, v| {
+            gathered.push((k.to_vec(), v.to_vec()));
+            true
+        });
+        self.gathered = gathered;
+        more
+    }
+
+    /// The records gathered, as the caller asked for them: values resolved, buckets expanded.
+    pub(super) fn result(&mut self, db: &Db) -> Result<Vec<KeyValue>> {
+        let gathered = std::mem::take(&mut self.gathered);
+        let Asked { start, end, limit } = &self.asked;
+        collect(|visitor| {
+            db.walk_by(
+                start,
+                end.as_deref(),
+                *limit,
+                visitor,
+                &mut |_, _, _, each| {
+                    let mut n = 0;
+                    for (k, v) in &gathered {
+                        n += 1;
+                        if !each(k, v) {
+                            break;
+                        }
+                    }
+                    Ok(n)
+                },
+            )
+        })
+    }
 }
 
 /// What a [`PaTask`] came to.
@@ -207,6 +356,8 @@ pub(crate) enum PaOutput {
     Put(u64),
     /// Whether the key was there, and the LSN of the delete's last record.
     Deleted(bool, u64),
+    /// A walk's chunk, gathered.
+    Walked(Box<WalkTask>),
 }
 
 /// One attempt's outcome as the worker's step.
@@ -253,6 +404,11 @@ impl Task for PaTask {
                     Ok(PaOutput::Deleted(found, lsn))
                 })
             }
+            PaTask::Walk(w) => Ok(match w.attempt(db)? {
+                Step::Done(()) => Step::Done(PaOutput::Walked(std::mem::take(w))),
+                Step::Restart => Step::Restart,
+                Step::Miss(page) => Step::Miss(page),
+            }),
         }
     }
 }
@@ -333,8 +489,8 @@ impl PaDb {
         })
     }
 
-    /// The database under the worker: for scans, batches, checkpoints and checks (which run
-    /// on the calling thread).
+    /// The database under the worker: for write batches, checkpoints and checks (which run on
+    /// the calling thread).
     pub fn db(&self) -> &Db {
         &self.db
     }
@@ -449,6 +605,57 @@ impl PaDb {
         self.queued(task, finish_delete)
     }
 
+    /// Submits a scan: up to `limit` records in key order from the first key `>= start`, with
+    /// their values as [`PaDb::get`] gives them. The worker gathers whole leaves, a chunk at a
+    /// time (about 256 KiB of records); [`PaOp::wait`] submits the chunks after the first.
+    pub fn submit_scan(&self, start: &[u8], limit: usize) -> PaOp<'_, Vec<KeyValue>> {
+        self.submit_walk(start, None, limit)
+    }
+
+    /// Submits a range map: every record with a key in `[start, end)`, as
+    /// [`PaDb::submit_scan`] gathers them.
+    pub fn submit_range(&self, start: &[u8], end: &[u8]) -> PaOp<'_, Vec<KeyValue>> {
+        self.submit_walk(start, Some(end), usize::MAX)
+    }
+
+    fn submit_walk(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> PaOp<'_, Vec<KeyValue>> {
+        if let Err(e) = self.db.check_open() {
+            return self.ready(Err(e), finish_scan);
+        }
+        match WalkTask::collecting(&self.db, start, end, limit) {
+            Some(w) => self.queued(PaTask::Walk(w), finish_scan),
+            None => self.ready(Ok(Vec::new()), finish_scan),
+        }
+    }
+
+    /// A scan or range map whose tree walk runs on the worker, a chunk at a time, each chunk's
+    /// records shown on this thread as it arrives.
+    fn walk(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        visitor: &mut Visitor<'_>,
+    ) -> Result<usize> {
+        self.db
+            .walk_by(start, end, limit, visitor, &mut |s, e, l, each| {
+                let (mut w, mut n) = (WalkTask::new(s, e, l), 0);
+                loop {
+                    w = walked(&self.db, self.exec.submit(PaTask::Walk(w)).wait())?;
+                    let (shown, more) = w.show(each);
+                    n += shown;
+                    if !more {
+                        return Ok(n);
+                    }
+                }
+            })
+    }
+
     /// The value of `key`, if present.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.submit_get(key).wait()
@@ -507,7 +714,12 @@ pub enum PaResult {
     Put,
     /// A delete: whether the key was there.
     Deleted(bool),
+    /// A scan or range map: the records in key order.
+    Scanned(Vec<KeyValue>),
 }
+
+/// A record: its key and its value.
+pub type KeyValue = (Vec<u8>, Vec<u8>);
 
 /// Finishes an operation on the calling thread: poisons on a failed write, applies the sync
 /// mode to a write, reads an out-of-line value.
@@ -533,12 +745,45 @@ pub(super) fn finish(db: &Db, r: Result<PaOutput>) -> Result<PaResult> {
             }
             Ok(PaResult::Deleted(found))
         }
-        // A failed read fails its operation only; a failed write poisons the database.
-        Err(e @ (Error::ChecksumMismatch { .. } | Error::Corruption { .. })) => {
-            db.guard_read(Err(e))
-        }
-        Err(e) => db.guard(Err(e)),
+        Ok(PaOutput::Walked(_)) => Err(wrong_output()),
+        Err(e) => failed(db, e),
     }
+}
+
+/// A task's error as its caller gets it: a failed read fails its operation only; a failed
+/// write poisons the database.
+fn failed<T>(db: &Db, e: Error) -> Result<T> {
+    match e {
+        Error::ChecksumMismatch { .. } | Error::Corruption { .. } => db.guard_read(Err(e)),
+        e => db.guard(Err(e)),
+    }
+}
+
+/// The walk a finished chunk gave back.
+pub(super) fn walked(db: &Db, r: Result<PaOutput>) -> Result<Box<WalkTask>> {
+    match r {
+        Ok(PaOutput::Walked(w)) => Ok(w),
+        Ok(_) => Err(wrong_output()),
+        Err(e) => failed(db, e),
+    }
+}
+
+/// The records a walk shows, collected.
+fn collect(walk: impl FnOnce(&mut Visitor<'_>) -> Result<usize>) -> Result<Vec<KeyValue>> {
+    let mut all = Vec::new();
+    walk(&mut |k, v| {
+        all.push((k.to_vec(), v.to_vec()));
+        true
+    })?;
+    Ok(all)
+}
+
+fn finish_scan(pa: &PaDb, r: Result<PaOutput>) -> Result<Vec<KeyValue>> {
+    let mut w = walked(&pa.db, r)?;
+    while w.gather() {
+        w = walked(&pa.db, pa.exec.submit(PaTask::Walk(w)).wait())?;
+    }
+    w.result(&pa.db)
 }
 
 fn finish_get(pa: &PaDb, r: Result<PaOutput>) -> Result<Option<Vec<u8>>> {
@@ -594,11 +839,11 @@ impl KvStore for PaDb {
     }
 
     fn scan(&self, start: &[u8], limit: usize, visitor: &mut Visitor<'_>) -> Result<usize> {
-        KvStore::scan(&*self.db, start, limit, visitor)
+        self.walk(start, None, limit, visitor)
     }
 
     fn map_range(&self, start: &[u8], end: &[u8], visitor: &mut Visitor<'_>) -> Result<usize> {
-        KvStore::map_range(&*self.db, start, end, visitor)
+        self.walk(start, Some(end), usize::MAX, visitor)
     }
 
     fn sync(&self) -> Result<()> {

@@ -55,7 +55,8 @@
 //!   them through its backend,
 //!   [`BufferPool::begin_load_deferring`](crate::buffer::BufferPool::begin_load_deferring));
 //!   only a split's allocation may still write one back on the worker.
-//! - Scans and batches as tasks (they run through `Db` on the caller).
+//! - Write batches as tasks (they run through `Db` on the caller; scans and range maps are
+//!   tasks, gathering leaves a chunk at a time).
 //!
 //! A loaded page is pinned until its waiters ran ([`worker`]'s docs); the benchmark is
 //! `sylva bench --suite patree` (`docs/benchmarking.md`).

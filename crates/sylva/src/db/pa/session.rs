@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use super::{finish, PaDb, PaOutput, PaResult, PaTask};
+use super::{finish, walked, PaDb, PaOutput, PaResult, PaTask, WalkTask};
 use crate::db::Db;
 use crate::error::{Error, Result};
 use crate::exec::open_backend;
@@ -47,6 +47,8 @@ pub struct PaSession<'a> {
     /// The log's two segments as registered with the backend.
     log_files: [FileId; 2],
     flushes: u64,
+    /// Walks whose next chunk is to be admitted.
+    continuing: Vec<Tagged>,
 }
 
 impl<'a> PaSession<'a> {
@@ -75,6 +77,7 @@ impl<'a> PaSession<'a> {
             flush: None,
             log_files,
             flushes: 0,
+            continuing: Vec::new(),
         })
     }
 
@@ -121,6 +124,28 @@ impl<'a> PaSession<'a> {
         self.queue(tag, PaTask::Delete { key: key.to_vec() });
     }
 
+    /// Submits a scan under `tag`: up to `limit` records from the first key `>= start`
+    /// ([`PaResult::Scanned`]; [`PaDb::submit_scan`]).
+    pub fn submit_scan(&mut self, tag: u64, start: &[u8], limit: usize) {
+        self.submit_walk(tag, start, None, limit);
+    }
+
+    /// Submits a range map under `tag`: every record with a key in `[start, end)`.
+    pub fn submit_range(&mut self, tag: u64, start: &[u8], end: &[u8]) {
+        self.submit_walk(tag, start, Some(end), usize::MAX);
+    }
+
+    fn submit_walk(&mut self, tag: u64, start: &[u8], end: Option<&[u8]>, limit: usize) {
+        let db = &self.pa.db;
+        if let Err(e) = db.check_open() {
+            return self.finished(tag, Err(e));
+        }
+        match WalkTask::collecting(db, start, end, limit) {
+            Some(w) => self.queue(tag, PaTask::Walk(w)),
+            None => self.finished(tag, Ok(PaResult::Scanned(Vec::new()))),
+        }
+    }
+
     /// Operations submitted whose result has not been taken.
     pub fn outstanding(&self) -> usize {
         self.outstanding
@@ -156,6 +181,12 @@ impl<'a> PaSession<'a> {
     /// waiting (another thread's flush was in flight, so none could start here), waits for the
     /// log on this thread.
     fn progress(&mut self) {
+        while let Some(job) = self.continuing.pop() {
+            if let Err(back) = self.worker.try_admit(job) {
+                self.continuing.push(back);
+                break;
+            }
+        }
         self.start_flush();
         if self.worker.in_flight() > 0
             || self.worker.others_in_flight() > 0
@@ -216,6 +247,22 @@ impl<'a> PaSession<'a> {
                         _ => 0,
                     };
                     self.awaiting.push((tag, out, lsn));
+                }
+                // A walk's chunk: its records gathered here, its next chunk admitted later.
+                r @ Ok(PaOutput::Walked(_)) => {
+                    let db = &self.pa.db;
+                    match walked(db, r) {
+                        Ok(mut w) => {
+                            if w.gather() {
+                                let task = PaTask::Walk(w);
+                                self.continuing.push(Tagged { tag, task });
+                            } else {
+                                let r = w.result(db).map(PaResult::Scanned);
+                                self.results.push_back((tag, r));
+                            }
+                        }
+                        Err(e) => self.results.push_back((tag, Err(e))),
+                    }
                 }
                 r => self.results.push_back((tag, finish(&self.pa.db, r))),
             }
@@ -318,6 +365,7 @@ impl Drop for PaSession<'_> {
             || self.worker.others_in_flight() > 0
             || self.worker.writes_in_flight() > 0
             || !self.awaiting.is_empty()
+            || !self.continuing.is_empty()
         {
             self.progress();
         }
