@@ -66,8 +66,8 @@
 //! ([`BufferPool::begin_load_deferring`]), and the worker writes each through its backend,
 //! ending it ([`BufferPool::complete_write_back`]) when the write completes. A failed write
 //! fails the loop: the tasks in flight get its error (a failed write poisons the database).
-//! Before the loop returns for good
-//! ([`Worker::run`]) or gives up ([`Worker::abandon`]), it waits for its write-backs.
+//! Before the loop returns for good ([`Worker::run`]) or gives up ([`Worker::abandon`]), it
+//! waits for its write-backs. They and the caller's own requests are submitted in `writes`.
 //!
 //! Not yet here (issue 20): a split's allocation may still write a victim back synchronously.
 
@@ -84,6 +84,8 @@ use super::sched::{IoKind, PriorityPolicy, ProbePolicy, Prober, ReadyQueue};
 use super::{Backend, Completion, FileId, Request};
 use crate::buffer::{BufferPool, Load, WriteBack};
 use crate::error::{Error, Result};
+
+mod writes;
 
 /// The bit that marks a tag as the caller's own request ([`Worker::submit_other`]), not a
 /// page read (whose tag is the page's id).
@@ -370,96 +372,6 @@ impl<'a, T: Task> Worker<'a, T> {
         }
     }
 
-    /// Registers another file with the worker's backend, for [`Worker::submit_other`].
-    pub fn register(&mut self, io: Arc<dyn crate::io::Io>) -> Result<FileId> {
-        self.backend.register(io)
-    }
-
-    /// Submits a request of the caller's own (a log write) through the worker's backend under
-    /// `tag`, which must have [`OTHER_TAG`] set (page reads use the page's id); its completion
-    /// comes back through [`Worker::take_others`], and
-    /// [`run_until_finished`](Worker::run_until_finished) returns when it does.
-    ///
-    /// # Safety
-    /// As [`Backend::submit`]: the request's buffer stays valid and untouched until its
-    /// completion has been taken.
-    pub unsafe fn submit_other(&mut self, tag: u64, request: Request) -> Result<()> {
-        if tag & OTHER_TAG == 0 || self.others_in_flight.contains_key(&tag) {
-            return Err(Error::InvalidArgument {
-                what: format!("tag {tag:#x} of a caller's request (OTHER_TAG unset, or in use)"),
-                limit: 0,
-            });
-        }
-        // SAFETY: the caller keeps `Backend::submit`'s contract.
-        unsafe { self.backend.submit(tag, request)? };
-        let now = self.now();
-        self.prober.submitted(now, IoKind::Write);
-        self.others_in_flight.insert(tag, now);
-        self.urgent = true;
-        Ok(())
-    }
-
-    /// The caller's requests in flight.
-    pub fn others_in_flight(&self) -> usize {
-        self.others_in_flight.len()
-    }
-
-    /// Write-backs of evicted pages in flight.
-    pub fn writes_in_flight(&self) -> usize {
-        self.writing.len()
-    }
-
-    /// Waits until every write-back in flight completed (a caller stepping the loop itself
-    /// calls it before it stops stepping: until then the pages are locked, and anyone wanting
-    /// one, a checkpoint included, waits for them).
-    pub fn drain_writes(&mut self, sink: &mut impl FnMut(T, Result<T::Output>)) -> Result<()> {
-        while !self.writing.is_empty() {
-            self.collect(1, None, sink)?;
-        }
-        Ok(())
-    }
-
-    /// Submits the write-backs the pool handed out. One that cannot be submitted is ended
-    /// failed (the page back in the pool, dirty) and fails the loop.
-    fn submit_writes(&mut self) -> Result<()> {
-        let mut failed = Ok(());
-        for write in std::mem::take(&mut self.handed) {
-            let (buf, len) = write.frame();
-            let request = Request::Write {
-                file: self.file,
-                buf,
-                len: len as u32,
-                offset: write.offset(),
-                sync: false,
-            };
-            let id = write.id();
-            // SAFETY: the frame is the write-back's alone (the page is locked) until its
-            // completion is collected and the write-back completed, in `collect`; it lives in
-            // `self.writing` until then.
-            match unsafe { self.backend.submit(WRITE_TAG | id, request) } {
-                Ok(()) => {
-                    let now = self.now();
-                    self.prober.submitted(now, IoKind::Write);
-                    self.counters.writebacks += 1;
-                    self.urgent = true;
-                    self.writing.insert(id, (write, now));
-                }
-                Err(e) => {
-                    let _ = self.pool.complete_write_back(write, Err(e.duplicate()));
-                    if failed.is_ok() {
-                        failed = Err(e);
-                    }
-                }
-            }
-        }
-        failed
-    }
-
-    /// Completions of the caller's requests collected so far.
-    pub fn take_others(&mut self) -> Vec<Completion> {
-        std::mem::take(&mut self.others)
-    }
-
     /// Tasks admitted and not finished.
     pub fn in_flight(&self) -> usize {
         self.slots.len() - self.free.len()
@@ -713,7 +625,12 @@ impl<'a, T: Task> Worker<'a, T> {
         }
     }
 
-    fn finish(&mut self, slot: u32, result: Result<T::Output>, sink: &mut impl FnMut(T, Result<T::Output>)) {
+    fn finish(
+        &mut self,
+        slot: u32,
+        result: Result<T::Output>,
+        sink: &mut impl FnMut(T, Result<T::Output>),
+    ) {
         if let Some(s) = self.slots[slot as usize].take() {
             if let Some(page) = s.pinned {
                 self.pool.unpin(page);
