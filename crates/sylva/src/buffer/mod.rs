@@ -365,6 +365,13 @@ impl BufferPool {
         })
     }
 
+    /// Whether a thread holds page `id` exclusively now: loading it, evicting it (writing it
+    /// back) or changing it. For a caller that must not wait ([`BufferPool::begin_load`] found
+    /// nothing to load): a held page is worth trying again only once its holder let go.
+    pub fn is_locked(&self, id: u64) -> bool {
+        self.state_of(id).is_some_and(|st| st.load() & LOCKED != 0)
+    }
+
     /// Whether nothing wrote page `id` since `read_lock` returned `version`.
     #[inline]
     pub fn validate(&self, id: u64, version: u64) -> bool {

@@ -868,6 +868,7 @@ impl KvStore for PaDb {
             ("worker_attempts", c.attempts),
             ("worker_restarts", c.restarts),
             ("worker_misses", c.misses),
+            ("worker_held", c.held),
             ("worker_reads", c.reads),
             ("worker_probes", c.probes),
             ("worker_waits", c.waits),

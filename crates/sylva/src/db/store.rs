@@ -127,7 +127,7 @@ impl PoolLatch<'_> {
         match self.pool.read_lock_resident(self.id) {
             Ok(Resident::Version(v)) => Ok(v),
             // Not in memory, or held: the worker waits for its load, or for its own
-            // write-back of it, or runs the attempt again later (another thread's hold).
+            // write-back of it, or for another thread to let go (`exec::worker`'s docs).
             Ok(Resident::Evicted | Resident::Busy) => Err(Abort::Miss(self.id)),
             Ok(Resident::Freed) => Err(Abort::Restart),
             Err(e) => Err(Abort::Fail(e)),

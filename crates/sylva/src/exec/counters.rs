@@ -13,6 +13,9 @@ pub struct WorkerCounters {
     /// Attempts that stopped at a page not in memory, or held by another thread or by this
     /// worker's write-back of it.
     pub misses: u64,
+    /// Misses on a page another thread held (loading it, writing it back, latched): the task
+    /// waited for the worker's next collection, or a bounded time, before its next attempt.
+    pub held: u64,
     /// Page reads submitted (a page several tasks missed on is read once).
     pub reads: u64,
     /// Probes that collected completions without waiting.
@@ -54,6 +57,7 @@ impl WorkerCounters {
         self.attempts += other.attempts;
         self.restarts += other.restarts;
         self.misses += other.misses;
+        self.held += other.held;
         self.reads += other.reads;
         self.probes += other.probes;
         self.waits += other.waits;

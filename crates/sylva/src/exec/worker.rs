@@ -11,6 +11,28 @@
 //! waiters become ready in their admission order, ahead of tasks that hold nothing (their
 //! priority key says they hold a pinned frame); a failed read fails those tasks only.
 //!
+//! **Pages another thread holds.** Workers share the pool (the database's worker thread and
+//! each session's loop), and a page one of them loads or writes back stays locked until that
+//! worker collects the I/O's completion from its own backend, which no other worker can do. A
+//! task that misses on a page another thread holds (loading it, writing it back, latched:
+//! [`BufferPool::begin_load_deferring`] has nothing to begin and the page is locked) is not
+//! ready again at once: it waits on the worker's `held` list until the worker's next
+//! collection of completions, or [`HELD_RETRY`] at most (checked at each turn against the clock
+//! the loop reads anyway). A worker with nothing else ready collects then: yielding, it waits
+//! in the backend for its own first completion or a new task, at most until the held tasks'
+//! time is up; spinning, it probes. The attempt that met the page also pushes what this worker
+//! has queued to the kernel (as a restart does, "Submissions"): the page's holder may be
+//! waiting for it. So whichever worker holds what the other needs collects it, and neither
+//! burns its core meanwhile. Until session 43 such a task was made ready at once and missed
+//! again at once, so its worker always had a ready task: it never waited, and a read it had
+//! queued itself never went to the kernel (no batch, and a probe is skipped when nothing was
+//! submitted); the other worker's tasks spun the same way on that read's page, and the two
+//! livelocked, each at full CPU (`tests/patree_two_workers.rs`). A worker alone meets a held
+//! page only when a thread outside its loop holds one; otherwise the list stays empty and its
+//! path is as before. Room for a load is always found (the clock gives up over pages all held
+//! or pinned, and the pool overshoots its budget: `buffer`'s eviction docs), so a miss never
+//! waits for a frame.
+//!
 //! **Pinned until the waiters ran.** The page is pinned once per waiter as it becomes resident,
 //! and each waiter's pin is taken off after its next attempt, whatever that attempt came to:
 //! between the read's completion and a waiter's attempt, other tasks run and their misses make
@@ -44,8 +66,8 @@
 //! ([`BufferPool::begin_load_deferring`]), and the worker writes each through its backend,
 //! ending it ([`BufferPool::complete_write_back`]) when the write completes. A failed write
 //! fails the loop: the tasks in flight get its error (a failed write poisons the database).
-//! Before the loop returns for good
-//! ([`Worker::run`]) or gives up ([`Worker::abandon`]), it waits for its write-backs.
+//! Before the loop returns for good ([`Worker::run`]) or gives up ([`Worker::abandon`]), it
+//! waits for its write-backs. They and the caller's own requests are submitted in `writes`.
 //!
 //! Not yet here (issue 20): a split's allocation may still write a victim back synchronously.
 
@@ -63,6 +85,8 @@ use super::{Backend, Completion, FileId, Request};
 use crate::buffer::{BufferPool, Load, WriteBack};
 use crate::error::{Error, Result};
 
+mod writes;
+
 /// The bit that marks a tag as the caller's own request ([`Worker::submit_other`]), not a
 /// page read (whose tag is the page's id).
 pub const OTHER_TAG: u64 = 1 << 61;
@@ -73,6 +97,11 @@ const WRITE_TAG: u64 = 1 << 60;
 /// Requests queued in the backend that make the worker hand them to the kernel while tasks are
 /// still ready (module docs, "Submissions").
 pub const SUBMIT_BATCH: usize = 8;
+
+/// How long a task that met a page another thread holds waits at most before its next attempt,
+/// unless its worker collects completions first (module docs, "Pages another thread holds"):
+/// shorter than a page read, long next to a latch held for an in-memory change.
+pub const HELD_RETRY: Duration = Duration::from_micros(50);
 
 /// What one attempt of a task came to.
 #[derive(Debug)]
@@ -184,8 +213,9 @@ pub struct Worker<'a, T: Task> {
     /// waits for the session's flush; until session 34 the flush could stay queued while the
     /// puts restarted, for good).
     urgent: bool,
-    /// The last attempt asked to be restarted.
-    restarted: bool,
+    /// The last attempt asked to be restarted, or met a page another thread holds: it may wait,
+    /// through another thread, for a request queued here.
+    waits_on_other: bool,
     ready: ReadyQueue,
     next_seq: u64,
     loading: HashMap<u64, Loading, RandomState>,
@@ -205,6 +235,11 @@ pub struct Worker<'a, T: Task> {
     handed: Vec<WriteBack>,
     /// Tasks that met a page this worker is writing back, by page.
     write_waiters: HashMap<u64, Vec<u32>, RandomState>,
+    /// Tasks that met a page another thread holds, until the next collection or [`HELD_RETRY`]
+    /// after `held_since` (module docs, "Pages another thread holds").
+    held: Vec<u32>,
+    /// When the first task now on `held` was put there (the clock's reading).
+    held_since: u64,
     /// Write-backs completed in one collection (reused).
     written: Vec<(WriteBack, Result<usize>)>,
 }
@@ -235,7 +270,7 @@ impl<'a, T: Task> Worker<'a, T> {
             freed_at: vec![0; options.inflight],
             clock: 0,
             urgent: false,
-            restarted: false,
+            waits_on_other: false,
             prober: Prober::new(options.probe.clone()),
             options,
             ready: ReadyQueue::default(),
@@ -251,6 +286,8 @@ impl<'a, T: Task> Worker<'a, T> {
             writing: HashMap::default(),
             handed: Vec::new(),
             write_waiters: HashMap::default(),
+            held: Vec::new(),
+            held_since: 0,
             written: Vec::new(),
         })
     }
@@ -328,100 +365,11 @@ impl<'a, T: Task> Worker<'a, T> {
         self.loading.clear();
         self.writing.clear();
         self.write_waiters.clear();
+        self.held.clear();
         self.ready = ReadyQueue::default();
         for slot in 0..self.slots.len() as u32 {
             self.finish(slot, Err(error.duplicate()), sink);
         }
-    }
-
-    /// Registers another file with the worker's backend, for [`Worker::submit_other`].
-    pub fn register(&mut self, io: Arc<dyn crate::io::Io>) -> Result<FileId> {
-        self.backend.register(io)
-    }
-
-    /// Submits a request of the caller's own (a log write) through the worker's backend under
-    /// `tag`, which must have [`OTHER_TAG`] set (page reads use the page's id); its completion
-    /// comes back through [`Worker::take_others`], and
-    /// [`run_until_finished`](Worker::run_until_finished) returns when it does.
-    ///
-    /// # Safety
-    /// As [`Backend::submit`]: the request's buffer stays valid and untouched until its
-    /// completion has been taken.
-    pub unsafe fn submit_other(&mut self, tag: u64, request: Request) -> Result<()> {
-        if tag & OTHER_TAG == 0 || self.others_in_flight.contains_key(&tag) {
-            return Err(Error::InvalidArgument {
-                what: format!("tag {tag:#x} of a caller's request (OTHER_TAG unset, or in use)"),
-                limit: 0,
-            });
-        }
-        // SAFETY: the caller keeps `Backend::submit`'s contract.
-        unsafe { self.backend.submit(tag, request)? };
-        let now = self.now();
-        self.prober.submitted(now, IoKind::Write);
-        self.others_in_flight.insert(tag, now);
-        self.urgent = true;
-        Ok(())
-    }
-
-    /// The caller's requests in flight.
-    pub fn others_in_flight(&self) -> usize {
-        self.others_in_flight.len()
-    }
-
-    /// Write-backs of evicted pages in flight.
-    pub fn writes_in_flight(&self) -> usize {
-        self.writing.len()
-    }
-
-    /// Waits until every write-back in flight completed (a caller stepping the loop itself
-    /// calls it before it stops stepping: until then the pages are locked, and anyone wanting
-    /// one, a checkpoint included, waits for them).
-    pub fn drain_writes(&mut self, sink: &mut impl FnMut(T, Result<T::Output>)) -> Result<()> {
-        while !self.writing.is_empty() {
-            self.collect(1, None, sink)?;
-        }
-        Ok(())
-    }
-
-    /// Submits the write-backs the pool handed out. One that cannot be submitted is ended
-    /// failed (the page back in the pool, dirty) and fails the loop.
-    fn submit_writes(&mut self) -> Result<()> {
-        let mut failed = Ok(());
-        for write in std::mem::take(&mut self.handed) {
-            let (buf, len) = write.frame();
-            let request = Request::Write {
-                file: self.file,
-                buf,
-                len: len as u32,
-                offset: write.offset(),
-                sync: false,
-            };
-            let id = write.id();
-            // SAFETY: the frame is the write-back's alone (the page is locked) until its
-            // completion is collected and the write-back completed, in `collect`; it lives in
-            // `self.writing` until then.
-            match unsafe { self.backend.submit(WRITE_TAG | id, request) } {
-                Ok(()) => {
-                    let now = self.now();
-                    self.prober.submitted(now, IoKind::Write);
-                    self.counters.writebacks += 1;
-                    self.urgent = true;
-                    self.writing.insert(id, (write, now));
-                }
-                Err(e) => {
-                    let _ = self.pool.complete_write_back(write, Err(e.duplicate()));
-                    if failed.is_ok() {
-                        failed = Err(e);
-                    }
-                }
-            }
-        }
-        failed
-    }
-
-    /// Completions of the caller's requests collected so far.
-    pub fn take_others(&mut self) -> Vec<Completion> {
-        std::mem::take(&mut self.others)
     }
 
     /// Tasks admitted and not finished.
@@ -516,15 +464,19 @@ impl<'a, T: Task> Worker<'a, T> {
         }
         self.counters.turns += 1;
         self.counters.outstanding_sum += self.loading.len() as u64;
+        if !self.held.is_empty() && self.held_for() >= HELD_RETRY {
+            self.release_held();
+        }
         if let Some(slot) = self.ready.pop() {
             self.run_slot(slot, sink)?;
             // A probe due enters the kernel only if completions may be waiting; reads queued
             // meanwhile go out together (below, or when nothing is ready).
             let due = self.prober.should_probe(self.now()) && self.backend.may_have_completions();
             let queued = self.backend.unsubmitted();
-            // A task that restarts may be waiting, through another thread, for a request still
-            // queued here: what is queued goes out then too, as after an urgent request.
-            let push = (self.urgent || self.restarted) && queued > 0;
+            // A task that restarts, or met a page another thread holds, may be waiting, through
+            // another thread, for a request still queued here: what is queued goes out then
+            // too, as after an urgent request.
+            let push = (self.urgent || self.waits_on_other) && queued > 0;
             if due || queued >= SUBMIT_BATCH || push {
                 self.counters.probes += u64::from(due);
                 self.collect(0, None, sink)?;
@@ -535,9 +487,17 @@ impl<'a, T: Task> Worker<'a, T> {
         // completion (or a new task), at most `t`: a wait returns as soon as one has come, so it
         // costs what a probe does when one has, and spares the probes in a loop that an
         // overdue read cost otherwise (one system call each; `docs/results/patree.md`,
-        // session 19). Not yielding, probe in a loop.
+        // session 19). Not yielding, probe in a loop. Tasks held by another thread's page are
+        // tried again after the collection, so the wait ends when their time is up.
         match self.options.yield_for {
-            Some(t) => self.sleep(Some(t), source, closed, sink)?,
+            Some(t) => {
+                let t = if self.held.is_empty() {
+                    t
+                } else {
+                    t.min(HELD_RETRY.saturating_sub(self.held_for()))
+                };
+                self.sleep(Some(t), source, closed, sink)?
+            }
             None => {
                 self.counters.probes += 1;
                 self.collect(0, None, sink)?;
@@ -642,7 +602,35 @@ impl<'a, T: Task> Worker<'a, T> {
         }
     }
 
-    fn finish(&mut self, slot: u32, result: Result<T::Output>, sink: &mut impl FnMut(T, Result<T::Output>)) {
+    /// Puts `slot`, whose attempt met a page another thread holds, on the held list (module
+    /// docs, "Pages another thread holds").
+    fn hold(&mut self, slot: u32) {
+        if self.held.is_empty() {
+            self.held_since = self.clock;
+        }
+        self.held.push(slot);
+        self.counters.held += 1;
+        self.waits_on_other = true;
+    }
+
+    /// How long the first task now on the held list has waited, by the clock's last reading.
+    fn held_for(&self) -> Duration {
+        Duration::from_nanos(self.clock.saturating_sub(self.held_since))
+    }
+
+    /// Makes the held tasks ready again.
+    fn release_held(&mut self) {
+        while let Some(slot) = self.held.pop() {
+            self.make_ready(slot);
+        }
+    }
+
+    fn finish(
+        &mut self,
+        slot: u32,
+        result: Result<T::Output>,
+        sink: &mut impl FnMut(T, Result<T::Output>),
+    ) {
         if let Some(s) = self.slots[slot as usize].take() {
             if let Some(page) = s.pinned {
                 self.pool.unpin(page);
@@ -665,7 +653,7 @@ impl<'a, T: Task> Worker<'a, T> {
             return Ok(());
         };
         self.counters.attempts += 1;
-        self.restarted = false;
+        self.waits_on_other = false;
         // The clock was read at the last attempt's end or collection, just before this.
         self.counters.ready_ns += self.clock.saturating_sub(s.ready_since);
         let attempt = s.task.attempt(self.ctx);
@@ -678,7 +666,7 @@ impl<'a, T: Task> Worker<'a, T> {
             Ok(Step::Done(out)) => self.finish(slot, Ok(out), sink),
             Ok(Step::Restart) => {
                 self.counters.restarts += 1;
-                self.restarted = true;
+                self.waits_on_other = true;
                 self.make_ready(slot);
             }
             Ok(Step::Miss(page)) => {
@@ -730,9 +718,14 @@ impl<'a, T: Task> Worker<'a, T> {
     ) -> Result<()> {
         let load = match begun {
             Ok(Some(load)) => load,
-            // Resident by now, or another thread is loading it: run again later.
+            // Resident or freed by now: the next attempt goes on. Held by another thread
+            // (loading it, writing it back, latched): wait for it (module docs).
             Ok(None) => {
-                self.make_ready(slot);
+                if self.pool.is_locked(page) {
+                    self.hold(slot);
+                } else {
+                    self.make_ready(slot);
+                }
                 return Ok(());
             }
             Err(e) => {
@@ -834,6 +827,9 @@ impl<'a, T: Task> Worker<'a, T> {
                 self.make_ready(slot);
             }
         }
+        // The tasks held by other threads' pages try again: those threads may have let go
+        // meanwhile (or been waiting for what this collection completed).
+        self.release_held();
         r
     }
 }
