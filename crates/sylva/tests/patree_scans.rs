@@ -197,15 +197,9 @@ fn scans_match_the_model_uring() {
 
 /// Scans submitted 16 at a time from each of four threads, all in flight on the shared worker
 /// together, each equal to the model's.
-#[test]
-fn scans_in_flight_from_threads() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = PaDb::open(dir.path().join("db"), options(BackendKind::Auto)).unwrap();
-    let model = load(&db, 10_000);
-    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+fn scans_from_threads(db: &PaDb, model: &Model, keys: &[Vec<u8>]) {
     std::thread::scope(|s| {
         for t in 0..4usize {
-            let (db, model, keys) = (&db, &model, &keys);
             s.spawn(move || {
                 for round in 0..10usize {
                     let ops: Vec<_> = (0..16usize)
@@ -224,18 +218,11 @@ fn scans_in_flight_from_threads() {
             });
         }
     });
-    db.db().check().unwrap();
-    db.close().unwrap();
 }
 
 /// A session keeps scans, range maps of several chunks and gets in flight together; results
 /// come back under their tags, equal to the model's.
-#[test]
-fn scans_in_flight_in_a_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = PaDb::open(dir.path().join("db"), options(BackendKind::Auto)).unwrap();
-    let model = load(&db, 10_000);
-    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+fn scans_in_a_session(db: &PaDb, model: &Model, keys: &[Vec<u8>]) {
     let mut session = db.session().unwrap();
     let mut want = std::collections::HashMap::new();
     for tag in 0..200u64 {
@@ -249,13 +236,13 @@ fn scans_in_flight_in_a_session() {
             // About 3,000 records: more than one chunk.
             let end = &keys[(at + 3000).min(keys.len() - 1)];
             session.submit_range(tag, start, end);
-            want.insert(tag, PaResult::Scanned(model_range(&model, start, end)));
+            want.insert(tag, PaResult::Scanned(model_range(model, start, end)));
         } else {
             session.submit_get(tag, start);
             want.insert(tag, PaResult::Got(model.get(start).cloned()));
             let tag = tag + 1_000_000;
             session.submit_scan(tag, start, 50);
-            want.insert(tag, PaResult::Scanned(model_scan(&model, start, 50)));
+            want.insert(tag, PaResult::Scanned(model_scan(model, start, 50)));
         }
     }
     while let Some((tag, r)) = session.wait_any() {
@@ -263,7 +250,22 @@ fn scans_in_flight_in_a_session() {
     }
     assert!(want.is_empty());
     assert!(session.counters().misses > 100, "{:?}", session.counters());
-    drop(session);
+}
+
+/// [`scans_from_threads`] and [`scans_in_a_session`] alone, then both at once (two workers
+/// over one pool of 32 pages).
+#[test]
+fn scans_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = PaDb::open(dir.path().join("db"), options(BackendKind::Auto)).unwrap();
+    let model = load(&db, 10_000);
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    scans_from_threads(&db, &model, &keys);
+    scans_in_a_session(&db, &model, &keys);
+    std::thread::scope(|s| {
+        s.spawn(|| scans_from_threads(&db, &model, &keys));
+        s.spawn(|| scans_in_a_session(&db, &model, &keys));
+    });
     db.db().check().unwrap();
     db.close().unwrap();
 }

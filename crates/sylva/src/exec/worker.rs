@@ -11,27 +11,26 @@
 //! waiters become ready in their admission order, ahead of tasks that hold nothing (their
 //! priority key says they hold a pinned frame); a failed read fails those tasks only.
 //!
-//! **Pages another thread holds.** Workers share the pool (the database's worker thread and
-//! each session's loop), and a page one of them loads or writes back stays locked until that
-//! worker collects the I/O's completion from its own backend, which no other worker can do. A
-//! task that misses on a page another thread holds (loading it, writing it back, latched:
-//! [`BufferPool::begin_load_deferring`] has nothing to begin and the page is locked) is not
-//! ready again at once: it waits on the worker's `held` list until the worker's next
-//! collection of completions, or [`HELD_RETRY`] at most (checked at each turn against the clock
-//! the loop reads anyway). A worker with nothing else ready collects then: yielding, it waits
-//! in the backend for its own first completion or a new task, at most until the held tasks'
-//! time is up; spinning, it probes. The attempt that met the page also pushes what this worker
-//! has queued to the kernel (as a restart does, "Submissions"): the page's holder may be
-//! waiting for it. So whichever worker holds what the other needs collects it, and neither
-//! burns its core meanwhile. Until session 43 such a task was made ready at once and missed
-//! again at once, so its worker always had a ready task: it never waited, and a read it had
-//! queued itself never went to the kernel (no batch, and a probe is skipped when nothing was
-//! submitted); the other worker's tasks spun the same way on that read's page, and the two
-//! livelocked, each at full CPU (`tests/patree_two_workers.rs`). A worker alone meets a held
-//! page only when a thread outside its loop holds one; otherwise the list stays empty and its
-//! path is as before. Room for a load is always found (the clock gives up over pages all held
-//! or pinned, and the pool overshoots its budget: `buffer`'s eviction docs), so a miss never
-//! waits for a frame.
+//! **Pages another thread holds.** Workers share the pool (the database's worker thread and each
+//! session's loop), and a page one of them loads or writes back stays locked until that worker
+//! collects the I/O's completion from its own backend, which no other worker can do. A task that
+//! misses on a page another thread holds (loading it, writing it back, latched:
+//! [`BufferPool::begin_load_deferring`] has nothing to begin and the page is locked) is not ready
+//! again at once: it waits on the worker's `held` list until the worker's next collection of
+//! completions, or [`HELD_RETRY`] at most (checked at each turn against the clock the loop reads
+//! anyway). A worker with nothing else ready collects then: yielding, it waits in the backend for
+//! its own first completion or a new task, at most until the held tasks' time is up; spinning, it
+//! probes. The attempt that met the page also pushes what this worker has queued to the kernel (as
+//! a restart does, "Submissions"): the page's holder may be waiting for it. So whichever worker
+//! holds what the other needs collects it, and neither burns its core meanwhile. Made ready at once
+//! instead, such a task would miss again at once, so its worker would always have a ready task: it
+//! would never wait, and a read it had queued itself would never go to the kernel (no batch, and a
+//! probe is skipped when nothing was submitted); the other worker's tasks would spin the same way
+//! on that read's page, and the two would livelock, each at full CPU
+//! (`tests/patree_two_workers.rs`). A worker alone meets a held page only when a thread outside its
+//! loop holds one; otherwise the list stays empty and its path is as before. Room for a load is
+//! always found (the clock gives up over pages all held or pinned, and the pool overshoots its
+//! budget: `buffer`'s eviction docs), so a miss never waits for a frame.
 //!
 //! **Pinned until the waiters ran.** The page is pinned once per waiter as it becomes resident,
 //! and each waiter's pin is taken off after its next attempt, whatever that attempt came to:
