@@ -40,8 +40,8 @@ pub struct BenchArgs {
     pub(crate) threads: usize,
     /// Operations each thread keeps in flight (1..=4096), on engines that take several at once
     /// from one thread (`patree`); others run one at a time whatever this says. A thread
-    /// submits gets, puts and deletes without waiting, up to this many, completing the oldest
-    /// before the next; latency runs from submission to completion.
+    /// submits gets, puts, deletes, scans and range maps without waiting, up to this many,
+    /// completing the oldest before the next; latency runs from submission to completion.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=4096))]
     pub(crate) inflight: u64,
     /// Operations per second offered in the run phases, over all threads (an open-loop

@@ -90,10 +90,16 @@ impl Pipeline for PaBenchSession<'_> {
             PipeOp::Get(k) => self.session.submit_get(tag, k),
             PipeOp::Put(k, v) => self.session.submit_put(tag, k, v),
             PipeOp::Delete(k) => self.session.submit_delete(tag, k),
+            PipeOp::Scan(k, limit) => self.session.submit_scan(tag, k, limit),
+            PipeOp::Map(start, end) => self.session.submit_range(tag, start, end),
         }
     }
 
-    fn complete(&mut self, out: &mut Vec<u8>) -> (u64, sylva::Result<PipeDone>) {
+    fn complete(
+        &mut self,
+        out: &mut Vec<u8>,
+        records: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> (u64, sylva::Result<PipeDone>) {
         let Some((tag, result)) = self.session.wait_any() else {
             let e = sylva::Error::InvalidArgument {
                 what: "a completion with nothing submitted".into(),
@@ -109,8 +115,12 @@ impl Pipeline for PaBenchSession<'_> {
             PaResult::Got(None) => false,
             PaResult::Put => true,
             PaResult::Deleted(found) => found,
-            // Not submitted here: the runner runs scans one at a time, through `scan`.
-            PaResult::Scanned(records) => !records.is_empty(),
+            PaResult::Scanned(found) => {
+                for (k, v) in &found {
+                    records(k, v);
+                }
+                true
+            }
         });
         (tag, done)
     }

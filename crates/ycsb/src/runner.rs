@@ -51,7 +51,7 @@ pub trait Session: Send {
     }
 }
 
-/// A point operation handed to a [`Pipeline`].
+/// An operation handed to a [`Pipeline`].
 #[derive(Debug, Clone, Copy)]
 pub enum PipeOp<'a> {
     /// Look a key up.
@@ -60,10 +60,15 @@ pub enum PipeOp<'a> {
     Put(&'a [u8], &'a [u8]),
     /// Delete a key.
     Delete(&'a [u8]),
+    /// Scan up to this many records from the first key at or after this one.
+    Scan(&'a [u8], usize),
+    /// Every record with a key in `[start, end)`.
+    Map(&'a [u8], &'a [u8]),
 }
 
 /// How a [`PipeOp`] ended: for a `Get` whether the key was found (its value in the buffer
-/// given to [`Pipeline::complete`]), for a `Delete` whether it was there; `true` for a `Put`.
+/// given to [`Pipeline::complete`]), for a `Delete` whether it was there; `true` for a `Put`,
+/// a `Scan` and a `Map` (whose records went to [`Pipeline::complete`]'s visitor).
 pub type PipeDone = bool;
 
 impl<T: KvStore + ?Sized> Session for &T {
@@ -104,8 +109,13 @@ pub trait Pipeline {
     /// Submits `op` under `tag` (its bytes are copied: the caller may reuse them at once).
     fn submit(&mut self, tag: u64, op: PipeOp<'_>);
     /// Waits for any outstanding operation to finish: its tag, and how it ended (a found
-    /// value in `out`). A failed operation's error comes with its tag.
-    fn complete(&mut self, out: &mut Vec<u8>) -> (u64, sylva::Result<PipeDone>);
+    /// value in `out`; a scan's or range map's records shown to `records`, in key order). A
+    /// failed operation's error comes with its tag.
+    fn complete(
+        &mut self,
+        out: &mut Vec<u8>,
+        records: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> (u64, sylva::Result<PipeDone>);
 }
 
 /// Something the runner can drive: an engine instance.
@@ -372,9 +382,9 @@ impl Pace {
 /// [`run_phase`] with each thread issuing its operations as `client` says: up to
 /// `client.inflight` of them in flight at once, on an engine whose sessions have a
 /// [`Pipeline`] (others run one at a time), and, with `client.rate`, no faster than that many
-/// a second. A pipelined thread keeps a window of gets, puts and deletes submitted, taking
-/// whichever finishes first before it submits the next; any other operation (a scan, a
-/// read-modify-write) waits until the window is empty and runs on its own. A paced thread
+/// a second. A pipelined thread keeps a window of gets, puts, deletes, scans and range maps
+/// submitted, taking whichever finishes first before it submits the next; any other operation
+/// (a scan to a key, a read-modify-write) waits until the window is empty and runs on its own. A paced thread
 /// waits for an operation's time by completing what it has in flight, or sleeping when it has
 /// nothing. An operation's latency runs from its submission to the moment the thread saw it
 /// complete.
@@ -610,7 +620,11 @@ fn run_piece_pipelined(
                         out: &mut Vec<u8>|
      -> Result<(), RunError> {
         let pipe = session.pipeline().ok_or_else(|| no_pipeline(first_index))?;
-        let (tag, result) = pipe.complete(out);
+        let (mut sum, mut scanned) = (0u64, 0u64);
+        let (tag, result) = pipe.complete(out, &mut |k, v| {
+            sum = sum.wrapping_add(record_hash(k, v));
+            scanned += 1;
+        });
         let Some((i, t0)) = slots.get_mut(tag as usize).and_then(Option::take) else {
             return Err(no_pipeline(first_index));
         };
@@ -636,6 +650,10 @@ fn run_piece_pipelined(
                     r.missing += 1;
                 }
             }
+            OpKind::Scan | OpKind::Map => {
+                r.checksum = r.checksum.wrapping_add(sum);
+                r.scanned += scanned;
+            }
             _ => {}
         }
         r.latency
@@ -656,7 +674,12 @@ fn run_piece_pipelined(
         let key = arena.get(op.key);
         let pipelined = matches!(
             op.kind,
-            OpKind::Read | OpKind::Insert | OpKind::Update | OpKind::Delete
+            OpKind::Read
+                | OpKind::Insert
+                | OpKind::Update
+                | OpKind::Delete
+                | OpKind::Scan
+                | OpKind::Map
         );
         if !pipelined {
             // Empty the window, then run this one on its own.
@@ -691,6 +714,8 @@ fn run_piece_pipelined(
         match op.kind {
             OpKind::Read => pipe.submit(slot as u64, PipeOp::Get(key)),
             OpKind::Delete => pipe.submit(slot as u64, PipeOp::Delete(key)),
+            OpKind::Scan => pipe.submit(slot as u64, PipeOp::Scan(key, op.arg as usize)),
+            OpKind::Map => pipe.submit(slot as u64, PipeOp::Map(key, arena.get(op.arg))),
             _ => {
                 fill_value(&mut value, seq_base + index as u64);
                 pipe.submit(slot as u64, PipeOp::Put(key, &value));
