@@ -1,6 +1,8 @@
 //! `Db` as a [`KvStore`], the contract every engine keeps (what `sylva bench` and the
 //! conformance suite drive).
 
+use std::borrow::Cow;
+
 use super::buckets::Buckets;
 use super::store::PoolStore;
 use super::{overflow, Db};
@@ -52,6 +54,9 @@ impl Db {
 pub(super) type TreeWalk<'w> =
     dyn FnMut(&[u8], Option<&[u8]>, usize, &mut Visitor<'_>) -> Result<usize> + 'w;
 
+/// A tree walk's start key, end key (if any) and limit ([`Db::tree_walk_bounds`]).
+pub(super) type TreeBounds<'k> = (Cow<'k, [u8]>, Option<Cow<'k, [u8]>>, usize);
+
 impl Db {
     /// A scan (`end` `None`, up to `limit` keys) or range map (`[start, end)`) run by `walk`:
     /// its records' values resolved ([`super::overflow`]) and, in a database with buckets,
@@ -78,32 +83,28 @@ impl Db {
     /// The tree walk behind [`Db::walk_by`]'s arguments: in a database with buckets it starts
     /// at `start`'s bucket, ends after `end`'s and takes one record more than `limit` (the first
     /// bucket may show none); `None` for a walk that shows nothing.
-    pub(super) fn tree_walk_bounds(
+    pub(super) fn tree_walk_bounds<'k>(
         &self,
-        start: &[u8],
-        end: Option<&[u8]>,
+        start: &'k [u8],
+        end: Option<&'k [u8]>,
         limit: usize,
-    ) -> Option<(Vec<u8>, Option<Vec<u8>>, usize)> {
+    ) -> Option<TreeBounds<'k>> {
         if limit == 0 || end.is_some_and(|e| start >= e) {
             return None;
         }
         let Some(b) = self.buckets() else {
-            return Some((start.to_vec(), end.map(<[u8]>::to_vec), limit));
+            return Some((Cow::Borrowed(start), end.map(Cow::Borrowed), limit));
         };
         let tree_end = end.map(|e| {
             if b.holds(e) {
                 let mut k = b.tree_key(e);
                 k.push(0);
-                k
+                Cow::Owned(k)
             } else {
-                e.to_vec()
+                Cow::Borrowed(e)
             }
         });
-        Some((
-            b.position(start).into_owned(),
-            tree_end,
-            limit.saturating_add(1),
-        ))
+        Some((b.position(start), tree_end, limit.saturating_add(1)))
     }
 
     /// A scan or range map of a database with buckets: `walk` walks the tree from `start`'s

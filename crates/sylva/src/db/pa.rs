@@ -56,8 +56,8 @@
 //! # Not built yet (issue 20)
 //!
 //! Persistence through the shared worker thread for single calls (sessions have it); write
-//! batches as tasks. (A loaded page is pinned until its waiters ran, and making room for a load hands
-//! dirty victims to the worker, which writes them through its ring: see
+//! batches as tasks. (A loaded page is pinned until its waiters ran, and making room for a load
+//! hands dirty victims to the worker, which writes them through its ring: see
 //! [`crate::exec::worker`]; a split's allocation may still write one back on the worker. The
 //! paper's synchronous baselines are [`crate::exec::RingVfs`].)
 
