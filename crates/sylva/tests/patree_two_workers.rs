@@ -18,10 +18,8 @@
 mod patree_common;
 
 use std::collections::HashMap;
-use std::sync::mpsc;
-use std::time::Duration;
 
-use patree_common::{load, options, Model};
+use patree_common::{load, options, within, Model};
 use sylva::{BackendKind, PaDb, PaResult};
 
 /// A loaded database, its model and its keys in order.
@@ -53,24 +51,11 @@ fn session_gets(db: &PaDb, model: &Model, keys: &[Vec<u8>], seed: usize) {
     assert!(want.is_empty(), "every lookup finished");
 }
 
-/// Runs `f`; exits the test binary failing if it has not returned within a minute.
-fn within_a_minute(test: &'static str, f: impl FnOnce()) {
-    let (done, wait) = mpsc::channel::<()>();
-    std::thread::spawn(move || {
-        if wait.recv_timeout(Duration::from_secs(60)) == Err(mpsc::RecvTimeoutError::Timeout) {
-            eprintln!("{test}: not finished after a minute (the workers livelocked)");
-            std::process::exit(101);
-        }
-    });
-    f();
-    drop(done);
-}
-
 /// Lookups on the shared worker from four threads, 16 in flight each, while a session on a
 /// fifth thread runs its own.
 fn shared_worker_and_session(backend: BackendKind) {
     let (_dir, db, model, keys) = loaded(backend);
-    within_a_minute("shared_worker_and_session", || {
+    within(60, "shared_worker_and_session", || {
         std::thread::scope(|s| {
             for t in 0..4usize {
                 let (db, model, keys) = (&db, &model, &keys);
@@ -98,7 +83,7 @@ fn shared_worker_and_session(backend: BackendKind) {
 /// Two sessions on two threads at once.
 fn two_sessions(backend: BackendKind) {
     let (_dir, db, model, keys) = loaded(backend);
-    within_a_minute("two_sessions", || {
+    within(60, "two_sessions", || {
         std::thread::scope(|s| {
             s.spawn(|| session_gets(&db, &model, &keys, 0));
             s.spawn(|| session_gets(&db, &model, &keys, 2048));

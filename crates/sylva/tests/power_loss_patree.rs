@@ -1,11 +1,12 @@
 //! The PA-Tree mode (`PaDb`, issue 20) under the power-loss simulation (`power_loss_common`):
-//! point writes and reads go through the worker (the `Inline` backend: the simulated file
-//! system's files have no OS descriptor for io_uring), batches, scans and checks through its
-//! `Db`, with the same seeded workloads, crashes and model as `Db`'s own test, under `strong`
+//! point writes, write batches and reads go through the worker (the `Inline` backend: the
+//! simulated file system's files have no OS descriptor for io_uring), checks through its `Db`,
+//! with the same seeded workloads, crashes and model as `Db`'s own test, under `strong`
 //! (`sync=always`) and `weak`/`none` persistence as the seed picks the sync mode.
-//! The `Sessions` subject sends its single puts, deletes and gets through a `PaSession` instead
-//! (the polled mode): under `strong` the session makes its writes durable with a log flush it
-//! submits itself, and in every mode its worker writes the dirty pages it evicts.
+//! The `Sessions` subject sends its single puts, deletes, batches and gets through a
+//! `PaSession` instead (the polled mode): under `strong` the session makes its writes durable
+//! with a log flush it submits itself, and in every mode its worker writes the dirty pages it
+//! evicts.
 //! `SYLVA_SIM_CRASHES=<n>` sets the crashes per test (a fifth of `Db`'s default each: the
 //! worker is the same tree, log and pool), and
 //! `SYLVA_SIM_SEED=<seed> cargo test --release -p sylva --test power_loss_patree replay -- --nocapture`
@@ -43,7 +44,7 @@ impl Subject for PaDb {
                 Some(v) => self.put(k, v),
                 None => self.delete(k).map(drop),
             },
-            |b| self.db().write(b),
+            |b| PaDb::write(self, b),
         )
     }
 
@@ -116,7 +117,7 @@ impl Subject for Sessions {
                 })
                 .map(drop)
             },
-            |b| self.0.db().write(b),
+            |b| self.one(|s| s.submit_write(0, b)).map(drop),
         )
     }
 

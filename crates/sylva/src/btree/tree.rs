@@ -399,7 +399,19 @@ impl<S: NodeStore> BTree<S> {
     /// split is split and the attempt ends in `Restart`. It holds nothing when it returns.
     #[inline]
     pub(crate) fn put_attempt(&self, key: &[u8], value: &[u8]) -> Olc<u64> {
-        let (id, v) = self.find_leaf(key)?;
+        self.put_attempt_from(key, value, None)
+    }
+
+    /// [`Self::put_attempt`], resuming its descent where the last attempt stopped at a missing
+    /// page (`at`), as [`Self::get_attempt_from`] does.
+    #[inline]
+    pub(crate) fn put_attempt_from(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        at: Option<ChildPos>,
+    ) -> Olc<u64> {
+        let (id, v) = self.find_leaf_from(key, at)?;
         let l = self.latch(id)?;
         l.upgrade(v)?;
         let (outcome, lsn) = {
@@ -592,7 +604,12 @@ impl<S: NodeStore> BTree<S> {
     /// the caller). It holds nothing when it returns; hand what it returns to
     /// [`BTree::delete_finish`] under the same hold of the gate.
     pub(crate) fn delete_attempt(&self, key: &[u8]) -> Olc<Deleted> {
-        let (id, v) = self.find_leaf(key)?;
+        self.delete_attempt_from(key, None)
+    }
+
+    /// [`Self::delete_attempt`], resuming its descent at `at` as [`Self::put_attempt_from`].
+    pub(crate) fn delete_attempt_from(&self, key: &[u8], at: Option<ChildPos>) -> Olc<Deleted> {
+        let (id, v) = self.find_leaf_from(key, at)?;
         let l = self.latch(id)?;
         l.upgrade(v)?;
         let _g = WriteGuard(l);

@@ -1,6 +1,7 @@
 //! Write batches: puts and deletes applied all or nothing across a crash ([`super::Db::write`]).
 
 use super::buckets::{self, Buckets};
+use super::log;
 use super::overflow;
 use super::store::PoolStore;
 use crate::btree::BTree;
@@ -45,6 +46,17 @@ impl WriteBatch {
     /// Whether the batch is empty.
     pub fn is_empty(&self) -> bool {
         self.ops.is_empty()
+    }
+
+    /// Encodes the batch's BATCH log record into `out` (cleared first).
+    pub(super) fn log_record(&self, out: &mut Vec<u8>) {
+        log::batch(
+            out,
+            self.ops.iter().map(|op| match op {
+                BatchOp::Put(k, v) => (k.as_slice(), Some(v.as_slice())),
+                BatchOp::Delete(k) => (k.as_slice(), None),
+            }),
+        );
     }
 }
 

@@ -541,17 +541,7 @@ impl Db {
     ///
     /// [`Error::InvalidArgument`]: crate::Error::InvalidArgument
     pub fn write(&self, batch: &WriteBatch) -> Result<()> {
-        self.check_open()?;
-        let limits = self.limits();
-        for op in &batch.ops {
-            match op {
-                BatchOp::Put(k, v) => {
-                    limits.check_key(k)?;
-                    limits.check_value(v)?;
-                }
-                BatchOp::Delete(k) => limits.check_key(k)?,
-            }
-        }
+        self.check_batch(batch)?;
         if batch.ops.is_empty() {
             return Ok(());
         }
@@ -563,13 +553,7 @@ impl Db {
         let r = (|| {
             let _gate = store.exclusive();
             let mut buf = Vec::new();
-            log::batch(
-                &mut buf,
-                batch.ops.iter().map(|op| match op {
-                    BatchOp::Put(k, v) => (k.as_slice(), Some(v.as_slice())),
-                    BatchOp::Delete(k) => (k.as_slice(), None),
-                }),
-            );
+            batch.log_record(&mut buf);
             store.append_record(&buf)?;
             for op in &batch.ops {
                 match op {
@@ -582,6 +566,22 @@ impl Db {
         })();
         let lsn = self.guard(r)?;
         self.after_write(batch.ops.len() as u64, lsn)
+    }
+
+    /// Whether the database is open and `batch`'s keys and values are within the limits.
+    pub(crate) fn check_batch(&self, batch: &WriteBatch) -> Result<()> {
+        self.check_open()?;
+        let limits = self.limits();
+        for op in &batch.ops {
+            match op {
+                BatchOp::Put(k, v) => {
+                    limits.check_key(k)?;
+                    limits.check_value(v)?;
+                }
+                BatchOp::Delete(k) => limits.check_key(k)?,
+            }
+        }
+        Ok(())
     }
 
     /// Durability and checkpoint duties after a write of `ops` operations whose last log record

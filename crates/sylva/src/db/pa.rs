@@ -13,9 +13,14 @@
 //! runs the missed one again once the page is in. A get's next attempt resumes its descent at
 //! the parent of the page it missed (`BTree::get_attempt_from`), if that parent is still at the
 //! version its child was read at, rather than from the root: nearly half a get's attempts
-//! are such second descents. Puts and deletes descend again from the root. A write takes the
-//! write gate per attempt without waiting ([`crate::btree::NodeStore::try_write_gate`]): while
-//! a checkpoint holds it, the attempt is retried later rather than stalling the worker.
+//! are such second descents; puts and deletes resume the same way. A write takes the write
+//! gate per attempt without waiting ([`crate::btree::NodeStore::try_write_gate`]): while a
+//! checkpoint or a write batch holds it, the attempt waits as a held task
+//! ([`crate::exec::worker::Step::Held`]) rather than stalling the worker.
+//!
+//! **Write batches** run on the worker as a [`batch::BatchTask`]: it brings its leaves in with
+//! the gate open, then closes the gate without waiting, logs the batch and applies it, as
+//! `Db::write` does (the module's docs).
 //!
 //! **Scans and range maps** run on the worker too, as a [`WalkTask`]: each attempt copies the
 //! records of whole leaves, one leaf at a time ([`crate::btree::BTree::walk_leaf`], the tree's
@@ -37,7 +42,8 @@
 //!   `fdatasync`, linked) covers them, many writes per flush;
 //! - **out-of-line values** (larger than fit a leaf): written, and read back from their runs,
 //!   by the caller;
-//! - **write batches, checks, checkpoints**: through the [`Db`] ([`PaDb::db`]).
+//! - **checks and checkpoints**, and write batches with keys in buckets or values out of
+//!   line: through the [`Db`] ([`PaDb::db`]), as single writes of those keys and values.
 //!
 //! Anything on the worker that could wait for a page would wait for a read only the worker
 //! completes; so the parts of an operation that cannot stop half-way do not wait there: a
@@ -55,17 +61,17 @@
 //!
 //! # Not built yet (issue 20)
 //!
-//! Persistence through the shared worker thread for single calls (sessions have it); write
-//! batches as tasks. (A loaded page is pinned until its waiters ran, and making room for a load
-//! hands dirty victims to the worker, which writes them through its ring: see
-//! [`crate::exec::worker`]; a split's allocation may still write one back on the worker. The
-//! paper's synchronous baselines are [`crate::exec::RingVfs`].)
+//! Persistence through the shared worker thread for single calls (sessions have it). (A loaded
+//! page is pinned until its waiters ran, and making room for a load hands dirty victims to the
+//! worker, which writes them through its ring: see [`crate::exec::worker`]; a split's
+//! allocation may still write one back on the worker. The paper's synchronous baselines are
+//! [`crate::exec::RingVfs`].)
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::overflow::{self, Form};
-use super::{Db, DbOptions};
+use super::{Db, DbOptions, WriteBatch};
 use crate::btree::{take_missed_at, ChildPos, Deleted, NodeStore, Records, WalkCursor};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
@@ -77,7 +83,9 @@ use crate::kv::{KvStore, Limits, Stats, Visitor};
 use crate::sync::{Abort, Olc};
 use crate::wal::parse_number;
 
+mod batch;
 mod session;
+use batch::BatchTask;
 pub use session::PaSession;
 
 impl Context for Db {
@@ -203,12 +211,19 @@ pub(crate) enum PaTask {
         out: Vec<u8>,
         at: Option<ChildPos>,
     },
-    /// Put `stored` (the value in its stored form, [`Form::AsIs`] or [`Form::Escaped`]).
-    Put { key: Vec<u8>, stored: Vec<u8> },
+    /// Put `stored` (the value in its stored form, [`Form::AsIs`] or [`Form::Escaped`]); `at`
+    /// as for a get.
+    Put {
+        key: Vec<u8>,
+        stored: Vec<u8>,
+        at: Option<ChildPos>,
+    },
     /// Delete a key.
-    Delete { key: Vec<u8> },
+    Delete { key: Vec<u8>, at: Option<ChildPos> },
     /// A chunk of a walk (scan or range map).
     Walk(Box<WalkTask>),
+    /// A write batch.
+    Write(Box<BatchTask>),
 }
 
 /// A walk of the tree gathered on the worker a chunk at a time: whole leaves from its cursor,
@@ -358,6 +373,8 @@ pub(crate) enum PaOutput {
     Deleted(bool, u64),
     /// A walk's chunk, gathered.
     Walked(Box<WalkTask>),
+    /// A write batch's operations, and the LSN of its last record.
+    Wrote(u64, u64),
 }
 
 /// One attempt's outcome as the worker's step.
@@ -389,17 +406,23 @@ impl Task for PaTask {
                     Ok(PaOutput::Got(std::mem::take(key), value))
                 })
             }
-            PaTask::Put { key, stored } => {
+            PaTask::Put { key, stored, at } => {
                 let Some(_gate) = tree.store.try_write_gate() else {
-                    return Ok(Step::Restart);
+                    return Ok(Step::Held);
                 };
-                step(tree.put_attempt(key, stored), |lsn| Ok(PaOutput::Put(lsn)))
+                take_missed_at();
+                let r = tree.put_attempt_from(key, stored, at.take());
+                *at = take_missed_at();
+                step(r, |lsn| Ok(PaOutput::Put(lsn)))
             }
-            PaTask::Delete { key } => {
+            PaTask::Delete { key, at } => {
                 let Some(_gate) = tree.store.try_write_gate() else {
-                    return Ok(Step::Restart);
+                    return Ok(Step::Held);
                 };
-                step(tree.delete_attempt(key), |done: Deleted| {
+                take_missed_at();
+                let r = tree.delete_attempt_from(key, at.take());
+                *at = take_missed_at();
+                step(r, |done: Deleted| {
                     let (found, lsn) = tree.delete_finish(key, done)?;
                     Ok(PaOutput::Deleted(found, lsn))
                 })
@@ -407,8 +430,10 @@ impl Task for PaTask {
             PaTask::Walk(w) => Ok(match w.attempt(db)? {
                 Step::Done(()) => Step::Done(PaOutput::Walked(std::mem::take(w))),
                 Step::Restart => Step::Restart,
+                Step::Held => Step::Held,
                 Step::Miss(page) => Step::Miss(page),
             }),
+            PaTask::Write(b) => b.attempt(db),
         }
     }
 }
@@ -579,6 +604,7 @@ impl PaDb {
         Ok(Some(PaTask::Put {
             key: key.to_vec(),
             stored,
+            at: None,
         }))
     }
 
@@ -601,8 +627,40 @@ impl PaDb {
         if self.db.bucket_of(key).is_some() {
             return self.ready(self.db.delete(key), finish_delete);
         }
-        let task = PaTask::Delete { key: key.to_vec() };
+        let task = PaTask::Delete {
+            key: key.to_vec(),
+            at: None,
+        };
         self.queued(task, finish_delete)
+    }
+
+    /// Submits a write batch: its puts and deletes applied all or nothing across a crash, as
+    /// [`Db::write`] applies them, by the worker (the module docs); a batch with a key in a
+    /// bucket or a value stored out of line runs through [`Db::write`] on this thread.
+    pub fn submit_write(&self, batch: &WriteBatch) -> PaOp<'_, ()> {
+        match self.batch_task(batch) {
+            Ok(Some(task)) => self.queued(task, finish_write),
+            Ok(None) => self.ready(Ok(()), finish_write),
+            Err(e) => self.ready(Err(e), finish_write),
+        }
+    }
+
+    /// The task of a write batch, or `None` for one done already: empty, or written on the
+    /// calling thread (keys in buckets, values out of line).
+    fn batch_task(&self, batch: &WriteBatch) -> Result<Option<PaTask>> {
+        self.db.check_batch(batch)?;
+        if batch.is_empty() {
+            return Ok(None);
+        }
+        match BatchTask::new(&self.db, batch)? {
+            Some(task) => Ok(Some(task.into())),
+            None => self.db.write(batch).map(|()| None),
+        }
+    }
+
+    /// Applies a write batch all or nothing across a crash ([`PaDb::submit_write`]).
+    pub fn write(&self, batch: &WriteBatch) -> Result<()> {
+        self.submit_write(batch).wait()
     }
 
     /// Submits a scan: up to `limit` records in key order from the first key `>= start`, with
@@ -716,6 +774,8 @@ pub enum PaResult {
     Deleted(bool),
     /// A scan or range map: the records in key order.
     Scanned(Vec<KeyValue>),
+    /// A write batch, done (and durable as the sync mode says).
+    Written,
 }
 
 /// A record: its key and its value.
@@ -744,6 +804,10 @@ pub(super) fn finish(db: &Db, r: Result<PaOutput>) -> Result<PaResult> {
                 db.after_write(1, lsn)?;
             }
             Ok(PaResult::Deleted(found))
+        }
+        Ok(PaOutput::Wrote(ops, lsn)) => {
+            db.after_write(ops, lsn)?;
+            Ok(PaResult::Written)
         }
         Ok(PaOutput::Walked(_)) => Err(wrong_output()),
         Err(e) => failed(db, e),
@@ -796,6 +860,13 @@ fn finish_get(pa: &PaDb, r: Result<PaOutput>) -> Result<Option<Vec<u8>>> {
 fn finish_put(pa: &PaDb, r: Result<PaOutput>) -> Result<()> {
     match finish(&pa.db, r)? {
         PaResult::Put => Ok(()),
+        _ => Err(wrong_output()),
+    }
+}
+
+fn finish_write(pa: &PaDb, r: Result<PaOutput>) -> Result<()> {
+    match finish(&pa.db, r)? {
+        PaResult::Written => Ok(()),
         _ => Err(wrong_output()),
     }
 }

@@ -106,7 +106,8 @@ pub(crate) struct PoolStore {
     /// Out-of-line values up to this long are carried by their log records
     /// ([`crate::DbOptions::logged_value_max`]).
     pub(crate) logged_value_max: usize,
-    gate: RwLock<()>,
+    /// The write gate (in an `Arc` so that a [`ClosedGate`] can keep it closed).
+    gate: Arc<RwLock<()>>,
 }
 
 /// A page's latch in the pool.
@@ -208,6 +209,43 @@ impl Drop for ExclusiveGate<'_> {
     }
 }
 
+/// The write gate closed by a task on a worker thread ([`PoolStore::try_close_gate`]): kept
+/// closed across the task's attempts while other tasks run on the same thread in between, so,
+/// unlike [`ExclusiveGate`], it does not make its thread the gate's owner (only
+/// [`PoolStore::owning_gate`] does, for the length of one attempt), and it may be dropped on
+/// another thread. Dropping it opens the gate.
+pub(crate) struct ClosedGate {
+    gate: Arc<RwLock<()>>,
+    /// The raw lock's state for this hold (taken when it is released).
+    hold: Option<GateHold>,
+}
+
+type GateHold = <parking_lot::RawRwLock as parking_lot::lock_api::RawRwLock>::ExclusiveGuard;
+
+// SAFETY: parking_lot's raw lock keeps no state of a hold outside the lock word (the hold's
+// marker is empty; it is not `Send` only for the deadlock detection of parking_lot's feature of
+// that name, not enabled here), so a hold may be released on another thread than took it.
+unsafe impl Send for ClosedGate {}
+
+impl Drop for ClosedGate {
+    fn drop(&mut self) {
+        if let Some(hold) = self.hold.take() {
+            // SAFETY: `hold` is the state of `try_close_gate`'s exclusive acquisition, which no
+            // guard releases: this is its one release.
+            unsafe { self.gate.force_unlock_write(hold) }
+        }
+    }
+}
+
+/// Gives the gate's ownership back to whoever had it when [`PoolStore::owning_gate`] began.
+struct OwnerRestored(bool);
+
+impl Drop for OwnerRestored {
+    fn drop(&mut self) {
+        GATE_OWNER.with(|g| g.set(self.0));
+    }
+}
+
 impl PoolStore {
     /// A store over `pool` and `wal`; `tags` is `None` for a database whose values are stored
     /// untagged (created before out-of-line values).
@@ -234,7 +272,7 @@ impl PoolStore {
             freed_limit: AtomicU64::new(u64::MAX),
             log_written: AtomicU64::new(0),
             log_fpw: AtomicU64::new(0),
-            gate: RwLock::new(()),
+            gate: Arc::new(RwLock::new(())),
         };
         store.restart_freed_count();
         store
@@ -254,6 +292,30 @@ impl PoolStore {
         let g = self.gate.write();
         GATE_OWNER.with(|o| o.set(true));
         ExclusiveGate(g)
+    }
+
+    /// Closes the write gate if nobody holds it (a write, a batch or a checkpoint): `None`
+    /// otherwise. For a task on a worker thread that must not wait ([`ClosedGate`]).
+    pub(crate) fn try_close_gate(&self) -> Option<ClosedGate> {
+        use parking_lot::lock_api::RawRwLock as _;
+        // SAFETY: an exclusive acquisition through the raw lock, released by `ClosedGate`'s
+        // drop: no guard or reference to the (empty) data is affected.
+        let hold = unsafe { self.gate.raw() }.try_lock_exclusive()?;
+        Some(ClosedGate {
+            gate: self.gate.clone(),
+            hold: Some(hold),
+        })
+    }
+
+    /// Runs `f` with this thread as the owner of the gate `closed` holds: its writes pass the
+    /// gate as a batch's do under [`PoolStore::exclusive`].
+    pub(crate) fn owning_gate<R>(&self, closed: &ClosedGate, f: impl FnOnce() -> R) -> R {
+        debug_assert!(
+            Arc::ptr_eq(&closed.gate, &self.gate),
+            "another store's gate"
+        );
+        let _restored = OwnerRestored(GATE_OWNER.with(|g| g.replace(true)));
+        f()
     }
 
     /// Bytes of a page available to the tree (the page size minus the common header).

@@ -28,7 +28,11 @@
 //! probe is skipped when nothing was submitted); the other worker's tasks would spin the same way
 //! on that read's page, and the two would livelock, each at full CPU
 //! (`tests/patree_two_workers.rs`). A worker alone meets a held page only when a thread outside its
-//! loop holds one; otherwise the list stays empty and its path is as before. Room for a load is
+//! loop holds one; otherwise the list stays empty and its path is as before. A task whose attempt
+//! finds the write gate closed ([`Step::Held`]: a checkpoint, or a write batch of this worker or
+//! another) waits on the same list: made ready at once, a task of higher priority than the batch
+//! holding the gate would always run before it, and the batch would never finish
+//! (`tests/patree_batches.rs`). Room for a load is
 //! always found (the clock gives up over pages all held or pinned, and the pool overshoots its
 //! budget: `buffer`'s eviction docs), so a miss never waits for a frame.
 //!
@@ -111,6 +115,12 @@ pub enum Step<T> {
     Miss(u64),
     /// A page changed underneath (or another thread held it): run again.
     Restart,
+    /// Something the attempt needs is held, by another thread or another task of this worker
+    /// (the write gate, closed by a checkpoint or a write batch): run again after the worker's
+    /// next collection of completions, or [`HELD_RETRY`] at most, as a task that met a page
+    /// another thread holds (module docs). Made ready at once, it would run again before the
+    /// holder whenever its priority is higher, and a holder on this worker would never run.
+    Held,
 }
 
 /// What a worker's source has for it.
@@ -671,6 +681,10 @@ impl<'a, T: Task> Worker<'a, T> {
             Ok(Step::Miss(page)) => {
                 self.counters.misses += 1;
                 self.miss(slot, page, sink)?;
+            }
+            Ok(Step::Held) => {
+                self.counters.restarts += 1;
+                self.hold(slot);
             }
             Err(e) => self.finish(slot, Err(e), sink),
         }

@@ -58,3 +58,18 @@ pub fn load(db: &PaDb, n: u64) -> Model {
     }
     model
 }
+
+/// Runs `f`; exits the test binary failing if it has not returned within `secs` seconds (a
+/// livelocked worker never finishes its tasks).
+pub fn within(secs: u64, test: &'static str, f: impl FnOnce()) {
+    let (done, wait) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let timeout = std::time::Duration::from_secs(secs);
+        if wait.recv_timeout(timeout) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            eprintln!("{test}: not finished after {secs} s (a worker livelocked?)");
+            std::process::exit(101);
+        }
+    });
+    f();
+    drop(done);
+}

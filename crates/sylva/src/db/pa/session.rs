@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use super::{finish, walked, PaDb, PaOutput, PaResult, PaTask, WalkTask};
-use crate::db::Db;
+use crate::db::{Db, WriteBatch};
 use crate::error::{Error, Result};
 use crate::exec::open_backend;
 use crate::exec::worker::{Step, Task, Worker, WorkerCounters, OTHER_TAG};
@@ -121,7 +121,22 @@ impl<'a> PaSession<'a> {
             let r = db.delete(key).map(PaResult::Deleted);
             return self.finished(tag, r);
         }
-        self.queue(tag, PaTask::Delete { key: key.to_vec() });
+        self.queue(
+            tag,
+            PaTask::Delete {
+                key: key.to_vec(),
+                at: None,
+            },
+        );
+    }
+
+    /// Submits a write batch under `tag` ([`PaResult::Written`]; [`PaDb::submit_write`]).
+    pub fn submit_write(&mut self, tag: u64, batch: &WriteBatch) {
+        match self.pa.batch_task(batch) {
+            Ok(Some(task)) => self.queue(tag, task),
+            Ok(None) => self.finished(tag, Ok(PaResult::Written)),
+            Err(e) => self.finished(tag, Err(e)),
+        }
     }
 
     /// Submits a scan under `tag`: up to `limit` records from the first key `>= start`
@@ -241,9 +256,15 @@ impl<'a> PaSession<'a> {
                 // A write waits until the log is durable past its record (`sync=always`), and
                 // in any mode is finished (its durability duties: a checkpoint may run) only
                 // while this session has no log flush in flight, which they might wait for.
-                Ok(out @ (PaOutput::Put(_) | PaOutput::Deleted(..))) => {
+                Ok(out @ (PaOutput::Put(_) | PaOutput::Deleted(..) | PaOutput::Wrote(..))) => {
                     let lsn = match out {
-                        PaOutput::Put(lsn) | PaOutput::Deleted(true, lsn) if strong => lsn,
+                        PaOutput::Put(lsn)
+                        | PaOutput::Deleted(true, lsn)
+                        | PaOutput::Wrote(_, lsn)
+                            if strong =>
+                        {
+                            lsn
+                        }
                         _ => 0,
                     };
                     self.awaiting.push((tag, out, lsn));
