@@ -91,6 +91,9 @@ fn batches_match_the_model(backend: BackendKind) {
         counter(&db, "worker_misses") > misses + 100,
         "the batches' fetches should have missed pages"
     );
+    // Splits on the worker made room as misses do: their dirty victims went through the
+    // worker's backend.
+    assert!(counter(&db, "worker_alloc_writebacks") > 0);
     for (k, v) in &model {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
     }

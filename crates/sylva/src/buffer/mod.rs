@@ -87,6 +87,12 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+thread_local! {
+    /// Write-backs of dirty victims that allocations on this (non-blocking) thread handed out,
+    /// until its worker takes them ([`BufferPool::take_handed`]).
+    static HANDED: std::cell::RefCell<Vec<WriteBack>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 use crate::error::{Error, Result};
 use crate::io::page_header::{self, PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
@@ -665,11 +671,18 @@ impl BufferPool {
         }
     }
 
-    /// Allocates a page of `kind`, resident, zeroed and exclusively locked.
+    /// Allocates a page of `kind`, resident, zeroed and exclusively locked. On a thread marked
+    /// [non-blocking](crate::sync::nonblocking) (a PA-Tree worker's, in a split), making room
+    /// for it hands dirty victims out as [`BufferPool::begin_load_deferring`] does, to this
+    /// thread's list, which the worker takes after the attempt ([`BufferPool::take_handed`]).
     pub fn allocate(&self, kind: PageKind) -> Result<u64> {
         let id = self.file.allocate();
         let st = self.state(id)?;
-        self.make_room()?;
+        if crate::sync::nonblocking() {
+            HANDED.with(|h| self.make_room_deferring(Some(&mut h.borrow_mut())))?;
+        } else {
+            self.make_room()?;
+        }
         // A reused page id keeps counting versions, so stale readers never validate. It keeps
         // IN_FLIGHT too: the page may have been freed while a copy of it was being written, and
         // it must not be written again, or evicted, before that write ends. (WAITING is kept so
@@ -685,6 +698,21 @@ impl BufferPool {
         self.resident.fetch_add(1, Ordering::Relaxed);
         self.clock.lock().pages.push(id);
         Ok(id)
+    }
+
+    /// Moves the write-backs that allocations on this thread handed out
+    /// ([`BufferPool::allocate`] on a non-blocking thread) to `into`; returns whether there
+    /// were any. The worker calls it after each attempt, so they are always this pool's: an
+    /// attempt runs against one pool.
+    pub fn take_handed(&self, into: &mut Vec<WriteBack>) -> bool {
+        HANDED.with(|h| {
+            let mut h = h.borrow_mut();
+            if h.is_empty() {
+                return false;
+            }
+            into.append(&mut h);
+            true
+        })
     }
 
     /// Frees page `id`, whose exclusive lock the caller holds; releases the lock.

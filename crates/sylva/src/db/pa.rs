@@ -62,10 +62,9 @@
 //! # Not built yet (issue 20)
 //!
 //! Persistence through the shared worker thread for single calls (sessions have it). (A loaded
-//! page is pinned until its waiters ran, and making room for a load hands dirty victims to the
-//! worker, which writes them through its ring: see [`crate::exec::worker`]; a split's
-//! allocation may still write one back on the worker. The paper's synchronous baselines are
-//! [`crate::exec::RingVfs`].)
+//! page is pinned until its waiters ran, and making room for a load or a split's allocation
+//! hands dirty victims to the worker, which writes them through its ring: see
+//! [`crate::exec::worker`]. The paper's synchronous baselines are [`crate::exec::RingVfs`].)
 
 use std::path::Path;
 use std::sync::Arc;
@@ -946,6 +945,7 @@ impl KvStore for PaDb {
             ("worker_enters", c.enters),
             ("worker_turns", c.turns),
             ("worker_writebacks", c.writebacks),
+            ("worker_alloc_writebacks", c.alloc_writebacks),
             // Page reads' time in flight, summed (the mean reads in flight over a phase is
             // its growth divided by the phase's length).
             ("worker_read_ns", c.read_ns),

@@ -8,13 +8,14 @@ pub struct WorkerCounters {
     pub finished: u64,
     /// Attempts run.
     pub attempts: u64,
-    /// Attempts that asked to be restarted.
+    /// Attempts that asked to be restarted, or found the write gate closed.
     pub restarts: u64,
     /// Attempts that stopped at a page not in memory, or held by another thread or by this
     /// worker's write-back of it.
     pub misses: u64,
-    /// Misses on a page another thread held (loading it, writing it back, latched): the task
-    /// waited for the worker's next collection, or a bounded time, before its next attempt.
+    /// Misses on a page another thread held (loading it, writing it back, latched), and
+    /// attempts that found the write gate closed: the task waited for the worker's next
+    /// collection, or a bounded time, before its next attempt.
     pub held: u64,
     /// Page reads submitted (a page several tasks missed on is read once).
     pub reads: u64,
@@ -48,6 +49,8 @@ pub struct WorkerCounters {
     pub enters: u64,
     /// Dirty pages evicted and written back through the backend.
     pub writebacks: u64,
+    /// Of `writebacks`, those that a split's allocation handed out.
+    pub alloc_writebacks: u64,
 }
 
 impl WorkerCounters {
@@ -69,5 +72,6 @@ impl WorkerCounters {
         self.turns += other.turns;
         self.enters += other.enters;
         self.writebacks += other.writebacks;
+        self.alloc_writebacks += other.alloc_writebacks;
     }
 }

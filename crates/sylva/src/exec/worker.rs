@@ -72,7 +72,9 @@
 //! Before the loop returns for good ([`Worker::run`]) or gives up ([`Worker::abandon`]), it
 //! waits for its write-backs. They and the caller's own requests are submitted in `writes`.
 //!
-//! Not yet here (issue 20): a split's allocation may still write a victim back synchronously.
+//! A split's allocation on the worker makes room the same way ([`BufferPool::allocate`] on a
+//! non-blocking thread): the victims it hands out are taken after the attempt
+//! ([`BufferPool::take_handed`]) and written as a miss's are.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -670,6 +672,11 @@ impl<'a, T: Task> Worker<'a, T> {
         // The attempt read what it waited for (or found it changed): its pin goes.
         if let Some(page) = s.pinned.take() {
             self.pool.unpin(page);
+        }
+        // A split's allocation made room as a miss does: its dirty victims go out the same way.
+        if self.pool.take_handed(&mut self.handed) {
+            self.counters.alloc_writebacks += self.handed.len() as u64;
+            self.submit_writes()?;
         }
         match attempt {
             Ok(Step::Done(out)) => self.finish(slot, Ok(out), sink),
