@@ -1,7 +1,8 @@
 //! `kill -9` of a process writing through the PA-Tree mode (`PaDb`, issue 20) with
 //! `persist=strong` (`sync=always`): a child keeps 32 puts in flight in a `PaSession` (its
 //! worker loop and io_uring ring on the child's thread, the pool a few pages so most writes
-//! miss), printing `ack N` as each put completes, in whatever order they finish. The parent kills
+//! miss), or, every other pair of rounds, through the shared worker thread (`submit_put`,
+//! waited for in order), printing `ack N` as each put completes. The parent kills
 //! it at a random moment, reopens the directory alternately as `Db` and as `PaDb`, and checks
 //! that every acknowledged put is there with its value and that `check()` passes. Each round
 //! writes keys of its own, so a put is either there or not, and rounds accumulate in one
@@ -51,9 +52,22 @@ fn crash_child() {
         .parse()
         .unwrap();
     let db = PaDb::open(&dir, options()).unwrap();
-    let mut session = db.session().unwrap();
     let mut out = std::io::stdout().lock();
     use std::io::Write;
+    if round % 4 >= 2 {
+        // Through the shared worker thread, which makes each put durable itself.
+        let mut in_flight = std::collections::VecDeque::new();
+        for i in 0.. {
+            if in_flight.len() >= 32 {
+                let (tag, op): (u64, sylva::PaOp<'_, ()>) = in_flight.pop_front().unwrap();
+                op.wait().unwrap();
+                writeln!(out, "ack {tag}").unwrap();
+                out.flush().unwrap();
+            }
+            in_flight.push_back((i, db.submit_put(&key(round, i), &value(round, i))));
+        }
+    }
+    let mut session = db.session().unwrap();
     for i in 0.. {
         if session.outstanding() >= 32 {
             let (tag, r) = session.wait_any().unwrap();

@@ -274,3 +274,62 @@ fn scans_beside_writers() {
     db.db().check().unwrap();
     db.close().unwrap();
 }
+
+/// Polls `f` on this thread until it is ready, parking between polls until woken.
+fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::sync::Arc::new(Unpark(std::thread::current())).into();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut f = std::pin::pin!(f);
+    loop {
+        if let std::task::Poll::Ready(r) = f.as_mut().poll(&mut cx) {
+            return r;
+        }
+        std::thread::park();
+    }
+}
+
+/// A `PaOp` is a `Future` (and `Send`): a range map of several chunks awaited gives the model's
+/// records, each chunk submitted as the last one's arrives; gets, puts and scans polled side by
+/// side, round robin, finish with the model's answers.
+#[test]
+fn operations_are_futures() {
+    fn send<T: Send>(_: &T) {}
+    let dir = tempfile::tempdir().unwrap();
+    let db = PaDb::open(dir.path().join("db"), options(BackendKind::Auto)).unwrap();
+    let mut model = load(&db, 10_000);
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    let (start, end) = (&keys[100], &keys[9_000]);
+    let op = db.submit_range(start, end);
+    send(&op);
+    assert_eq!(block_on(op).unwrap(), model_range(&model, start, end));
+    for round in 0..20usize {
+        let at = |j: usize| (round * 389 + j * 613) % keys.len();
+        let gets: Vec<_> = (0..16).map(|j| db.submit_get(&keys[at(j)])).collect();
+        let scan = db.submit_scan(&keys[at(16)], 200);
+        let put = db.submit_put(&keys[at(17)], b"new");
+        let got = block_on(async {
+            let mut values = Vec::new();
+            for g in gets {
+                values.push(g.await.unwrap());
+            }
+            (values, scan.await.unwrap(), put.await)
+        });
+        for (j, v) in got.0.iter().enumerate() {
+            assert_eq!(v.as_ref(), model.get(&keys[at(j)]), "get {j}");
+        }
+        assert_eq!(got.1, model_scan(&model, &keys[at(16)], 200));
+        got.2.unwrap();
+        model.insert(keys[at(17)].clone(), b"new".to_vec());
+    }
+    assert_eq!(
+        kv_scan(&db, b"", usize::MAX),
+        model_scan(&model, b"", usize::MAX)
+    );
+    db.close().unwrap();
+}

@@ -32,14 +32,14 @@
 //! holds a chunk in memory, not the range, and lets the worker run other operations between
 //! its chunks; [`PaDb::submit_scan`] and [`PaSession::submit_scan`] gather every chunk.
 //!
+//! **Durability** under `sync=always` is the worker's too: the shared worker hands a write
+//! back only once a log flush it submitted through its ring (the write and an `fdatasync`,
+//! linked) covers the write's record, many writes per flush ([`shared`]), and a
+//! [`PaSession`] holds its finished writes until a flush of its own covers them. The caller
+//! then only counts the write toward the next checkpoint, as `Db` does.
+//!
 //! What must not run on the worker runs on the calling thread, as `Db` runs it:
 //!
-//! - **durability** of single calls: the worker completes a write once it is applied and
-//!   logged; the caller then applies the sync mode (`Db`'s group commit: under `sync=always`
-//!   the caller's wait includes the fsync that covers its record, shared with concurrent
-//!   writers). A [`PaSession`] does it itself: under `sync=always` it holds finished writes
-//!   until a flush of the log that it submitted through its own ring (the write and an
-//!   `fdatasync`, linked) covers them, many writes per flush;
 //! - **out-of-line values** (larger than fit a leaf): written, and read back from their runs,
 //!   by the caller;
 //! - **checks and checkpoints**, and write batches with keys in buckets or values out of
@@ -59,12 +59,9 @@
 //! drives their I/O; no thread is woken per operation). Single calls (`get`, `put`, ...) from any
 //! thread go to the shared worker thread instead.
 //!
-//! # Not built yet (issue 20)
-//!
-//! Persistence through the shared worker thread for single calls (sessions have it). (A loaded
-//! page is pinned until its waiters ran, and making room for a load or a split's allocation
-//! hands dirty victims to the worker, which writes them through its ring: see
-//! [`crate::exec::worker`]. The paper's synchronous baselines are [`crate::exec::RingVfs`].)
+//! A loaded page is pinned until its waiters ran, and making room for a load or a split's
+//! allocation hands dirty victims to the worker, which writes them through its ring: see
+//! [`crate::exec::worker`]. The paper's synchronous baselines are [`crate::exec::RingVfs`].
 
 use std::path::Path;
 use std::sync::Arc;
@@ -84,12 +81,20 @@ use crate::wal::parse_number;
 
 mod batch;
 mod session;
+mod shared;
 use batch::BatchTask;
 pub use session::PaSession;
+use shared::SharedTask;
 
 impl Context for Db {
     fn pool(&self) -> &BufferPool {
         &self.tree().store.pool
+    }
+
+    /// The log's segments, for the workers' log flushes (by the segment's number).
+    fn files(&self) -> Vec<Arc<dyn crate::io::Io>> {
+        let wal = &self.tree().store.wal;
+        (0..2).map_while(|i| wal.segment(i)).collect()
     }
 }
 
@@ -426,12 +431,10 @@ impl Task for PaTask {
                     Ok(PaOutput::Deleted(found, lsn))
                 })
             }
-            PaTask::Walk(w) => Ok(match w.attempt(db)? {
-                Step::Done(()) => Step::Done(PaOutput::Walked(std::mem::take(w))),
-                Step::Restart => Step::Restart,
-                Step::Held => Step::Held,
-                Step::Miss(page) => Step::Miss(page),
-            }),
+            PaTask::Walk(w) => {
+                let step = w.attempt(db)?;
+                Ok(step.map(|()| PaOutput::Walked(std::mem::take(w))))
+            }
             PaTask::Write(b) => b.attempt(db),
         }
     }
@@ -441,7 +444,7 @@ impl Task for PaTask {
 /// docs). Share it between threads by reference; every method may be called concurrently.
 pub struct PaDb {
     // Declared first: dropped (its thread stopped) before the database.
-    exec: Executor<PaTask>,
+    exec: Executor<SharedTask>,
     db: Arc<Db>,
     options: PaOptions,
     /// What the sessions' workers did, added as each session ends (for [`KvStore::stats`]).
@@ -455,13 +458,28 @@ struct SessionTotals {
     log_flushes: u64,
 }
 
-/// An operation submitted to a [`PaDb`]: wait for its result with [`PaOp::wait`].
+/// An operation submitted to a [`PaDb`]: wait for its result with [`PaOp::wait`], or await
+/// it (it is a `Future`, and `Send`).
+///
+/// Polling never waits for the worker: a scan's next chunk is submitted and polled in turn, and
+/// a write under `sync=always` comes back from the worker durable already (the shared
+/// worker's log flush). What finishing does on the polling thread is what `Db` does on its
+/// caller's: reading a value stored out of line from its run, and a write's other duties
+/// (under `sync=batch` without background threads, the batch boundary's `fsync`).
 #[must_use = "a PaOp is the only way to the operation's result"]
 pub struct PaOp<'a, T> {
     db: &'a PaDb,
     op: Option<Op<PaOutput>>,
     ready: Option<Result<T>>,
-    finish: fn(&PaDb, Result<PaOutput>) -> Result<T>,
+    finish: fn(&PaDb, Result<PaOutput>) -> Next<T>,
+}
+
+/// What finishing a task's output on the calling thread came to.
+enum Next<T> {
+    /// The operation's result.
+    Done(Result<T>),
+    /// More of it was submitted (a walk's next chunk).
+    Again(Op<PaOutput>),
 }
 
 impl<T> PaOp<'_, T> {
@@ -470,13 +488,52 @@ impl<T> PaOp<'_, T> {
         if let Some(r) = self.ready.take() {
             return r;
         }
-        match self.op.take() {
-            Some(op) => (self.finish)(self.db, op.wait()),
-            None => Err(Error::InvalidArgument {
-                what: "an operation's result, taken already".into(),
-                limit: 0,
-            }),
+        let Some(mut op) = self.op.take() else {
+            return Err(taken());
+        };
+        loop {
+            match (self.finish)(self.db, op.wait()) {
+                Next::Done(r) => return r,
+                Next::Again(next) => op = next,
+            }
         }
+    }
+}
+
+impl<T: Unpin> std::future::Future for PaOp<'_, T> {
+    type Output = Result<T>;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<T>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        if let Some(r) = this.ready.take() {
+            return Poll::Ready(r);
+        }
+        loop {
+            let Some(op) = this.op.as_mut() else {
+                return Poll::Ready(Err(taken()));
+            };
+            let r = match std::pin::Pin::new(op).poll(cx) {
+                Poll::Ready(r) => r,
+                Poll::Pending => return Poll::Pending,
+            };
+            this.op = None;
+            match (this.finish)(this.db, r) {
+                Next::Done(r) => return Poll::Ready(r),
+                Next::Again(next) => this.op = Some(next),
+            }
+        }
+    }
+}
+
+#[cold]
+fn taken() -> Error {
+    Error::InvalidArgument {
+        what: "an operation's result, taken already".into(),
+        limit: 0,
     }
 }
 
@@ -527,7 +584,7 @@ impl PaDb {
     fn ready<T>(
         &self,
         r: Result<T>,
-        finish: fn(&PaDb, Result<PaOutput>) -> Result<T>,
+        finish: fn(&PaDb, Result<PaOutput>) -> Next<T>,
     ) -> PaOp<'_, T> {
         PaOp {
             db: self,
@@ -540,11 +597,11 @@ impl PaDb {
     fn queued<T>(
         &self,
         task: PaTask,
-        finish: fn(&PaDb, Result<PaOutput>) -> Result<T>,
+        finish: fn(&PaDb, Result<PaOutput>) -> Next<T>,
     ) -> PaOp<'_, T> {
         PaOp {
             db: self,
-            op: Some(self.exec.submit(task)),
+            op: Some(self.exec.submit(task.into())),
             ready: None,
             finish,
         }
@@ -703,7 +760,7 @@ impl PaDb {
             .walk_by(start, end, limit, visitor, &mut |s, e, l, each| {
                 let (mut w, mut n) = (WalkTask::new(s, e, l), 0);
                 loop {
-                    w = walked(&self.db, self.exec.submit(PaTask::Walk(w)).wait())?;
+                    w = walked(&self.db, self.exec.submit(PaTask::Walk(w).into()).wait())?;
                     let (shown, more) = w.show(each);
                     n += shown;
                     if !more {
@@ -841,40 +898,47 @@ fn collect(walk: impl FnOnce(&mut Visitor<'_>) -> Result<usize>) -> Result<Vec<K
     Ok(all)
 }
 
-fn finish_scan(pa: &PaDb, r: Result<PaOutput>) -> Result<Vec<KeyValue>> {
-    let mut w = walked(&pa.db, r)?;
-    while w.gather() {
-        w = walked(&pa.db, pa.exec.submit(PaTask::Walk(w)).wait())?;
+fn finish_scan(pa: &PaDb, r: Result<PaOutput>) -> Next<Vec<KeyValue>> {
+    let mut w = match walked(&pa.db, r) {
+        Ok(w) => w,
+        Err(e) => return Next::Done(Err(e)),
+    };
+    if w.gather() {
+        return Next::Again(pa.exec.submit(PaTask::Walk(w).into()));
     }
-    w.result(&pa.db)
+    Next::Done(w.result(&pa.db))
 }
 
-fn finish_get(pa: &PaDb, r: Result<PaOutput>) -> Result<Option<Vec<u8>>> {
-    match finish(&pa.db, r)? {
-        PaResult::Got(v) => Ok(v),
-        _ => Err(wrong_output()),
-    }
+fn finish_get(pa: &PaDb, r: Result<PaOutput>) -> Next<Option<Vec<u8>>> {
+    Next::Done(match finish(&pa.db, r) {
+        Ok(PaResult::Got(v)) => Ok(v),
+        Ok(_) => Err(wrong_output()),
+        Err(e) => Err(e),
+    })
 }
 
-fn finish_put(pa: &PaDb, r: Result<PaOutput>) -> Result<()> {
-    match finish(&pa.db, r)? {
-        PaResult::Put => Ok(()),
-        _ => Err(wrong_output()),
-    }
+fn finish_put(pa: &PaDb, r: Result<PaOutput>) -> Next<()> {
+    Next::Done(match finish(&pa.db, r) {
+        Ok(PaResult::Put) => Ok(()),
+        Ok(_) => Err(wrong_output()),
+        Err(e) => Err(e),
+    })
 }
 
-fn finish_write(pa: &PaDb, r: Result<PaOutput>) -> Result<()> {
-    match finish(&pa.db, r)? {
-        PaResult::Written => Ok(()),
-        _ => Err(wrong_output()),
-    }
+fn finish_write(pa: &PaDb, r: Result<PaOutput>) -> Next<()> {
+    Next::Done(match finish(&pa.db, r) {
+        Ok(PaResult::Written) => Ok(()),
+        Ok(_) => Err(wrong_output()),
+        Err(e) => Err(e),
+    })
 }
 
-fn finish_delete(pa: &PaDb, r: Result<PaOutput>) -> Result<bool> {
-    match finish(&pa.db, r)? {
-        PaResult::Deleted(found) => Ok(found),
-        _ => Err(wrong_output()),
-    }
+fn finish_delete(pa: &PaDb, r: Result<PaOutput>) -> Next<bool> {
+    Next::Done(match finish(&pa.db, r) {
+        Ok(PaResult::Deleted(found)) => Ok(found),
+        Ok(_) => Err(wrong_output()),
+        Err(e) => Err(e),
+    })
 }
 
 #[cold]
@@ -946,6 +1010,7 @@ impl KvStore for PaDb {
             ("worker_turns", c.turns),
             ("worker_writebacks", c.writebacks),
             ("worker_alloc_writebacks", c.alloc_writebacks),
+            ("worker_own_writes", c.own_writes),
             // Page reads' time in flight, summed (the mean reads in flight over a phase is
             // its growth divided by the phase's length).
             ("worker_read_ns", c.read_ns),

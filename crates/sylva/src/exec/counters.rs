@@ -51,6 +51,8 @@ pub struct WorkerCounters {
     pub writebacks: u64,
     /// Of `writebacks`, those that a split's allocation handed out.
     pub alloc_writebacks: u64,
+    /// Tasks' own writes (a task's `Step::Write`: the shared worker's log flushes).
+    pub own_writes: u64,
 }
 
 impl WorkerCounters {
@@ -73,5 +75,6 @@ impl WorkerCounters {
         self.enters += other.enters;
         self.writebacks += other.writebacks;
         self.alloc_writebacks += other.alloc_writebacks;
+        self.own_writes += other.own_writes;
     }
 }

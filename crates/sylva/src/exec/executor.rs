@@ -102,6 +102,14 @@ impl<T: Task> Task for Job<T> {
     fn attempt(&mut self, ctx: &T::Ctx) -> Result<Step<T::Output>> {
         self.task.attempt(ctx)
     }
+
+    fn io_done(&mut self, ctx: &T::Ctx, result: Result<usize>) {
+        self.task.io_done(ctx, result)
+    }
+
+    fn io_abandoned(&mut self) {
+        self.task.io_abandoned()
+    }
 }
 
 /// What submitters and the worker thread share.

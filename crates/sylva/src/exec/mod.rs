@@ -44,14 +44,10 @@
 //! ([`crate::sync::Abort::Miss`]), releasing everything, and the attempt runs again once the
 //! page is in.
 //!
-//! Not built yet (issue 20): **persistence on the shared worker**. A `PaSession` submits the
-//! log's write and `fdatasync` through its own ring
-//! ([`Wal::begin_flush`](crate::wal::Wal::begin_flush)); single calls through the [`Executor`]
-//! still complete a `persist=strong` write after the caller's group commit. (Eviction does not
-//! wait on the worker, for a miss or a split's allocation: making room hands dirty victims the
-//! log covers to the worker, which writes them through its backend,
-//! [`BufferPool::begin_load_deferring`](crate::buffer::BufferPool::begin_load_deferring). Write
-//! batches, scans and range maps are tasks.)
+//! Eviction does not wait on the worker, for a miss or a split's allocation: making room hands
+//! dirty victims the log covers to the worker, which writes them through its backend
+//! ([`BufferPool::begin_load_deferring`](crate::buffer::BufferPool::begin_load_deferring)); a
+//! task writes through it too ([`worker::Step::Write`]: the shared worker's log flushes).
 //!
 //! A loaded page is pinned until its waiters ran ([`worker`]'s docs); the benchmark is
 //! `sylva bench --suite patree` (`docs/benchmarking.md`).

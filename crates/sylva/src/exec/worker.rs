@@ -84,6 +84,7 @@ use std::time::{Duration, Instant};
 use rapidhash::fast::RandomState;
 
 pub use super::counters::WorkerCounters;
+pub use writes::OwnWrite;
 
 use super::sched::{IoKind, PriorityPolicy, ProbePolicy, Prober, ReadyQueue};
 use super::{Backend, Completion, FileId, Request};
@@ -98,6 +99,9 @@ pub const OTHER_TAG: u64 = 1 << 61;
 
 /// The bit that marks a tag as a write-back of a page (the rest is the page's id).
 const WRITE_TAG: u64 = 1 << 60;
+
+/// The bit that marks a tag as a task's own write ([`Step::Write`]; the rest is its slot).
+const OWN_TAG: u64 = 1 << 59;
 
 /// Requests queued in the backend that make the worker hand them to the kernel while tasks are
 /// still ready (module docs, "Submissions").
@@ -123,6 +127,22 @@ pub enum Step<T> {
     /// another thread holds (module docs). Made ready at once, it would run again before the
     /// holder whenever its priority is higher, and a holder on this worker would never run.
     Held,
+    /// Write this through the worker's backend for the task (a log flush): the task waits for
+    /// the write's completion, which is handed to it ([`Task::io_done`]), then runs again.
+    Write(OwnWrite),
+}
+
+impl<T> Step<T> {
+    /// The same step, its output (if done) mapped by `f`.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Step<U> {
+        match self {
+            Step::Done(t) => Step::Done(f(t)),
+            Step::Miss(page) => Step::Miss(page),
+            Step::Restart => Step::Restart,
+            Step::Held => Step::Held,
+            Step::Write(write) => Step::Write(write),
+        }
+    }
 }
 
 /// What a worker's source has for it.
@@ -141,6 +161,12 @@ pub enum Admit<T> {
 pub trait Context {
     /// The pool whose misses the worker serves.
     fn pool(&self) -> &BufferPool;
+
+    /// Other files the tasks write through the worker ([`Step::Write`], which names one by its
+    /// place here): registered with the backend when the worker is made.
+    fn files(&self) -> Vec<Arc<dyn crate::io::Io>> {
+        Vec::new()
+    }
 }
 
 impl Context for BufferPool {
@@ -159,6 +185,14 @@ pub trait Task {
     /// is marked non-blocking meanwhile: a tree read latch stops at a page
     /// not in memory, which the attempt reports as [`Step::Miss`].
     fn attempt(&mut self, ctx: &Self::Ctx) -> Result<Step<Self::Output>>;
+
+    /// The outcome (bytes written) of the write its last attempt asked for ([`Step::Write`]),
+    /// handed over as the worker collects it, before anything else runs.
+    fn io_done(&mut self, _ctx: &Self::Ctx, _result: Result<usize>) {}
+
+    /// The worker gives up on the task while its write is in flight ([`Worker::abandon`]): the
+    /// kernel may still read the write's buffer, which the task must therefore never free.
+    fn io_abandoned(&mut self) {}
 }
 
 /// How a worker runs.
@@ -200,6 +234,8 @@ struct Slot<T> {
     ready_since: u64,
     /// The page this task holds a pin on (it waited for the page's load and has not run since).
     pinned: Option<u64>,
+    /// When the write it asked for was submitted, while it is in flight ([`Step::Write`]).
+    own_write: Option<u64>,
 }
 
 /// One worker over a buffer pool and a backend.
@@ -208,6 +244,8 @@ pub struct Worker<'a, T: Task> {
     pool: &'a BufferPool,
     backend: Box<dyn Backend + 'a>,
     file: FileId,
+    /// The context's other files ([`Context::files`]) as registered with the backend.
+    ctx_files: Vec<FileId>,
     options: WorkerOptions,
     slots: Vec<Option<Slot<T>>>,
     free: Vec<u32>,
@@ -271,11 +309,17 @@ impl<'a, T: Task> Worker<'a, T> {
             });
         }
         let file = backend.register(pool.file().io().clone())?;
+        let ctx_files = ctx
+            .files()
+            .into_iter()
+            .map(|io| backend.register(io))
+            .collect::<Result<Vec<_>>>()?;
         Ok(Worker {
             ctx,
             pool,
             backend,
             file,
+            ctx_files,
             slots: (0..options.inflight).map(|_| None).collect(),
             free: (0..options.inflight as u32).rev().collect(),
             freed_at: vec![0; options.inflight],
@@ -378,6 +422,11 @@ impl<'a, T: Task> Worker<'a, T> {
         self.write_waiters.clear();
         self.held.clear();
         self.ready = ReadyQueue::default();
+        for s in self.slots.iter_mut().flatten() {
+            if s.own_write.take().is_some() {
+                s.task.io_abandoned();
+            }
+        }
         for slot in 0..self.slots.len() as u32 {
             self.finish(slot, Err(error.duplicate()), sink);
         }
@@ -586,6 +635,7 @@ impl<'a, T: Task> Worker<'a, T> {
             seq,
             ready_since: now,
             pinned: None,
+            own_write: None,
         });
         self.ready.push(self.options.priority.key(false, seq), slot);
     }
@@ -693,6 +743,7 @@ impl<'a, T: Task> Worker<'a, T> {
                 self.counters.restarts += 1;
                 self.hold(slot);
             }
+            Ok(Step::Write(write)) => self.submit_own(slot, write),
             Err(e) => self.finish(slot, Err(e), sink),
         }
         Ok(())
@@ -803,6 +854,10 @@ impl<'a, T: Task> Worker<'a, T> {
         self.prober.probed(now);
         let mut written = std::mem::take(&mut self.written);
         for c in done.drain(..) {
+            if c.tag & OWN_TAG != 0 && c.tag & (WRITE_TAG | OTHER_TAG) == 0 {
+                self.own_written(c, now);
+                continue;
+            }
             if c.tag & WRITE_TAG != 0 && c.tag & OTHER_TAG == 0 {
                 let page = c.tag & !WRITE_TAG;
                 if let Some((write, submitted)) = self.writing.remove(&page) {

@@ -105,11 +105,8 @@ impl BatchTask {
     /// One attempt: the fetch phase's, or the apply phase's (module docs).
     pub(super) fn attempt(&mut self, db: &Db) -> Result<Step<PaOutput>> {
         if self.gate.is_none() {
-            match self.fetch(db)? {
-                Step::Done(()) => {}
-                Step::Miss(page) => return Ok(Step::Miss(page)),
-                Step::Restart => return Ok(Step::Restart),
-                Step::Held => return Ok(Step::Held),
+            if let Some(step) = self.fetch(db)? {
+                return Ok(step);
             }
             let Some(gate) = db.tree().store.try_close_gate() else {
                 return Ok(Step::Held);
@@ -120,17 +117,13 @@ impl BatchTask {
         let gate = self.gate.take().expect("the apply phase holds the gate");
         let r = db.tree().store.owning_gate(&gate, || self.apply(db));
         match r {
-            Ok(Step::Done(lsn)) => {
+            Ok(Ok(lsn)) => {
                 drop(gate);
                 Ok(Step::Done(PaOutput::Wrote(self.ops.len() as u64, lsn)))
             }
-            Ok(Step::Miss(page)) => {
+            Ok(Err(step)) => {
                 self.gate = Some(gate);
-                Ok(Step::Miss(page))
-            }
-            Ok(Step::Restart | Step::Held) => {
-                self.gate = Some(gate);
-                Ok(Step::Restart)
+                Ok(step)
             }
             Err(e) => {
                 if self.open {
@@ -142,8 +135,9 @@ impl BatchTask {
         }
     }
 
-    /// Brings the leaf of every op not fetched yet into memory.
-    fn fetch(&mut self, db: &Db) -> Result<Step<()>> {
+    /// Brings the leaf of every op not fetched yet into memory; the step to return if it
+    /// stopped first.
+    fn fetch(&mut self, db: &Db) -> Result<Option<Step<PaOutput>>> {
         let tree = db.tree();
         while let Some((key, _)) = self.ops.get(self.next) {
             take_missed_at();
@@ -151,16 +145,17 @@ impl BatchTask {
             self.at = take_missed_at();
             match r {
                 Ok(_) => self.next += 1,
-                Err(Abort::Restart) => return Ok(Step::Restart),
-                Err(Abort::Miss(page)) => return Ok(Step::Miss(page)),
+                Err(Abort::Restart) => return Ok(Some(Step::Restart)),
+                Err(Abort::Miss(page)) => return Ok(Some(Step::Miss(page))),
                 Err(Abort::Fail(e)) => return Err(e),
             }
         }
-        Ok(Step::Done(()))
+        Ok(None)
     }
 
-    /// Logs BATCH (once), applies the ops not applied yet, logs BATCH_END: its LSN when done.
-    fn apply(&mut self, db: &Db) -> Result<Step<u64>> {
+    /// Logs BATCH (once), applies the ops not applied yet, logs BATCH_END: its LSN when done,
+    /// or the step to return if an op stopped first.
+    fn apply(&mut self, db: &Db) -> Result<std::result::Result<u64, Step<PaOutput>>> {
         let tree = db.tree();
         if !self.open && self.next == 0 {
             tree.store.append_record(&self.record)?;
@@ -182,8 +177,8 @@ impl BatchTask {
                     }
                     self.next += 1;
                 }
-                Err(Abort::Restart) => return Ok(Step::Restart),
-                Err(Abort::Miss(page)) => return Ok(Step::Miss(page)),
+                Err(Abort::Restart) => return Ok(Err(Step::Restart)),
+                Err(Abort::Miss(page)) => return Ok(Err(Step::Miss(page))),
                 Err(Abort::Fail(e)) => return Err(e),
             }
         }
@@ -191,7 +186,7 @@ impl BatchTask {
         log::batch_end(&mut end);
         let lsn = tree.store.append_record(&end)?;
         self.open = false;
-        Ok(Step::Done(lsn))
+        Ok(Ok(lsn))
     }
 }
 

@@ -24,6 +24,14 @@ impl Task for Tagged {
     fn attempt(&mut self, db: &Db) -> Result<Step<PaOutput>> {
         self.task.attempt(db)
     }
+
+    fn io_done(&mut self, db: &Db, result: Result<usize>) {
+        self.task.io_done(db, result)
+    }
+
+    fn io_abandoned(&mut self) {
+        self.task.io_abandoned()
+    }
 }
 
 /// Many operations of one thread in flight on a [`PaDb`] ([`PaDb::session`]), run by a worker
@@ -58,15 +66,14 @@ impl<'a> PaSession<'a> {
             pa.options.backend,
             pa.options.worker.inflight.next_power_of_two() as u32,
         )?;
-        let mut worker = Worker::new(&*pa.db, backend, pa.options.worker.clone())?;
-        let wal = &pa.db.tree().store.wal;
+        let worker = Worker::new(&*pa.db, backend, pa.options.worker.clone())?;
+        // The log's segments, registered by the worker (`Context::files` of `Db`).
         let mut log_files = [FileId(0); 2];
         for (i, id) in log_files.iter_mut().enumerate() {
-            let segment = wal.segment(i).ok_or_else(|| Error::InvalidArgument {
+            *id = worker.ctx_file(i).ok_or_else(|| Error::InvalidArgument {
                 what: format!("log segment {i}"),
                 limit: 2,
             })?;
-            *id = worker.register(segment)?;
         }
         Ok(PaSession {
             pa,

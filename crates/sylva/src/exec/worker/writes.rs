@@ -1,15 +1,46 @@
 //! The worker's writes (the parent module's "Write-backs"): the dirty victims the pool hands
-//! it to write back, and its caller's own requests (a session's log flush) through the same
-//! backend. Both are urgent: other threads may be waiting for them, so what is queued goes to
+//! it to write back, its caller's own requests (a session's log flush), and its tasks' own
+//! writes ([`Step::Write`](super::Step::Write): the shared worker's log flushes), all through the same backend.
+//! All are urgent: other threads or tasks may be waiting for them, so what is queued goes to
 //! the kernel at the next turn ("Submissions"). Their completions are collected with the
 //! page reads' (`collect`).
 
 use std::sync::Arc;
 
-use super::{Task, Worker, OTHER_TAG, WRITE_TAG};
+use super::{Task, Worker, OTHER_TAG, OWN_TAG, WRITE_TAG};
 use crate::error::{Error, Result};
 use crate::exec::sched::IoKind;
 use crate::exec::{Completion, FileId, Request};
+
+/// A write a task asks its worker to make ([`Step::Write`](super::Step::Write)): `len` bytes from `buf` at
+/// `offset` of the context's file `file` ([`super::Context::files`]), then, with `sync`, an
+/// `fdatasync` of it.
+#[derive(Debug)]
+pub struct OwnWrite {
+    file: usize,
+    buf: *const u8,
+    len: u32,
+    offset: u64,
+    sync: bool,
+}
+
+impl OwnWrite {
+    /// The write of `bytes` at `offset` of the context's file `file`, synced after with `sync`.
+    ///
+    /// # Safety
+    /// The bytes stay valid and untouched until the write's outcome is handed to the task
+    /// ([`Task::io_done`]), or for good if the worker gives up on the task first
+    /// ([`Task::io_abandoned`]).
+    pub unsafe fn new(file: usize, bytes: &[u8], offset: u64, sync: bool) -> OwnWrite {
+        OwnWrite {
+            file,
+            buf: bytes.as_ptr(),
+            len: bytes.len() as u32,
+            offset,
+            sync,
+        }
+    }
+}
 
 impl<T: Task> Worker<'_, T> {
     /// Registers another file with the worker's backend, for [`Worker::submit_other`].
@@ -95,6 +126,63 @@ impl<T: Task> Worker<'_, T> {
             }
         }
         failed
+    }
+
+    /// The context's file `i` ([`super::Context::files`]) as registered with the backend.
+    pub fn ctx_file(&self, i: usize) -> Option<FileId> {
+        self.ctx_files.get(i).copied()
+    }
+
+    /// Submits the write task `slot` asked for; the task waits for it. A write that cannot be
+    /// submitted is handed to the task as failed, and the task made ready.
+    pub(super) fn submit_own(&mut self, slot: u32, write: OwnWrite) {
+        let submitted = match self.ctx_files.get(write.file) {
+            Some(&file) => {
+                let request = Request::Write {
+                    file,
+                    buf: write.buf,
+                    len: write.len,
+                    offset: write.offset,
+                    sync: write.sync,
+                };
+                // SAFETY: `OwnWrite::new`'s contract: the bytes stay valid until the outcome
+                // is handed to the task (in `own_written`) or the task is abandoned.
+                unsafe { self.backend.submit(OWN_TAG | u64::from(slot), request) }
+            }
+            None => Err(Error::InvalidArgument {
+                what: format!("a task's write to the context's file {}", write.file),
+                limit: self.ctx_files.len(),
+            }),
+        };
+        let now = self.now();
+        let Some(s) = self.slots[slot as usize].as_mut() else {
+            return;
+        };
+        match submitted {
+            Ok(()) => {
+                self.prober.submitted(now, IoKind::Write);
+                self.counters.own_writes += 1;
+                self.urgent = true;
+                s.own_write = Some(now);
+            }
+            Err(e) => {
+                s.task.io_done(self.ctx, Err(e));
+                self.make_ready(slot);
+            }
+        }
+    }
+
+    /// Hands a task's own write's completion to it and makes it ready.
+    pub(super) fn own_written(&mut self, c: Completion, now: u64) {
+        let slot = (c.tag & !OWN_TAG) as u32;
+        let Some(s) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
+            return;
+        };
+        if let Some(submitted) = s.own_write.take() {
+            self.prober.completed(submitted, now, IoKind::Write);
+        }
+        s.task.io_done(self.ctx, c.result.map(|n| n as usize));
+        self.make_ready(slot);
     }
 
     /// Completions of the caller's requests collected so far.
