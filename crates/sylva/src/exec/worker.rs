@@ -130,6 +130,9 @@ pub enum Step<T> {
     /// Write this through the worker's backend for the task (a log flush): the task waits for
     /// the write's completion, which is handed to it ([`Task::io_done`]), then runs again.
     Write(OwnWrite),
+    /// Run again once the next of this worker's tasks' own writes completes (a write waiting
+    /// for the log flush another task submitted); with none in flight, as [`Step::Held`].
+    AfterWrite,
 }
 
 impl<T> Step<T> {
@@ -141,6 +144,7 @@ impl<T> Step<T> {
             Step::Restart => Step::Restart,
             Step::Held => Step::Held,
             Step::Write(write) => Step::Write(write),
+            Step::AfterWrite => Step::AfterWrite,
         }
     }
 }
@@ -246,6 +250,10 @@ pub struct Worker<'a, T: Task> {
     file: FileId,
     /// The context's other files ([`Context::files`]) as registered with the backend.
     ctx_files: Vec<FileId>,
+    /// Tasks' own writes in flight ([`Step::Write`]), and the tasks waiting for the next of
+    /// them to complete ([`Step::AfterWrite`]).
+    own_in_flight: usize,
+    own_waiters: Vec<u32>,
     options: WorkerOptions,
     slots: Vec<Option<Slot<T>>>,
     free: Vec<u32>,
@@ -320,6 +328,8 @@ impl<'a, T: Task> Worker<'a, T> {
             backend,
             file,
             ctx_files,
+            own_in_flight: 0,
+            own_waiters: Vec::new(),
             slots: (0..options.inflight).map(|_| None).collect(),
             free: (0..options.inflight as u32).rev().collect(),
             freed_at: vec![0; options.inflight],
@@ -421,6 +431,7 @@ impl<'a, T: Task> Worker<'a, T> {
         self.writing.clear();
         self.write_waiters.clear();
         self.held.clear();
+        self.own_waiters.clear();
         self.ready = ReadyQueue::default();
         for s in self.slots.iter_mut().flatten() {
             if s.own_write.take().is_some() {
@@ -744,6 +755,14 @@ impl<'a, T: Task> Worker<'a, T> {
                 self.hold(slot);
             }
             Ok(Step::Write(write)) => self.submit_own(slot, write),
+            Ok(Step::AfterWrite) => {
+                self.counters.restarts += 1;
+                if self.own_in_flight > 0 {
+                    self.own_waiters.push(slot);
+                } else {
+                    self.hold(slot);
+                }
+            }
             Err(e) => self.finish(slot, Err(e), sink),
         }
         Ok(())

@@ -7,10 +7,12 @@
 //! until the log is durable past its last record. If no flush is in flight it starts one
 //! ([`crate::wal::Wal::begin_flush`]) and asks the worker to submit its write and `fdatasync`
 //! ([`Step::Write`]); the flush ends as its completion is collected ([`Task::io_done`]), so
-//! the writes it covers find their records durable at their next attempt. While another
-//! flush is in flight (this worker's, or another thread's: a session's, or `Db`'s group commit
-//! for a value stored out of line), a write waits as a held task ([`Step::Held`]): after the
-//! worker's next collection, or a bounded time, it looks again. So one flush covers every
+//! the writes it covers find their records durable at their next attempt. While this worker's
+//! flush is in flight, another write waits for its completion ([`Step::AfterWrite`]); while
+//! another thread's is (a session's, or `Db`'s group commit for a value stored out of line),
+//! as a held task ([`Step::Held`]): after the worker's next collection, or a bounded time, it
+//! looks again (polling every collection cost a fifth of the throughput of YCSB A at 8
+//! threads, `docs/results/patree.md`, session 44). So one flush covers every
 //! write logged before it began, a group commit on the worker's ring, and the caller's wait
 //! ends with its write durable, without an `fsync` of its own. While its flush is in flight
 //! the worker's thread is marked as owning one ([`crate::sync::set_own_log_flush`]), as a
@@ -101,8 +103,10 @@ impl Task for SharedTask {
                 crate::sync::set_own_log_flush(true);
                 Ok(Step::Write(write))
             }
-            // Another flush in flight (or, having just ended, nothing left to do).
+            // Another flush in flight (or, having just ended, nothing left to do): this
+            // worker's (wait for its completion) or another thread's (look again later).
             None if d.lsn < wal.durable_below() => d.out.take().map(Step::Done).ok_or_else(taken),
+            None if crate::sync::own_log_flush() => Ok(Step::AfterWrite),
             None => Ok(Step::Held),
         }
     }

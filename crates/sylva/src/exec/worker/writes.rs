@@ -163,6 +163,7 @@ impl<T: Task> Worker<'_, T> {
                 self.prober.submitted(now, IoKind::Write);
                 self.counters.own_writes += 1;
                 self.urgent = true;
+                self.own_in_flight += 1;
                 s.own_write = Some(now);
             }
             Err(e) => {
@@ -172,17 +173,22 @@ impl<T: Task> Worker<'_, T> {
         }
     }
 
-    /// Hands a task's own write's completion to it and makes it ready.
+    /// Hands a task's own write's completion to it and makes it ready, with the tasks that
+    /// waited for it ([`Step::AfterWrite`](super::Step::AfterWrite)).
     pub(super) fn own_written(&mut self, c: Completion, now: u64) {
         let slot = (c.tag & !OWN_TAG) as u32;
         let Some(s) = self.slots.get_mut(slot as usize).and_then(Option::as_mut) else {
             return;
         };
         if let Some(submitted) = s.own_write.take() {
+            self.own_in_flight -= 1;
             self.prober.completed(submitted, now, IoKind::Write);
         }
         s.task.io_done(self.ctx, c.result.map(|n| n as usize));
         self.make_ready(slot);
+        for waiter in std::mem::take(&mut self.own_waiters) {
+            self.make_ready(waiter);
+        }
     }
 
     /// Completions of the caller's requests collected so far.
