@@ -113,7 +113,7 @@ impl Pipeline for PaBenchSession<'_> {
                 true
             }
             PaResult::Got(None) => false,
-            PaResult::Put | PaResult::Written => true,
+            PaResult::Put | PaResult::Written | PaResult::Synced => true,
             PaResult::Deleted(found) => found,
             PaResult::Scanned(found) => {
                 for (k, v) in &found {

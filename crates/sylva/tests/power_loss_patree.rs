@@ -3,8 +3,8 @@
 //! simulated file system's files have no OS descriptor for io_uring), checks through its `Db`,
 //! with the same seeded workloads, crashes and model as `Db`'s own test, under `strong`
 //! (`sync=always`) and `weak`/`none` persistence as the seed picks the sync mode.
-//! The `Sessions` subject sends its single puts, deletes, batches and gets through a
-//! `PaSession` instead (the polled mode): under `strong` the session makes its writes durable
+//! `sync()` is the worker's too (its own log flush). The `Sessions` subject sends its single
+//! puts, deletes, batches, gets and syncs through a `PaSession` instead (the polled mode): under `strong` the session makes its writes durable
 //! with a log flush it submits itself, and in every mode its worker writes the dirty pages it
 //! evicts.
 //! `SYLVA_SIM_CRASHES=<n>` sets the crashes per test (a fifth of `Db`'s default each: the
@@ -140,7 +140,7 @@ impl Subject for Sessions {
     }
 
     fn sync(&self) -> sylva::Result<()> {
-        self.0.sync()
+        self.one(|s| s.submit_sync(0)).map(drop)
     }
 
     fn checkpoint(&self) -> sylva::Result<()> {

@@ -26,7 +26,7 @@
 //! records of whole leaves, one leaf at a time ([`crate::btree::BTree::walk_leaf`], the tree's
 //! own walk), and stops at a leaf not in memory with the records gathered so far kept; once the
 //! page is in, the walk goes on from its cursor (the last leaf's parent, while unchanged). A
-//! chunk of leaves (about [`WALK_CHUNK_BYTES`]) goes back to the caller, which shows its
+//! chunk of leaves (about [`WALK_CHUNK_BYTES`](walk::WALK_CHUNK_BYTES)) goes back to the caller, which shows its
 //! records, resolving out-of-line values and expanding buckets as `Db`'s walks do
 //! ([`Db::walk_by`]), and submits the next chunk if its visitor wants more. So a long range map
 //! holds a chunk in memory, not the range, and lets the worker run other operations between
@@ -68,23 +68,29 @@ use std::sync::Arc;
 
 use super::overflow::{self, Form};
 use super::{Db, DbOptions, WriteBatch};
-use crate::btree::{take_missed_at, ChildPos, Deleted, NodeStore, Records, WalkCursor};
+use crate::btree::{take_missed_at, ChildPos, Deleted, NodeStore};
 use crate::buffer::BufferPool;
 use crate::error::{Error, Result};
 use crate::exec::sched::{LatencyModel, PriorityPolicy, ProbePolicy};
 use crate::exec::worker::{Context, Step, Task, WorkerCounters, WorkerOptions};
-use crate::exec::{BackendKind, BlockingMode, Executor, Op};
+use crate::exec::{BackendKind, BlockingMode, Executor};
 use crate::io::Vfs;
 use crate::kv::{KvStore, Limits, Stats, Visitor};
 use crate::sync::{Abort, Olc};
 use crate::wal::parse_number;
 
 mod batch;
+mod op;
 mod session;
 mod shared;
+mod walk;
 use batch::BatchTask;
+pub use op::PaOp;
+use op::{finish_delete, finish_get, finish_put, finish_scan, finish_sync, finish_write, Next};
 pub use session::PaSession;
 use shared::SharedTask;
+pub(super) use walk::walked;
+pub(crate) use walk::WalkTask;
 
 impl Context for Db {
     fn pool(&self) -> &BufferPool {
@@ -228,143 +234,8 @@ pub(crate) enum PaTask {
     Walk(Box<WalkTask>),
     /// A write batch.
     Write(Box<BatchTask>),
-}
-
-/// A walk of the tree gathered on the worker a chunk at a time: whole leaves from its cursor,
-/// until the walk ends, has its records or has gathered [`WALK_CHUNK_BYTES`] (the caller shows
-/// them and, if it wants more, submits the task again to go on from the cursor). Its records
-/// are the tree's (tree keys, stored forms of values): values are resolved and buckets
-/// expanded on the calling thread, as `Db`'s walks do ([`Db::walk_by`]).
-#[derive(Default)]
-pub(crate) struct WalkTask {
-    cursor: WalkCursor,
-    /// Tree keys from this one on are not wanted.
-    end: Option<Vec<u8>>,
-    /// The records the tree walk still wants, this chunk's included.
-    max: usize,
-    /// The last leaf's records (scratch).
-    leaf: Records,
-    /// This chunk's records.
-    out: Records,
-    /// For a caller that collects the records ([`PaDb::submit_scan`],
-    /// [`PaSession::submit_scan`]): the walk asked for, and the chunks' records so far.
-    asked: Asked,
-    gathered: Vec<KeyValue>,
-}
-
-/// A scan (`end` `None`) or range map as its caller asked for it.
-#[derive(Default)]
-struct Asked {
-    start: Vec<u8>,
-    end: Option<Vec<u8>>,
-    limit: usize,
-}
-
-/// A walk's chunk ends after the leaf that takes its records past this many bytes: it bounds
-/// what a walk holds in memory, and a long walk goes back to its caller now and then.
-const WALK_CHUNK_BYTES: usize = 256 << 10;
-
-impl WalkTask {
-    /// The tree walk from `start` to before `end`, up to `limit` records.
-    fn new(start: &[u8], end: Option<&[u8]>, limit: usize) -> Box<WalkTask> {
-        Box::new(WalkTask {
-            cursor: WalkCursor::new(start),
-            end: end.map(<[u8]>::to_vec),
-            max: limit,
-            ..WalkTask::default()
-        })
-    }
-
-    /// The tree walk behind a scan or range map whose records are collected; `None` if it
-    /// shows nothing.
-    pub(super) fn collecting(
-        db: &Db,
-        start: &[u8],
-        end: Option<&[u8]>,
-        limit: usize,
-    ) -> Option<Box<WalkTask>> {
-        let (s, e, l) = db.tree_walk_bounds(start, end, limit)?;
-        let mut w = WalkTask::new(&s, e.as_deref(), l);
-        w.asked = Asked {
-            start: start.to_vec(),
-            end: end.map(<[u8]>::to_vec),
-            limit,
-        };
-        Some(w)
-    }
-
-    /// Gathers leaves until the chunk is complete (module docs of [`WalkTask`]).
-    fn attempt(&mut self, db: &Db) -> Result<Step<()>> {
-        let tree = db.tree();
-        while !self.chunk_complete() {
-            let want = self.max - self.out.len();
-            let r = tree.walk_leaf(&mut self.cursor, self.end.as_deref(), want, &mut self.leaf);
-            match r {
-                Ok(()) => self.out.extend_from(&self.leaf),
-                Err(Abort::Restart) => return Ok(Step::Restart),
-                Err(Abort::Miss(page)) => return Ok(Step::Miss(page)),
-                Err(Abort::Fail(e)) => return Err(e),
-            }
-        }
-        Ok(Step::Done(()))
-    }
-
-    fn chunk_complete(&self) -> bool {
-        self.cursor.done() || self.out.len() >= self.max || self.out.bytes() >= WALK_CHUNK_BYTES
-    }
-
-    /// Shows this chunk's records to `visitor`, then readies the task for the next chunk.
-    /// Returns the records shown and whether the walk goes on: it has more, and the visitor
-    /// wants them.
-    fn show(&mut self, visitor: &mut Visitor<'_>) -> (usize, bool) {
-        let (mut n, mut stopped) = (0, false);
-        for (key, value) in self.out.iter() {
-            n += 1;
-            if !visitor(key, value) {
-                stopped = true;
-                break;
-            }
-        }
-        let more = !stopped && !self.cursor.done() && self.out.len() < self.max;
-        self.max -= self.out.len();
-        self.out.clear();
-        (n, more)
-    }
-
-    /// Adds this chunk's records to those gathered; returns whether the walk goes on.
-    pub(super) fn gather(&mut self) -> bool {
-        let mut gathered = std::mem::take(&mut self.gathered);
-        let (_, more) = self.show(&mut |k, v| {
-            gathered.push((k.to_vec(), v.to_vec()));
-            true
-        });
-        self.gathered = gathered;
-        more
-    }
-
-    /// The records gathered, as the caller asked for them: values resolved, buckets expanded.
-    pub(super) fn result(&mut self, db: &Db) -> Result<Vec<KeyValue>> {
-        let gathered = std::mem::take(&mut self.gathered);
-        let Asked { start, end, limit } = &self.asked;
-        collect(|visitor| {
-            db.walk_by(
-                start,
-                end.as_deref(),
-                *limit,
-                visitor,
-                &mut |_, _, _, each| {
-                    let mut n = 0;
-                    for (k, v) in &gathered {
-                        n += 1;
-                        if !each(k, v) {
-                            break;
-                        }
-                    }
-                    Ok(n)
-                },
-            )
-        })
-    }
+    /// Make every write logged so far durable.
+    Sync,
 }
 
 /// What a [`PaTask`] came to.
@@ -379,6 +250,8 @@ pub(crate) enum PaOutput {
     Walked(Box<WalkTask>),
     /// A write batch's operations, and the LSN of its last record.
     Wrote(u64, u64),
+    /// A sync: the LSN of the last record logged when it ran.
+    Synced(u64),
 }
 
 /// One attempt's outcome as the worker's step.
@@ -436,6 +309,11 @@ impl Task for PaTask {
                 Ok(step.map(|()| PaOutput::Walked(std::mem::take(w))))
             }
             PaTask::Write(b) => b.attempt(db),
+            PaTask::Sync => {
+                db.check_open()?;
+                let logged = db.tree().store.wal.next_lsn().saturating_sub(1);
+                Ok(Step::Done(PaOutput::Synced(logged)))
+            }
         }
     }
 }
@@ -456,85 +334,6 @@ pub struct PaDb {
 struct SessionTotals {
     worker: WorkerCounters,
     log_flushes: u64,
-}
-
-/// An operation submitted to a [`PaDb`]: wait for its result with [`PaOp::wait`], or await
-/// it (it is a `Future`, and `Send`).
-///
-/// Polling never waits for the worker: a scan's next chunk is submitted and polled in turn, and
-/// a write under `sync=always` comes back from the worker durable already (the shared
-/// worker's log flush). What finishing does on the polling thread is what `Db` does on its
-/// caller's: reading a value stored out of line from its run, and a write's other duties
-/// (under `sync=batch` without background threads, the batch boundary's `fsync`).
-#[must_use = "a PaOp is the only way to the operation's result"]
-pub struct PaOp<'a, T> {
-    db: &'a PaDb,
-    op: Option<Op<PaOutput>>,
-    ready: Option<Result<T>>,
-    finish: fn(&PaDb, Result<PaOutput>) -> Next<T>,
-}
-
-/// What finishing a task's output on the calling thread came to.
-enum Next<T> {
-    /// The operation's result.
-    Done(Result<T>),
-    /// More of it was submitted (a walk's next chunk).
-    Again(Op<PaOutput>),
-}
-
-impl<T> PaOp<'_, T> {
-    /// Blocks until the operation is done (for a write: durable as the sync mode says).
-    pub fn wait(mut self) -> Result<T> {
-        if let Some(r) = self.ready.take() {
-            return r;
-        }
-        let Some(mut op) = self.op.take() else {
-            return Err(taken());
-        };
-        loop {
-            match (self.finish)(self.db, op.wait()) {
-                Next::Done(r) => return r,
-                Next::Again(next) => op = next,
-            }
-        }
-    }
-}
-
-impl<T: Unpin> std::future::Future for PaOp<'_, T> {
-    type Output = Result<T>;
-
-    fn poll(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Result<T>> {
-        use std::task::Poll;
-        let this = self.get_mut();
-        if let Some(r) = this.ready.take() {
-            return Poll::Ready(r);
-        }
-        loop {
-            let Some(op) = this.op.as_mut() else {
-                return Poll::Ready(Err(taken()));
-            };
-            let r = match std::pin::Pin::new(op).poll(cx) {
-                Poll::Ready(r) => r,
-                Poll::Pending => return Poll::Pending,
-            };
-            this.op = None;
-            match (this.finish)(this.db, r) {
-                Next::Done(r) => return Poll::Ready(r),
-                Next::Again(next) => this.op = Some(next),
-            }
-        }
-    }
-}
-
-#[cold]
-fn taken() -> Error {
-    Error::InvalidArgument {
-        what: "an operation's result, taken already".into(),
-        limit: 0,
-    }
 }
 
 impl PaDb {
@@ -785,9 +584,15 @@ impl PaDb {
         self.submit_delete(key).wait()
     }
 
-    /// Makes every write so far durable.
+    /// Submits a sync: done once every write logged before it ran is durable, by a log
+    /// flush the worker submits through its ring (or one in flight that covers them).
+    pub fn submit_sync(&self) -> PaOp<'_, ()> {
+        self.queued(PaTask::Sync, finish_sync)
+    }
+
+    /// Makes every write so far durable ([`PaDb::submit_sync`]).
     pub fn sync(&self) -> Result<()> {
-        self.db.sync()
+        self.submit_sync().wait()
     }
 
     /// Stops the worker, then closes the database (a quiet checkpoint); returns what the
@@ -832,6 +637,8 @@ pub enum PaResult {
     Scanned(Vec<KeyValue>),
     /// A write batch, done (and durable as the sync mode says).
     Written,
+    /// A sync, done: every write logged before it is durable.
+    Synced,
 }
 
 /// A record: its key and its value.
@@ -865,6 +672,9 @@ pub(super) fn finish(db: &Db, r: Result<PaOutput>) -> Result<PaResult> {
             db.after_write(ops, lsn)?;
             Ok(PaResult::Written)
         }
+        // Durable already (the worker's flush): `Db::sync` only notes it for the sync mode's
+        // cadence.
+        Ok(PaOutput::Synced(_)) => db.sync().map(|()| PaResult::Synced),
         Ok(PaOutput::Walked(_)) => Err(wrong_output()),
         Err(e) => failed(db, e),
     }
@@ -872,77 +682,15 @@ pub(super) fn finish(db: &Db, r: Result<PaOutput>) -> Result<PaResult> {
 
 /// A task's error as its caller gets it: a failed read fails its operation only; a failed
 /// write poisons the database.
-fn failed<T>(db: &Db, e: Error) -> Result<T> {
+pub(super) fn failed<T>(db: &Db, e: Error) -> Result<T> {
     match e {
         Error::ChecksumMismatch { .. } | Error::Corruption { .. } => db.guard_read(Err(e)),
         e => db.guard(Err(e)),
     }
 }
 
-/// The walk a finished chunk gave back.
-pub(super) fn walked(db: &Db, r: Result<PaOutput>) -> Result<Box<WalkTask>> {
-    match r {
-        Ok(PaOutput::Walked(w)) => Ok(w),
-        Ok(_) => Err(wrong_output()),
-        Err(e) => failed(db, e),
-    }
-}
-
-/// The records a walk shows, collected.
-fn collect(walk: impl FnOnce(&mut Visitor<'_>) -> Result<usize>) -> Result<Vec<KeyValue>> {
-    let mut all = Vec::new();
-    walk(&mut |k, v| {
-        all.push((k.to_vec(), v.to_vec()));
-        true
-    })?;
-    Ok(all)
-}
-
-fn finish_scan(pa: &PaDb, r: Result<PaOutput>) -> Next<Vec<KeyValue>> {
-    let mut w = match walked(&pa.db, r) {
-        Ok(w) => w,
-        Err(e) => return Next::Done(Err(e)),
-    };
-    if w.gather() {
-        return Next::Again(pa.exec.submit(PaTask::Walk(w).into()));
-    }
-    Next::Done(w.result(&pa.db))
-}
-
-fn finish_get(pa: &PaDb, r: Result<PaOutput>) -> Next<Option<Vec<u8>>> {
-    Next::Done(match finish(&pa.db, r) {
-        Ok(PaResult::Got(v)) => Ok(v),
-        Ok(_) => Err(wrong_output()),
-        Err(e) => Err(e),
-    })
-}
-
-fn finish_put(pa: &PaDb, r: Result<PaOutput>) -> Next<()> {
-    Next::Done(match finish(&pa.db, r) {
-        Ok(PaResult::Put) => Ok(()),
-        Ok(_) => Err(wrong_output()),
-        Err(e) => Err(e),
-    })
-}
-
-fn finish_write(pa: &PaDb, r: Result<PaOutput>) -> Next<()> {
-    Next::Done(match finish(&pa.db, r) {
-        Ok(PaResult::Written) => Ok(()),
-        Ok(_) => Err(wrong_output()),
-        Err(e) => Err(e),
-    })
-}
-
-fn finish_delete(pa: &PaDb, r: Result<PaOutput>) -> Next<bool> {
-    Next::Done(match finish(&pa.db, r) {
-        Ok(PaResult::Deleted(found)) => Ok(found),
-        Ok(_) => Err(wrong_output()),
-        Err(e) => Err(e),
-    })
-}
-
 #[cold]
-fn wrong_output() -> Error {
+pub(super) fn wrong_output() -> Error {
     Error::InvalidArgument {
         what: "a PA-Tree task returned another operation's result".into(),
         limit: 0,

@@ -146,6 +146,12 @@ impl<'a> PaSession<'a> {
         }
     }
 
+    /// Submits a sync under `tag` ([`PaResult::Synced`]): done once every write logged before
+    /// it is durable, by a log flush the session submits.
+    pub fn submit_sync(&mut self, tag: u64) {
+        self.queue(tag, PaTask::Sync);
+    }
+
     /// Submits a scan under `tag`: up to `limit` records from the first key `>= start`
     /// ([`PaResult::Scanned`]; [`PaDb::submit_scan`]).
     pub fn submit_scan(&mut self, tag: u64, start: &[u8], limit: usize) {
@@ -263,7 +269,13 @@ impl<'a> PaSession<'a> {
                 // A write waits until the log is durable past its record (`sync=always`), and
                 // in any mode is finished (its durability duties: a checkpoint may run) only
                 // while this session has no log flush in flight, which they might wait for.
-                Ok(out @ (PaOutput::Put(_) | PaOutput::Deleted(..) | PaOutput::Wrote(..))) => {
+                // A sync waits for the log's durability in any mode.
+                Ok(
+                    out @ (PaOutput::Put(_)
+                    | PaOutput::Deleted(..)
+                    | PaOutput::Wrote(..)
+                    | PaOutput::Synced(_)),
+                ) => {
                     let lsn = match out {
                         PaOutput::Put(lsn)
                         | PaOutput::Deleted(true, lsn)
@@ -272,6 +284,7 @@ impl<'a> PaSession<'a> {
                         {
                             lsn
                         }
+                        PaOutput::Synced(lsn) => lsn,
                         _ => 0,
                     };
                     self.awaiting.push((tag, out, lsn));

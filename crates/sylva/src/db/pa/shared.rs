@@ -1,5 +1,6 @@
 //! The shared worker's tasks ([`SharedTask`]): a [`PaTask`] and, under `sync=always`, the
-//! durability of the write it did, which the worker makes itself.
+//! durability of the write it did, which the worker makes itself (and, in any mode, that of
+//! the writes before a sync).
 //!
 //! A session holds its finished writes until a log flush it submits covers them
 //! ([`super::PaSession`]). The shared worker thread has no caller stepping it, so each write
@@ -56,12 +57,14 @@ impl From<PaTask> for SharedTask {
     }
 }
 
-/// The LSN a done write must see durable (`None` for a read, or a write that logged nothing).
-fn written_lsn(out: &PaOutput) -> Option<u64> {
+/// The LSN a done write must see durable under `sync=always`, a sync in any mode (`None` for
+/// a read, or a write that logged nothing).
+fn durable_lsn(out: &PaOutput, strong: bool) -> Option<u64> {
     match *out {
-        PaOutput::Put(lsn) | PaOutput::Deleted(true, lsn) | PaOutput::Wrote(_, lsn) => {
+        PaOutput::Put(lsn) | PaOutput::Deleted(true, lsn) | PaOutput::Wrote(_, lsn) if strong => {
             (lsn > 0).then_some(lsn)
         }
+        PaOutput::Synced(lsn) => (lsn > 0).then_some(lsn),
         _ => None,
     }
 }
@@ -76,9 +79,8 @@ impl Task for SharedTask {
                 Step::Done(out) => out,
                 step => return Ok(step),
             };
-            let lsn = match written_lsn(&out) {
-                Some(lsn) if db.options.sync == SyncMode::Always => lsn,
-                _ => return Ok(Step::Done(out)),
+            let Some(lsn) = durable_lsn(&out, db.options.sync == SyncMode::Always) else {
+                return Ok(Step::Done(out));
             };
             self.durable = Some(Durability {
                 lsn,
@@ -172,7 +174,7 @@ mod tests {
 
     /// Under `sync=always` the shared worker hands a write back only once the log is durable
     /// past its record, having flushed it itself (before the caller's finish, which would
-    /// otherwise sync it); under `sync=batch` at once.
+    /// otherwise sync it); under `sync=never` at once, and a sync then flushes the log.
     #[test]
     fn the_worker_makes_a_strong_write_durable() {
         for (sync, strong) in [(SyncMode::Always, true), (SyncMode::Never, false)] {
@@ -188,11 +190,17 @@ mod tests {
                 assert!(lsn > 0);
                 assert_eq!(lsn < wal.durable_below(), strong, "{sync:?}");
             }
+            // A sync, in either mode, leaves everything logged durable, by the worker's flush.
+            pa.sync().unwrap();
+            assert!(wal.durable_below() >= wal.next_lsn());
             let own = pa.close().unwrap().own_writes;
             if strong {
-                assert!((1..=64).contains(&own), "{own} flushes for 64 puts");
+                assert!(
+                    (1..=65).contains(&own),
+                    "{own} flushes for 64 puts and a sync"
+                );
             } else {
-                assert_eq!(own, 0);
+                assert_eq!(own, 1, "the sync's flush");
             }
         }
     }
