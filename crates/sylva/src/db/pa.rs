@@ -36,7 +36,8 @@
 //! back only once a log flush it submitted through its ring (the write and an `fdatasync`,
 //! linked) covers the write's record, many writes per flush ([`shared`]), and a
 //! [`PaSession`] holds its finished writes until a flush of its own covers them. The caller
-//! then only counts the write toward the next checkpoint, as `Db` does.
+//! then only counts the write toward the next checkpoint, as `Db` does. A sync
+//! ([`PaDb::submit_sync`]) is such a wait in any mode, for everything logged before it.
 //!
 //! What must not run on the worker runs on the calling thread, as `Db` runs it:
 //!
