@@ -27,6 +27,9 @@ fn open_pa(fs: &SimFs, dir: &Path, c: &Config) -> sylva::Result<PaDb> {
     let options = PaOptions {
         db: db_options(c),
         backend: BackendKind::Inline,
+        // Half the configurations (those the seed gives deferred splits) with the worker's
+        // own log flush for strong writes and syncs.
+        worker_flush: c.redistribute,
         ..PaOptions::default()
     };
     PaDb::open_in(fs, dir, options)

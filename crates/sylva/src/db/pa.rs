@@ -32,12 +32,13 @@
 //! holds a chunk in memory, not the range, and lets the worker run other operations between
 //! its chunks; [`PaDb::submit_scan`] and [`PaSession::submit_scan`] gather every chunk.
 //!
-//! **Durability** under `sync=always` is the worker's too: the shared worker hands a write
-//! back only once a log flush it submitted through its ring (the write and an `fdatasync`,
-//! linked) covers the write's record, many writes per flush ([`shared`]), and a
-//! [`PaSession`] holds its finished writes until a flush of its own covers them. The caller
-//! then only counts the write toward the next checkpoint, as `Db` does. A sync
-//! ([`PaDb::submit_sync`]) is such a wait in any mode, for everything logged before it.
+//! **Durability** under `sync=always`: a [`PaSession`] holds its finished writes until a flush
+//! of the log that it submitted through its ring (the write and an `fdatasync`, linked) covers
+//! them, many writes per flush. The shared worker hands a write back once applied and logged,
+//! and the caller makes it durable as `Db` does (its group commit, the `fsync` shared with
+//! concurrent writers); with `flush=worker` ([`PaOptions::worker_flush`]) the worker does,
+//! by a flush of its own ([`shared`]), and so for a sync ([`PaDb::submit_sync`]) in any mode.
+//! The caller's group commit was measured faster (`docs/results/patree.md`, session 44).
 //!
 //! What must not run on the worker runs on the calling thread, as `Db` runs it:
 //!
@@ -118,6 +119,12 @@ pub struct PaOptions {
     /// `None`: the PA-Tree mode itself; otherwise one of the paper's synchronous baselines
     /// (V-A), which is `Db` opened through `exec::RingVfs`, not a `PaDb`.
     pub baseline: Option<BlockingMode>,
+    /// Who makes the shared worker's writes under `sync=always`, and its syncs, durable:
+    /// `false` (`flush=caller`, the default) the caller's group commit as its operation
+    /// finishes; `true` (`flush=worker`) a log flush the worker submits through its ring
+    /// ([`shared`]), so that waiting for such an operation never waits for an `fsync` on the
+    /// caller's thread (measured slower: `docs/results/patree.md`, session 44).
+    pub worker_flush: bool,
 }
 
 impl Default for PaOptions {
@@ -127,13 +134,14 @@ impl Default for PaOptions {
             backend: BackendKind::Auto,
             worker: WorkerOptions::default(),
             baseline: None,
+            worker_flush: false,
         }
     }
 }
 
 /// The option keys [`PaOptions::set`] takes besides `Db`'s ([`crate::DB_OPTION_KEYS`]).
-pub const PA_OPTION_KEYS: [&str; 7] = [
-    "inflight", "probe", "yield", "priority", "persist", "backend", "mode",
+pub const PA_OPTION_KEYS: [&str; 8] = [
+    "inflight", "probe", "yield", "priority", "persist", "backend", "mode", "flush",
 ];
 
 impl PaOptions {
@@ -172,6 +180,13 @@ impl PaOptions {
                 self.db.set("sync", sync)?;
             }
             "backend" => self.backend = BackendKind::parse(value).map_err(|e| e.to_string())?,
+            "flush" => {
+                self.worker_flush = match value {
+                    "caller" => false,
+                    "worker" => true,
+                    _ => return Err(format!("flush '{value}' is not caller or worker")),
+                }
+            }
             "mode" => {
                 self.baseline = match value {
                     "async" => None,
@@ -401,7 +416,10 @@ impl PaDb {
     ) -> PaOp<'_, T> {
         PaOp {
             db: self,
-            op: Some(self.exec.submit(task.into())),
+            op: Some(
+                self.exec
+                    .submit(SharedTask::new(task, self.options.worker_flush)),
+            ),
             ready: None,
             finish,
         }

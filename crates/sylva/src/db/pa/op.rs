@@ -8,11 +8,11 @@ use crate::exec::Op;
 /// An operation submitted to a [`PaDb`]: wait for its result with [`PaOp::wait`], or await
 /// it (it is a `Future`, and `Send`).
 ///
-/// Polling never waits for the worker: a scan's next chunk is submitted and polled in turn, and
-/// a write under `sync=always` comes back from the worker durable already (the shared
-/// worker's log flush). What finishing does on the polling thread is what `Db` does on its
-/// caller's: reading a value stored out of line from its run, and a write's other duties
-/// (under `sync=batch` without background threads, the batch boundary's `fsync`).
+/// Polling never waits for the worker: a scan's next chunk is submitted and polled in turn.
+/// What finishing does on the polling thread is what `Db` does on its caller's: reading a
+/// value stored out of line from its run, and a write's durability duties (under
+/// `sync=always`, the group commit's `fsync`, unless `flush=worker` made the write durable on
+/// the worker; under `sync=batch` without background threads, the batch boundary's).
 #[must_use = "a PaOp is the only way to the operation's result"]
 pub struct PaOp<'a, T> {
     pub(super) db: &'a PaDb,

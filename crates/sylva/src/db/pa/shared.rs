@@ -1,6 +1,7 @@
-//! The shared worker's tasks ([`SharedTask`]): a [`PaTask`] and, under `sync=always`, the
-//! durability of the write it did, which the worker makes itself (and, in any mode, that of
-//! the writes before a sync).
+//! The shared worker's tasks ([`SharedTask`]): a [`PaTask`] and, with `flush=worker`, under
+//! `sync=always`, the durability of the write it did, which the worker makes itself (and, in
+//! any mode, that of the writes before a sync). With `flush=caller`, the default, the task is
+//! its [`PaTask`] alone, and the caller makes the write durable as `Db` does.
 //!
 //! A session holds its finished writes until a log flush it submits covers them
 //! ([`super::PaSession`]). The shared worker thread has no caller stepping it, so each write
@@ -29,6 +30,8 @@ use crate::wal::{Flush, SyncMode};
 /// A task of the shared worker thread (module docs).
 pub(crate) struct SharedTask {
     task: PaTask,
+    /// The worker makes writes durable (`flush=worker`); otherwise the caller does.
+    worker_flush: bool,
     /// Set once a write under `sync=always` is done: its output, until its record is durable.
     durable: Option<Durability>,
 }
@@ -43,9 +46,10 @@ struct Durability {
 }
 
 impl SharedTask {
-    pub(super) fn new(task: PaTask) -> SharedTask {
+    pub(super) fn new(task: PaTask, worker_flush: bool) -> SharedTask {
         SharedTask {
             task,
+            worker_flush,
             durable: None,
         }
     }
@@ -53,7 +57,7 @@ impl SharedTask {
 
 impl From<PaTask> for SharedTask {
     fn from(task: PaTask) -> SharedTask {
-        SharedTask::new(task)
+        SharedTask::new(task, false)
     }
 }
 
@@ -79,7 +83,9 @@ impl Task for SharedTask {
                 Step::Done(out) => out,
                 step => return Ok(step),
             };
-            let Some(lsn) = durable_lsn(&out, db.options.sync == SyncMode::Always) else {
+            let strong = db.options.sync == SyncMode::Always;
+            let lsn = durable_lsn(&out, strong).filter(|_| self.worker_flush);
+            let Some(lsn) = lsn else {
                 return Ok(Step::Done(out));
             };
             self.durable = Some(Durability {
@@ -158,23 +164,25 @@ mod tests {
         let db = Db::open_io(Box::new(MemIo::default()), logs.map(|l| l as _), options).unwrap();
         let options = PaOptions {
             backend: BackendKind::Inline,
+            worker_flush: true,
             ..PaOptions::default()
         };
         PaDb::over(db, options).unwrap()
     }
 
     fn put(key: &[u8]) -> SharedTask {
-        PaTask::Put {
+        let task = PaTask::Put {
             key: key.to_vec(),
             stored: b"value".to_vec(),
             at: None,
-        }
-        .into()
+        };
+        SharedTask::new(task, true)
     }
 
-    /// Under `sync=always` the shared worker hands a write back only once the log is durable
-    /// past its record, having flushed it itself (before the caller's finish, which would
-    /// otherwise sync it); under `sync=never` at once, and a sync then flushes the log.
+    /// With `flush=worker`, under `sync=always` the shared worker hands a write back only once
+    /// the log is durable past its record, having flushed it itself (before the caller's
+    /// finish, which would otherwise sync it); under `sync=never` at once, and a sync then
+    /// flushes the log.
     #[test]
     fn the_worker_makes_a_strong_write_durable() {
         for (sync, strong) in [(SyncMode::Always, true), (SyncMode::Never, false)] {
