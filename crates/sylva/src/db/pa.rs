@@ -122,7 +122,7 @@ pub struct PaOptions {
     /// Who makes the shared worker's writes under `sync=always`, and its syncs, durable:
     /// `false` (`flush=caller`, the default) the caller's group commit as its operation
     /// finishes; `true` (`flush=worker`) a log flush the worker submits through its ring
-    /// ([`shared`]), so that waiting for such an operation never waits for an `fsync` on the
+    /// (the `db::pa::shared` module), so that waiting for such an operation never waits for an `fsync` on the
     /// caller's thread (measured slower: `docs/results/patree.md`, session 44).
     pub worker_flush: bool,
 }
