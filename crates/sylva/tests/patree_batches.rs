@@ -11,7 +11,7 @@
 
 mod patree_common;
 
-use patree_common::{key, load, options, value, within, Model};
+use patree_common::{counter, key, load, options, value, within, Model};
 use sylva::{BackendKind, Error, KvStore, PaDb, PaResult, WriteBatch};
 
 /// A small deterministic generator (xorshift).
@@ -52,16 +52,6 @@ fn contents(db: &PaDb) -> Model {
     })
     .unwrap();
     all
-}
-
-fn counter(db: &PaDb, name: &str) -> u64 {
-    let stats = KvStore::stats(db);
-    stats
-        .counters
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|&(_, v)| v)
-        .unwrap_or_else(|| panic!("no counter {name}"))
 }
 
 fn batches_match_the_model(backend: BackendKind) {

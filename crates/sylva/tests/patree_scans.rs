@@ -10,7 +10,7 @@
 
 mod patree_common;
 
-use patree_common::{key, load, options, value, Model};
+use patree_common::{counter, key, load, options, value, Model};
 use sylva::{BackendKind, KvStore, PaDb, PaResult};
 
 fn model_scan(model: &Model, start: &[u8], limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -40,16 +40,6 @@ fn kv_scan(db: &PaDb, start: &[u8], limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
     .unwrap();
     assert_eq!(n, got.len());
     got
-}
-
-fn counter(db: &PaDb, name: &str) -> u64 {
-    let stats = KvStore::stats(db);
-    stats
-        .counters
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|&(_, v)| v)
-        .unwrap_or_else(|| panic!("no counter {name}"))
 }
 
 fn scans_match_the_model(backend: BackendKind) {

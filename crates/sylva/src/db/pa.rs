@@ -466,14 +466,8 @@ impl PaDb {
         if db.bucket_of(key).is_some() {
             return db.put(key, value).map(|()| None);
         }
-        let stored = match overflow::form(db.tree(), key, value)? {
-            Form::OutOfLine => return db.put(key, value).map(|()| None),
-            Form::AsIs => value.to_vec(),
-            Form::Escaped => {
-                let mut b = Vec::with_capacity(value.len() + 1);
-                overflow::escape_into(value, &mut b);
-                b
-            }
+        let Some(stored) = stored_in_leaf(db, key, value)? else {
+            return db.put(key, value).map(|()| None);
         };
         Ok(Some(PaTask::Put {
             key: key.to_vec(),
@@ -662,6 +656,20 @@ pub enum PaResult {
 
 /// A record: its key and its value.
 pub type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// The form `value` is stored in within its leaf ([`Form::AsIs`] or [`Form::Escaped`]), or
+/// `None` for a value stored out of line, which the worker does not write.
+fn stored_in_leaf(db: &Db, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+    Ok(match overflow::form(db.tree(), key, value)? {
+        Form::OutOfLine => None,
+        Form::AsIs => Some(value.to_vec()),
+        Form::Escaped => {
+            let mut b = Vec::with_capacity(value.len() + 1);
+            overflow::escape_into(value, &mut b);
+            Some(b)
+        }
+    })
+}
 
 /// Finishes an operation on the calling thread: poisons on a failed write, applies the sync
 /// mode to a write, reads an out-of-line value.

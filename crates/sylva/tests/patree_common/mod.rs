@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use sylva::{BackendKind, DbOptions, PaDb, PaOptions, SyncMode};
+use sylva::{BackendKind, DbOptions, KvStore, PaDb, PaOptions, SyncMode};
 
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -72,4 +72,15 @@ pub fn within(secs: u64, test: &'static str, f: impl FnOnce()) {
     });
     f();
     drop(done);
+}
+
+/// The value of the counter `name` in `db`'s stats (the workers' included).
+pub fn counter(db: &PaDb, name: &str) -> u64 {
+    let stats = KvStore::stats(db);
+    stats
+        .counters
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, v)| v)
+        .unwrap_or_else(|| panic!("no counter {name}"))
 }

@@ -28,11 +28,10 @@
 
 use std::sync::Arc;
 
-use super::{PaOutput, PaTask};
+use super::{stored_in_leaf, PaOutput, PaTask};
 use crate::btree::{take_missed_at, ChildPos, Deleted};
 use crate::db::batch::{BatchOp, WriteBatch};
 use crate::db::log;
-use crate::db::overflow::{self, Form};
 use crate::db::store::ClosedGate;
 use crate::db::Db;
 use crate::error::Result;
@@ -76,14 +75,9 @@ impl BatchTask {
             }
             let stored = match value {
                 None => None,
-                Some(v) => match overflow::form(db.tree(), key, v)? {
-                    Form::OutOfLine => return Ok(None),
-                    Form::AsIs => Some(v.clone()),
-                    Form::Escaped => {
-                        let mut b = Vec::with_capacity(v.len() + 1);
-                        overflow::escape_into(v, &mut b);
-                        Some(b)
-                    }
+                Some(v) => match stored_in_leaf(db, key, v)? {
+                    Some(stored) => Some(stored),
+                    None => return Ok(None),
                 },
             };
             ops.push((key.clone(), stored));

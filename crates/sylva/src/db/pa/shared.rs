@@ -4,8 +4,9 @@
 //! its [`PaTask`] alone, and the caller makes the write durable as `Db` does.
 //!
 //! A session holds its finished writes until a log flush it submits covers them
-//! ([`super::PaSession`]). The shared worker thread has no caller stepping it, so each write
-//! carries its own wait: once applied and logged, a write under `sync=always` stays in flight
+//! ([`super::PaSession`]). The shared worker thread has no caller stepping it, so with
+//! `flush=worker` each write carries its own wait: once applied and logged, a write under
+//! `sync=always` stays in flight
 //! until the log is durable past its last record. If no flush is in flight it starts one
 //! ([`crate::wal::Wal::begin_flush`]) and asks the worker to submit its write and `fdatasync`
 //! ([`Step::Write`]); the flush ends as its completion is collected ([`Task::io_done`]), so
@@ -13,10 +14,9 @@
 //! flush is in flight, another write waits for its completion ([`Step::AfterWrite`]); while
 //! another thread's is (a session's, or `Db`'s group commit for a value stored out of line),
 //! as a held task ([`Step::Held`]): after the worker's next collection, or a bounded time, it
-//! looks again (polling every collection cost a fifth of the throughput of YCSB A at 8
-//! threads, `docs/results/patree.md`, session 44). So one flush covers every
-//! write logged before it began, a group commit on the worker's ring, and the caller's wait
-//! ends with its write durable, without an `fsync` of its own. While its flush is in flight
+//! looks again. So one flush covers every write logged before it began, a group commit on
+//! the worker's ring, and the caller's wait ends with its write durable, without an `fsync`
+//! of its own. While its flush is in flight
 //! the worker's thread is marked as owning one ([`crate::sync::set_own_log_flush`]), as a
 //! session's is: an eviction there passes over dirty pages whose records are not durable yet,
 //! whose write-back would wait for the log, that is for this flush.
