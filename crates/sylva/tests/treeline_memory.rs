@@ -8,18 +8,10 @@
 
 #![allow(clippy::unwrap_used)]
 
-use sylva::{KvStore, SyncMode, TreeLine, TreeLineOptions};
+mod memory_common;
 
-fn rss_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|n| n.parse().ok())
-        .unwrap();
-    kb * 1024
-}
+use memory_common::rss_bytes;
+use sylva::{KvStore, SyncMode, TreeLine, TreeLineOptions};
 
 #[test]
 fn a_million_records_stay_within_the_budget() {

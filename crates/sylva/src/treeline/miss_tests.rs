@@ -14,6 +14,11 @@ use crate::SyncMode;
 /// A store in memory with no background threads, no forecasting and no checkpoint of its
 /// own (also for `treeline::scan`'s tests).
 pub(super) fn store() -> TreeLine {
+    store_with_budget(TreeLineOptions::default().cache_bytes)
+}
+
+/// The same store with `cache_bytes` as given.
+pub(super) fn store_with_budget(cache_bytes: u64) -> TreeLine {
     TreeLine::open_io(
         Box::new(MemIo::new(Vec::new())),
         [Box::new(MemIo::new(Vec::new())) as Box<dyn Io>, Box::new(MemIo::new(Vec::new()))],
@@ -22,6 +27,7 @@ pub(super) fn store() -> TreeLine {
             background: false,
             forecast: false,
             checkpoint_bytes: 1 << 40,
+            cache_bytes,
             ..TreeLineOptions::default()
         },
     )
