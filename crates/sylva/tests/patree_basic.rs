@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used)]
 
+mod patree_common;
+
 use std::collections::BTreeMap;
 
 use sylva::{BackendKind, Db, DbOptions, Error, KvStore, PaDb, PaOptions, SyncMode};
@@ -275,14 +277,7 @@ fn session_in_flight(backend: BackendKind, sync: SyncMode) {
     });
     // The ended session's worker is counted in the database's stats (the benchmark's report).
     let stats = sylva::KvStore::stats(&db);
-    let counter = |name: &str| {
-        stats
-            .counters
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|&(_, v)| v)
-            .unwrap_or_else(|| panic!("no counter {name}"))
-    };
+    let counter = |name: &str| patree_common::counter(&db, name);
     assert!(counter("worker_misses") > 500, "{stats:?}");
     // Gets that missed a leaf resumed their descent at its parent (a change of the parent in
     // between sends them back to the root); their answers were checked against the model above.
