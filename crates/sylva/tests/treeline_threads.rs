@@ -45,12 +45,23 @@ fn counter(db: &TreeLine, name: &str) -> u64 {
 
 #[test]
 fn four_threads_through_a_thousand_reorganizations() {
+    through_a_thousand_reorganizations(0);
+}
+
+/// The same with neighbours taken into reorganizations: each locked O only if no flush is in
+/// it, while the other threads flush, read and reorganize beside.
+#[test]
+fn four_threads_through_a_thousand_reorganizations_of_neighbours_too() {
+    through_a_thousand_reorganizations(2);
+}
+
+fn through_a_thousand_reorganizations(radius: usize) {
     let dir = shm_dir();
     let mut o = TreeLineOptions {
         sync: SyncMode::Never,
         goal: 4,
         epsilon: 2,
-        radius: 0,
+        radius,
         forecast: false,
         direct_io: false,
         checkpoint_bytes: 4 << 20,

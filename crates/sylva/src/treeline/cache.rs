@@ -593,6 +593,19 @@ impl RecordCache {
         Ok(())
     }
 
+    /// The LSN of the dirty entry in `slot` (`None`: clean or not live): a flush that wrote
+    /// the entry as it was at that LSN leaves it dirty if it was written again meanwhile.
+    pub fn dirty_lsn(&self, slot: u32) -> Result<Option<u64>> {
+        if !self.live(slot).is_some_and(|s| s.has(DIRTY)) {
+            return Ok(None);
+        }
+        let mut v = Vec::with_capacity(12);
+        if !self.ordered.get_into(slot_key(&self.slots, &self.arena, slot), &mut v)? {
+            return Ok(None);
+        }
+        Ok(decode_ordered(&v).map(|d| d.lsn))
+    }
+
     /// Records whether the key of the entry in `slot` is on its page.
     pub fn set_on_disk(&mut self, slot: u32, on_disk: bool) {
         if let Some(s) = self.slots.get_mut(slot as usize).filter(|s| s.has(LIVE)) {

@@ -17,6 +17,7 @@
 
 use std::sync::atomic::Ordering;
 
+use super::flush::InnerGuard;
 use super::group::GROUP_PAGES;
 use super::index::Segment;
 use super::store::{Counters, Inner, Store};
@@ -105,7 +106,7 @@ impl Store {
 
     /// Flushes the entries of `slots` from `at` on until [`GROUP_PAGES`] pages have joined
     /// the group or the slots run out.
-    fn flush_some(&self, inner: &mut Inner, slots: &[u32], at: &mut usize) -> Result<()> {
+    fn flush_some(&self, inner: &mut InnerGuard<'_>, slots: &[u32], at: &mut usize) -> Result<()> {
         let joined = self.groups.joined.load(Ordering::Relaxed);
         // The segment of the last key (its range, and the reorganizations counted then): the
         // next key, usually in it, needs no index lookup.
@@ -131,7 +132,7 @@ impl Store {
                 }
                 current = Some((seg.lower, upper, reorgs));
             }
-            self.flush_key(inner, &key)?;
+            self.flush_key(inner, &key, true, false)?;
         }
         Ok(())
     }

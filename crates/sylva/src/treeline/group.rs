@@ -229,7 +229,7 @@ mod tests {
             // What an eviction does: the page is written without the record, the marker
             // leaves the cache, and the page waits in the group for a log sync.
             let mut inner = store.inner.write();
-            store.flush_key(&mut inner, &gone).unwrap();
+            store.flush_key(&mut inner, &gone, false, false).unwrap();
             assert!(inner.cache.get(&gone).is_none());
         }
         assert!(!store.groups.group.lock().pages.is_empty());

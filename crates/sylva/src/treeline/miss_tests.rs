@@ -55,7 +55,7 @@ fn put_flush_and_evict(db: &TreeLine) {
     db.put(&key(100), b"new").unwrap();
     let store = db.store();
     let mut inner = store.inner.write();
-    store.flush_key(&mut inner, &key(100)).unwrap();
+    store.flush_key(&mut inner, &key(100), false, false).unwrap();
     let slot = inner.cache.slot_of(&key(100)).unwrap();
     inner.cache.remove(slot).unwrap();
 }
@@ -125,8 +125,7 @@ fn a_miss_whose_segment_was_reorganized_reads_again() {
         // A reorganization takes the dirty entry along to new pages (the old ones are not
         // written again), and the entry is then evicted clean.
         let mut inner = store.inner.write();
-        let seg = inner.index.segment_of(&key(100)).unwrap();
-        crate::treeline::reorg::reorganize(store, &mut inner, &seg).unwrap();
+        crate::treeline::reorg::reorganize(store, &mut inner, &key(100)).unwrap();
         assert!(!inner.cache.get(&key(100)).unwrap().dirty);
         let slot = inner.cache.slot_of(&key(100)).unwrap();
         inner.cache.remove(slot).unwrap();

@@ -77,19 +77,29 @@
 //!   page, torn, loses only entries from `l` on, which redo brings back. Not the default: the
 //!   checkpoint's own flush then logs an image of nearly every page it writes, and no gain
 //!   was shown for the extra bytes (`docs/results/treeline.md`, session 20).
-//! - **One lock, shared by readers.** The cache, the index and page I/O are under one
-//!   reader-writer lock (writers also hold a gate shared, which a checkpoint takes
-//!   exclusively). Cache hits (their clock priorities are atomic) and scans take it shared
-//!   and go side by side; writes, flushes, reorganizations and a miss's admission of its
-//!   record (it may evict) take it exclusively. A read miss reads its pages with no lock
-//!   held: it notes its segment and its base page's count of writes under the shared lock
-//!   ([`store::WriteStripes`]), and admits what it read only if both are unchanged when it
-//!   holds the exclusive lock; else it reads them again under it (`miss_rereads`). The
-//!   thesis's segment and page locks (IR/IW/O/OX, S/X, Table 4.1) are not built: under the
-//!   exclusive lock no reader can meet a segment being replaced. Writes, and the page I/O of
-//!   their evictions, are serialized, which may cost throughput on many cores (on the
-//!   two-core machine measured, the device and the CPU limit two threads, not the lock:
-//!   `docs/results/treeline.md`, session 39).
+//! - **Locks** (§4.8, [`locks`]): the segment locks IR/IW/O/OX and the page locks S/X of
+//!   Table 4.1, beside a state lock over the cache and the index ([`store::Store::inner`],
+//!   a reader-writer lock; writers also hold a gate shared, which a checkpoint takes
+//!   exclusively). The thesis's record cache is a concurrent structure; here the cache, the
+//!   index and the clock are under the state lock, which cache hits and scans take shared and
+//!   writes exclusively, and which page I/O lets go where the locks of §4.8 keep the pages
+//!   as they are:
+//!   - a read miss reads its page under IR and S with no state lock, and admits its record
+//!     under the exclusive lock only if its segment and page are unchanged
+//!     ([`store::WriteStripes`]; else it reads them again under it, `miss_rereads`);
+//!   - a flush (an eviction's, a checkpoint's, a write-through's) takes IW and X under the
+//!     state lock, lets it go while it reads and merges the page, and takes it again to write
+//!     ([`flush`]); an eviction passes over a victim whose page is locked;
+//!   - a reorganization takes O on its pre segments (a neighbour only if no flush is in it),
+//!     lets the state lock go for Phases II and III (reading, planning, writing, syncing),
+//!     upgrades to OX once the readers have left, and installs Phase IV under the state lock
+//!     ([`reorg`]).
+//!
+//!   Scans read a segment's pages under the shared state lock (no flush writes and no
+//!   reorganization installs meanwhile: the effect of IR and S, without the lock coupling of
+//!   §4.8.3, since each segment is looked up again by the key the last one ended at).
+//!   A flush's page write joins the group under the state lock, and a group's write-out
+//!   (a log sync and the writes) runs under it ([`group`]).
 //! - **Model input** (§6.2 models 8-byte integer keys): the 8 key bytes after the prefix the
 //!   reorganized records share (not the segment range's: the range is only known once the
 //!   model has chosen where the segment ends). Keys inserted later that do not share it still
@@ -131,9 +141,11 @@
 //! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, fuzzy
 //! and quiet checkpoints, page writes in groups with one log sync ([`group`]), `check()`,
 //! counters, the `sylva bench` engine `treeline` with its options.
-//! Not built: the segment and page locks of §4.8 (one reader-writer lock instead, above);
-//! dropping an open REORG_START at a checkpoint (none can be open at one: a
-//! reorganization runs under the lock a checkpoint's flush takes).
+//! Partly built: the locks of §4.8, with the departures above (scans under the shared
+//! state lock; the cache and index under one state lock, not concurrent structures).
+//! Not built: dropping an open REORG_START at a checkpoint (none can be open when a
+//! checkpoint drops the log: a reorganization runs within a writer, which holds the gate
+//! shared, or within the checkpoint's own flush).
 //!
 //! # Invariants (checked by [`TreeLine::check`])
 //!
@@ -145,8 +157,10 @@
 mod cache;
 mod checkpoint;
 mod engine;
+mod flush;
 mod group;
 mod index;
+mod locks;
 pub(crate) mod log;
 #[cfg(test)]
 mod miss_tests;

@@ -82,6 +82,7 @@ pub(crate) fn open_store(
         groups: Groups::default(),
         writes: Default::default(),
         spare_pages: Default::default(),
+        locks: Default::default(),
     };
     match state {
         None => create(&store)?,

@@ -39,8 +39,14 @@
 //!   production ID 0, their pages are freed deferred (not reused before the next checkpoint is
 //!   durable), and REORG_END is logged.
 
+use std::collections::HashMap;
+
+use parking_lot::RwLockWriteGuard;
+
 use super::cache::Dirty;
+use super::flush::InnerGuard;
 use super::index::Segment;
+use super::locks::{SegMode, SegmentLock};
 use super::log::{self, ReorgStart};
 use super::model::{input, Model};
 use super::page::{self, Header, Record};
@@ -215,55 +221,152 @@ fn plan_grouped<'r>(
     None
 }
 
-/// Reorganizes `full` and its neighbours with reorganization potential (module docs).
-pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Result<()> {
+/// A cache entry a reorganization took along (module docs), copied with its slot and LSN.
+struct Taken {
+    slot: u32,
+    key: Vec<u8>,
+    value: Option<Vec<u8>>,
+    lsn: u64,
+}
+
+/// What Phase I found, for Phases II and III.
+struct PreRange {
+    pre: Vec<Segment>,
+    lower: Vec<u8>,
+    upper: Option<Vec<u8>>,
+    /// The pre segments' overflow links as recovery corrected them.
+    relinked: HashMap<u64, u64>,
+    taken: Vec<Taken>,
+    /// Inserts forecast over the range (`None`: forecasting is off).
+    forecast: Option<f64>,
+    production: u64,
+}
+
+/// What Phases II and III built.
+struct Built {
+    post: Vec<Segment>,
+    overflows: Vec<u64>,
+    /// Records on the pre segments' pages and on the post segments'.
+    on_pages: u64,
+    records: u64,
+    start_lsn: u64,
+    /// For each entry taken: whether it is a put of a key not on the pages (an insert).
+    inserted: Vec<bool>,
+}
+
+/// Reorganizes the segment of `key` and its neighbours with reorganization potential (module
+/// docs), with the locks of §4.8.4: O on the pre segments from Phase I, the state lock let go
+/// while Phases II and III read, plan and write, then OX for Phase IV.
+pub(crate) fn reorganize(store: &Store, guard: &mut InnerGuard<'_>, key: &[u8]) -> Result<()> {
+    // O on the key's segment, waiting (the state lock let go) while a flush writes in it.
+    let (full, full_lock) = loop {
+        let seg = guard.index.segment_of(key)?;
+        if let Some(l) = store.locks.try_segment(seg.first, SegMode::O) {
+            break (seg, l);
+        }
+        RwLockWriteGuard::unlocked(guard, || drop(store.locks.segment(seg.first, SegMode::O)));
+    };
+    let (range, mut held) = detect(store, guard, full, full_lock)?;
+    let built = RwLockWriteGuard::unlocked(guard, || build(store, &range))?;
+    // Phase IV: OX, once the readers of the pre segments have left (in key order).
+    RwLockWriteGuard::unlocked(guard, || held.iter_mut().for_each(SegmentLock::upgrade));
+    install(store, guard, range, built)?;
+    drop(held);
+    Ok(())
+}
+
+/// Phase I, under the state lock: the pre segments (each neighbour locked O if no flush is in
+/// it; the first that is ends the range on its side), their dirty entries copied.
+fn detect<'s>(
+    store: &'s Store,
+    inner: &mut Inner,
+    full: Segment,
+    full_lock: SegmentLock<'s>,
+) -> Result<(PreRange, Vec<SegmentLock<'s>>)> {
     let o = &store.options;
     // Pages waiting in the group are newer than the file's (`super::group`): out first; and
     // Phase IV rewrites pages a checkpoint's pre-read may hold.
     store.write_group()?;
     inner.preread = None;
-    // Phase I: range detection.
-    let mut pre = vec![full.clone()];
+    let mut pre = vec![full];
+    let mut held = vec![full_lock];
     for _ in 0..o.radius {
-        match inner.index.before(&pre[0].lower)? {
-            Some(s) if s.overflows > 0 => pre.insert(0, s),
-            _ => break,
-        }
+        let Some(s) = inner.index.before(&pre[0].lower)?.filter(|s| s.overflows > 0) else {
+            break;
+        };
+        let Some(l) = store.locks.try_segment(s.first, SegMode::O) else {
+            break;
+        };
+        pre.insert(0, s);
+        held.insert(0, l);
     }
     for _ in 0..o.radius {
         let last = &pre[pre.len() - 1].lower;
-        match inner.index.after(last)? {
-            Some(s) if s.overflows > 0 => pre.push(s),
-            _ => break,
-        }
+        let Some(s) = inner.index.after(last)?.filter(|s| s.overflows > 0) else {
+            break;
+        };
+        let Some(l) = store.locks.try_segment(s.first, SegMode::O) else {
+            break;
+        };
+        pre.push(s);
+        held.push(l);
     }
     let lower = pre[0].lower.clone();
     let upper = inner.index.after(&pre[pre.len() - 1].lower)?.map(|s| s.lower);
+    let mut relinked = HashMap::new();
+    for s in &pre {
+        for id in s.first..s.first + u64::from(s.pages) {
+            if let Some(&link) = inner.relinked.get(&id) {
+                relinked.insert(id, link);
+            }
+        }
+    }
+    let taken = take_dirty(inner, &lower, upper.as_deref())?;
+    let forecast = (o.forecast).then(|| {
+        let hi = upper.as_deref().map(|u| input(u, 0));
+        inner.tracker.forecast(input(&lower, 0), hi, o.forecast_epochs)
+    });
+    let production = inner.next_production;
+    inner.next_production += 1;
+    let range = PreRange {
+        pre,
+        lower,
+        upper,
+        relinked,
+        taken,
+        forecast,
+        production,
+    };
+    Ok((range, held))
+}
+
+/// Phases II and III, with no state lock (the O locks keep the pre segments as they are): the
+/// records read and merged with the entries taken, planned, logged and written, synced.
+fn build(store: &Store, r: &PreRange) -> Result<Built> {
+    let o = &store.options;
     let mut records = Vec::new();
     let mut overflows = Vec::new();
-    for s in &pre {
-        let r = store.read_segment(inner, s)?;
-        records.extend(r.records);
-        overflows.extend(r.overflows);
+    for s in &r.pre {
+        let read = store.read_pages(&r.relinked, s, 0..s.pages as usize)?;
+        records.extend(read.records);
+        overflows.extend(read.overflows);
     }
     let on_pages = records.len() as u64;
-    let (records, taken) = take_dirty(inner, records, &lower, upper.as_deref())?;
+    let (records, inserted) = apply_taken(records, &r.taken);
     // Forecast: the goal that leaves room for the inserts expected in the range.
     let mut goal = o.goal;
-    if o.forecast && !records.is_empty() {
-        let lo = input(&lower, 0);
-        let hi = upper.as_deref().map(|u| input(u, 0));
-        let f = inner.tracker.forecast(lo, hi, o.forecast_epochs);
+    if let (Some(f), false) = (r.forecast, records.is_empty()) {
         let n = records.len() as f64;
         let pages = ((n + f) / o.goal as f64).ceil().max(1.0);
         let floor = (o.goal * usize::from(o.fill_floor)).div_ceil(100).max(1);
         goal = ((n / pages).ceil() as usize).clamp(floor, o.goal);
     }
     // Phase II.
+    let (lower, upper) = (&r.lower, r.upper.as_deref());
     let planned = plan(
         &records,
-        &lower,
-        upper.as_deref(),
+        lower,
+        upper,
         PlanOptions {
             goal,
             epsilon: o.epsilon,
@@ -271,25 +374,19 @@ pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Re
             page_size: store.page_size(),
         },
     );
-    let production = inner.next_production;
-    inner.next_production += 1;
     let firsts: Vec<u64> = planned
         .iter()
         .map(|p| store.file.allocate_run(p.pages as usize))
         .collect();
-    for (p, first) in planned.iter().zip(&firsts) {
-        for id in *first..*first + u64::from(p.pages) {
-            inner.imaged.remove(&id);
-        }
-    }
     let start = ReorgStart {
-        production,
-        pre: pre.iter().map(|s| (s.first, s.production)).collect(),
+        production: r.production,
+        pre: r.pre.iter().map(|s| (s.first, s.production)).collect(),
         post: planned.iter().zip(&firsts).map(|(p, f)| (*f, p.pages)).collect(),
     };
-    log::reorg_start(&mut inner.log_buf, &start);
-    let start_lsn = store.wal.append(&inner.log_buf)?;
-    store.add_log_bytes(inner.log_buf.len());
+    let mut log_buf = Vec::new();
+    log::reorg_start(&mut log_buf, &start);
+    let start_lsn = store.wal.append(&log_buf)?;
+    store.add_log_bytes(log_buf.len());
     store.wal.sync_to(start_lsn)?;
     // Phase III: write-out.
     let ps = store.page_size();
@@ -297,17 +394,17 @@ pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Re
     for (j, (p, first)) in planned.iter().zip(&firsts).enumerate() {
         let seg_upper: Option<&[u8]> = match planned.get(j + 1) {
             Some(next) => Some(&next.lower),
-            None => upper.as_deref(),
+            None => upper,
         };
         let n = p.pages as usize;
         let mut by_page: Vec<Vec<(&[u8], &[u8])>> = vec![Vec::new(); n];
-        for r in &records[p.start..p.end] {
-            by_page[p.model.page_of(&r.0, n)].push((&r.0[..], &r.1[..]));
+        for rec in &records[p.start..p.end] {
+            by_page[p.model.page_of(&rec.0, n)].push((&rec.0[..], &rec.1[..]));
         }
         let mut buf = store.file.buffer(n);
         for (k, recs) in by_page.into_iter().enumerate() {
             let header = Header {
-                production,
+                production: r.production,
                 offset: k as u16,
                 pages: p.pages,
                 link: 0,
@@ -332,77 +429,83 @@ pub(crate) fn reorganize(store: &Store, inner: &mut Inner, full: &Segment) -> Re
             pages: p.pages,
             overflows: 0,
             model: p.model,
-            production,
+            production: r.production,
         });
     }
     store.file.sync()?;
-    // Phase IV: the index, the pre segments invalidated and freed, REORG_END.
-    for s in &pre {
+    Ok(Built {
+        post,
+        overflows,
+        on_pages,
+        records: records.len() as u64,
+        start_lsn,
+        inserted,
+    })
+}
+
+/// Phase IV, under the state lock and OX: the index swaps the entries, the pre segments are
+/// invalidated and freed, REORG_END is logged, and the entries taken along are clean unless
+/// written again meanwhile (then the pages' presence of their key is noted).
+fn install(store: &Store, inner: &mut Inner, r: PreRange, b: Built) -> Result<()> {
+    let ps = store.page_size();
+    // A checkpoint's flush may have pre-read pre pages while the state lock was let go.
+    inner.preread = None;
+    for s in &r.pre {
         inner.index.remove(&s.lower)?;
         inner.segment_sizes[size_class(s.pages)] -= 1;
     }
-    for s in &post {
+    for s in &b.post {
         inner.index.insert(s)?;
         inner.segment_sizes[size_class(s.pages)] += 1;
+        for id in s.first..s.first + u64::from(s.pages) {
+            inner.imaged.remove(&id);
+        }
     }
     let mut buf = store.file.buffer(1);
-    for s in &pre {
+    for s in &r.pre {
         store.file.read_page(s.first, &mut buf, PageKind::SegmentPage)?;
         page::set_production(&mut buf[..ps], 0);
         store
             .file
-            .write_frame(s.first, &mut buf[..ps], PageKind::SegmentPage, start_lsn)?;
+            .write_frame(s.first, &mut buf[..ps], PageKind::SegmentPage, b.start_lsn)?;
         Counters::add(&store.counters.page_writes, 1);
         store.file.free_run_deferred(s.first, s.pages as usize)?;
         for id in s.first..s.first + u64::from(s.pages) {
             inner.relinked.remove(&id);
         }
     }
-    for id in overflows {
+    for id in b.overflows {
         store.file.free_deferred(id)?;
     }
-    log::reorg_end(&mut inner.log_buf, production);
+    log::reorg_end(&mut inner.log_buf, r.production);
     store.wal.append(&inner.log_buf)?;
     store.add_log_bytes(inner.log_buf.len());
     Counters::add(&store.counters.reorganizations, 1);
-    // The entries taken along are on the new pages.
-    inner.disk_records = inner.disk_records + records.len() as u64 - on_pages;
-    for (slot, inserted) in taken {
-        let Some(e) = inner.cache.entry(slot) else {
+    inner.disk_records = inner.disk_records + b.records - b.on_pages;
+    for (t, inserted) in r.taken.into_iter().zip(b.inserted) {
+        let is_put = t.value.is_some();
+        if inserted && store.options.forecast {
+            inner.tracker.record(input(&t.key, 0));
+        }
+        let Some(s) = inner.cache.slot_of(&t.key) else {
             continue;
         };
-        if e.value.is_some() {
-            if inserted && o.forecast {
-                let x = input(e.key, 0);
-                inner.tracker.record(x);
-            }
-            inner.cache.set_clean(slot)?;
+        if s != t.slot || inner.cache.dirty_lsn(s)? != Some(t.lsn) {
+            inner.cache.set_on_disk(s, is_put);
+        } else if is_put {
+            inner.cache.set_clean(s)?;
         } else {
-            inner.cache.remove(slot)?;
+            inner.cache.remove(s)?;
         }
     }
     Ok(())
 }
 
-/// A cache entry a reorganization took along: its slot, and whether it is a put of a key that
-/// was not on the pages (an insert, for the forecast).
-type Taken = (u32, bool);
-
-/// Applies the dirty entries of `[lower, upper)`, up to [`DIRTY_BYTES`] of them in key order,
-/// over `records` (the pre segments', sorted and distinct): the records to plan, and the
-/// entries taken with whether each was a put of a key not on the pages (an insert, for the
-/// forecast).
-fn take_dirty(
-    inner: &Inner,
-    records: Vec<Record>,
-    lower: &[u8],
-    upper: Option<&[u8]>,
-) -> Result<(Vec<Record>, Vec<Taken>)> {
+/// The dirty entries of `[lower, upper)`, up to [`DIRTY_BYTES`] of them in key order, copied.
+fn take_dirty(inner: &Inner, lower: &[u8], upper: Option<&[u8]>) -> Result<Vec<Taken>> {
     let mut budget = DIRTY_BYTES;
     let mut taken = Vec::new();
-    let mut puts: Vec<Record> = Vec::new();
-    let mut deletes: Vec<Vec<u8>> = Vec::new();
-    for Dirty { slot, .. } in inner.cache.dirty_where(lower, upper, |_| true)? {
+    for Dirty { slot, lsn } in inner.cache.dirty_where(lower, upper, |_| true)? {
         let Some(e) = inner.cache.entry(slot) else {
             continue;
         };
@@ -411,25 +514,44 @@ fn take_dirty(
             break;
         }
         budget -= bytes;
-        let on_pages = records.binary_search_by(|r| r.0.as_slice().cmp(e.key)).is_ok();
-        match e.value {
-            Some(v) => puts.push((e.key.to_vec(), v.to_vec())),
-            None => deletes.push(e.key.to_vec()),
-        }
-        taken.push((slot, e.value.is_some() && !on_pages));
+        taken.push(Taken {
+            slot,
+            key: e.key.to_vec(),
+            value: e.value.map(<[u8]>::to_vec),
+            lsn,
+        });
     }
+    Ok(taken)
+}
+
+/// Applies the entries taken over `records` (the pre segments', sorted and distinct): puts
+/// win, delete markers remove. Returns them and, for each entry, whether it is a put of a key
+/// not on the pages (an insert, for the forecast).
+fn apply_taken(records: Vec<Record>, taken: &[Taken]) -> (Vec<Record>, Vec<bool>) {
+    let inserted = taken
+        .iter()
+        .map(|t| t.value.is_some() && records.binary_search_by(|r| r.0.as_slice().cmp(&t.key)).is_err())
+        .collect();
     if taken.is_empty() {
-        return Ok((records, taken));
+        return (records, inserted);
+    }
+    let mut puts: Vec<Record> = Vec::new();
+    let mut deletes: Vec<&[u8]> = Vec::new();
+    for t in taken {
+        match &t.value {
+            Some(v) => puts.push((t.key.clone(), v.clone())),
+            None => deletes.push(&t.key),
+        }
     }
     let mut merged = super::store::merge_records(puts, records);
     if !deletes.is_empty() {
         let mut d = deletes.iter().peekable();
         merged.retain(|(k, _)| {
-            while d.next_if(|x| x.as_slice() < k.as_slice()).is_some() {}
-            d.peek().is_none_or(|x| x.as_slice() != k.as_slice())
+            while d.next_if(|x| **x < k.as_slice()).is_some() {}
+            d.peek().is_none_or(|x| **x != k.as_slice())
         });
     }
-    Ok((merged, taken))
+    (merged, inserted)
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ impl Store {
         } else {
             (0, n)
         };
-        let mut disk = self.read_pages(inner, &seg, start..read_to)?.records;
+        let mut disk = self.read_pages(&inner.relinked, &seg, start..read_to)?.records;
         loop {
             // Keys past the last one read may lie on pages not read yet (pages read without a
             // record bound nothing: the rest is read).
@@ -59,7 +59,7 @@ impl Store {
                 _ if read_to == n => None,
                 Some(r) => Some(r.0.as_slice()),
                 None => {
-                    disk = self.read_pages(inner, &seg, read_to..n)?.records;
+                    disk = self.read_pages(&inner.relinked, &seg, read_to..n)?.records;
                     read_to = n;
                     None
                 }
@@ -69,7 +69,7 @@ impl Store {
                 return Ok((out, upper));
             }
             // Pages of a model that keeps key order hold larger keys the later they are.
-            disk.extend(self.read_pages(inner, &seg, read_to..n)?.records);
+            disk.extend(self.read_pages(&inner.relinked, &seg, read_to..n)?.records);
             read_to = n;
         }
     }

@@ -1,7 +1,6 @@
-//! The store under the lock: the record cache, the index, page reads and the flush of a page's
-//! dirty entries (§4.1.2, §4.2.2, §4.5.1), with the logging rules of the module docs of
-//! [`super`] (the WAL rule per page, a page's image before its first write after a checkpoint,
-//! an overflow page written before its base page).
+//! The store's state under its lock: the record cache, the index, page reads, eviction and a
+//! read miss's three steps (§4.1.1, §4.1.2, §4.2), with the logging rules of the module docs
+//! of [`super`]; a page's flush is [`super::flush`].
 
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -10,19 +9,17 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use super::cache::{Dirty, RecordCache, PRIORITY_ADMIT, PRIORITY_PREFETCH};
+use super::cache::{RecordCache, PRIORITY_ADMIT, PRIORITY_PREFETCH};
 use super::checkpoint::Preread;
+use super::flush::{InnerGuard, SKIPS};
 use super::group::Groups;
 use super::index::{Segment, SegmentIndex};
-use super::log;
-use super::model::input;
+use super::locks::{Locks, SegMode};
 use super::options::TreeLineOptions;
-use super::page::{self, Header, Record, SegmentPage};
+use super::page::{Header, Record, SegmentPage};
 use crate::error::{Error, Result};
 use crate::io::page_header::{PageKind, PAGE_HEADER_LEN};
 use crate::io::{AlignedBuf, PageFile};
-use crate::page::common_prefix;
-use crate::page::slotted::SLOT_LEN_HEADS;
 use crate::util::histogram::InsertTracker;
 use crate::wal::Wal;
 
@@ -82,12 +79,12 @@ impl WriteStripes {
         &self.0[id as usize % WRITE_STRIPES]
     }
 
-    fn bump(&self, id: u64) {
+    pub(super) fn bump(&self, id: u64) {
         self.stripe(id).fetch_add(1, Ordering::Relaxed);
     }
 
     /// The count of page `id`'s stripe.
-    fn of(&self, id: u64) -> u64 {
+    pub(super) fn of(&self, id: u64) -> u64 {
         self.stripe(id).load(Ordering::Relaxed)
     }
 }
@@ -137,6 +134,8 @@ pub(crate) struct Store {
     pub(crate) writes: WriteStripes,
     /// Page buffers of read misses done with, for the next ones ([`Store::page_buffer`]).
     pub(crate) spare_pages: Mutex<Vec<AlignedBuf>>,
+    /// Segment and page locks ([`super::locks`]).
+    pub(crate) locks: Locks,
 }
 
 /// Page buffers kept for reuse (within the store's fixed allowance).
@@ -205,7 +204,7 @@ pub(crate) fn merge_records(a: Vec<Record>, b: Vec<Record>) -> Vec<Record> {
 }
 
 /// Keys in `a` or `b` (both sorted).
-fn distinct(a: &[Record], b: &[Record]) -> u64 {
+pub(super) fn distinct(a: &[Record], b: &[Record]) -> u64 {
     let (mut i, mut j, mut n) = (0, 0, 0u64);
     while i < a.len() || j < b.len() {
         n += 1;
@@ -259,7 +258,7 @@ impl Store {
     }
 
     /// Keeps `pair`'s buffers for [`Store::page_buffer`].
-    fn recycle(&self, pair: PagePair) {
+    pub(super) fn recycle(&self, pair: PagePair) {
         let mut spare = self.spare_pages.lock();
         for buf in std::iter::once(pair.base).chain(pair.overflow.map(|(_, b)| b)) {
             if spare.len() < SPARE_PAGES {
@@ -277,7 +276,7 @@ impl Store {
 
     /// [`Store::read_base`] with what it needs of the store's state: the checkpoint's
     /// pre-read pages, and the base page's overflow link as recovery corrected it.
-    fn read_base_at(
+    pub(super) fn read_base_at(
         &self,
         seg: &Segment,
         k: usize,
@@ -384,7 +383,7 @@ impl Store {
     }
 
     /// Every record of a page pair: the base page's and the overflow page's, each sorted.
-    fn pair_records(pair: &PagePair) -> Result<(Vec<Record>, Vec<Record>)> {
+    pub(super) fn pair_records(pair: &PagePair) -> Result<(Vec<Record>, Vec<Record>)> {
         let mut base = Vec::new();
         SegmentPage::new(pair.base_id, &pair.base)?.records_into(&mut base)?;
         let mut over = Vec::new();
@@ -394,14 +393,15 @@ impl Store {
         Ok((base, over))
     }
 
-    /// Every record of `seg`, its base pages read with one I/O.
-    pub(crate) fn read_segment(&self, inner: &Inner, seg: &Segment) -> Result<SegmentRecords> {
-        self.read_pages(inner, seg, 0..seg.pages as usize)
-    }
-
     /// The records of base pages `pages` of `seg` (and of their overflow pages), the base
-    /// pages read with one I/O.
-    pub(super) fn read_pages(&self, inner: &Inner, seg: &Segment, pages: Range<usize>) -> Result<SegmentRecords> {
+    /// pages read with one I/O; `relinked`: overflow links as recovery corrected them
+    /// ([`Inner::relinked`]).
+    pub(super) fn read_pages(
+        &self,
+        relinked: &HashMap<u64, u64>,
+        seg: &Segment,
+        pages: Range<usize>,
+    ) -> Result<SegmentRecords> {
         let n = pages.len();
         let ps = self.page_size();
         let first = seg.first + pages.start as u64;
@@ -423,7 +423,7 @@ impl Store {
             }
             let mut base = Vec::new();
             p.records_into(&mut base)?;
-            let link = inner.relinked.get(&id).copied().unwrap_or(p.header.link);
+            let link = relinked.get(&id).copied().unwrap_or(p.header.link);
             if link != 0 {
                 let o = self.read_overflow(link, id, seg.production)?;
                 let mut over = Vec::new();
@@ -444,212 +444,6 @@ impl Store {
         })
     }
 
-    /// Writes `page` (built, not sealed) as page `id` of `kind`, covering log records up to
-    /// `lsn`: its image logged first if it is the page's first write since the checkpoint
-    /// began, and the log durable to the page's LSN before it is written (the WAL rule): it
-    /// waits in the group for that ([`super::group`]).
-    pub(crate) fn write_page(
-        &self,
-        inner: &mut Inner,
-        id: u64,
-        kind: PageKind,
-        page: &mut AlignedBuf,
-        lsn: u64,
-    ) -> Result<()> {
-        let ps = self.page_size();
-        self.writes.bump(id);
-        if let Some(p) = inner.preread.as_mut() {
-            p.forget(id);
-        }
-        let mut page_lsn = lsn;
-        if inner.imaged.insert(id) {
-            log::page_image(&mut inner.log_buf, id, kind, &page[..ps]);
-            let l = self.wal.append(&inner.log_buf)?;
-            self.log_bytes
-                .fetch_add(inner.log_buf.len() as u64, Ordering::Relaxed);
-            Counters::add(&self.counters.page_images, 1);
-            page_lsn = page_lsn.max(l);
-        }
-        // The log's sync and the write wait in the group ([`super::group`]).
-        self.group_page(id, kind, &page[..ps], page_lsn)
-    }
-
-    /// Writes the dirty cache entries of the page `key` belongs to into it (and its overflow
-    /// page), reorganizing while they do not fit, until `key`'s entry is clean.
-    pub(crate) fn flush_key(&self, inner: &mut Inner, key: &[u8]) -> Result<()> {
-        // Each round writes at least one record: after a reorganization the page's overflow
-        // page is empty and takes one.
-        for _ in 0..10_000 {
-            let dirty = match inner.cache.get(key) {
-                Some(e) => e.dirty,
-                None => false,
-            };
-            if !dirty {
-                return Ok(());
-            }
-            let (seg, upper) = inner.index.find(key)?;
-            let k = seg.page_of(key);
-            if !self.flush_page(inner, &seg, upper.as_deref(), k)? {
-                super::reorg::reorganize(self, inner, &seg)?;
-            }
-        }
-        Err(Error::Corruption {
-            page: 0,
-            detail: "a record could not be placed on its page after many reorganizations".into(),
-        })
-    }
-
-    /// Applies the dirty entries of page `k` of `seg` to it and writes it (and its overflow
-    /// page) once. Returns `false` if some did not fit (they stay dirty): the segment needs a
-    /// reorganization.
-    pub(crate) fn flush_page(
-        &self,
-        inner: &mut Inner,
-        seg: &Segment,
-        upper: Option<&[u8]>,
-        k: usize,
-    ) -> Result<bool> {
-        let slots = inner
-            .cache
-            .dirty_where(&seg.lower, upper, |key| seg.page_of(key) == k)?;
-        if slots.is_empty() {
-            return Ok(true);
-        }
-        let ps = self.page_size();
-        let mut pair = self.read_pair(inner, seg, k)?;
-        let (mut base, mut over) = Self::pair_records(&pair)?;
-        let before = distinct(&base, &over);
-        let prefix = upper.map_or(0, |u| common_prefix(&seg.lower, u));
-        let cost = |k: &[u8], v: &[u8]| SLOT_LEN_HEADS + k.len().saturating_sub(prefix) + v.len();
-        let body = |recs: &[Record]| {
-            page::body_bytes(&seg.lower, upper, recs.iter().map(|(k, v)| (&k[..], &v[..])))
-        };
-        let room = ps - page::BODY_AT;
-        // Deletes and the old versions of updated records leave first; clean records never
-        // move between the two pages (a crash between their writes must not lose one).
-        let mut written = Vec::new();
-        let mut inserts = Vec::new();
-        let mut max_lsn = 0;
-        // No more puts than the two pages could take are taken in one flush (the rest stay
-        // dirty, for the next round after a reorganization): a cache holding many dirty
-        // entries of one page (the first flush of a load: every record in one segment) would
-        // otherwise copy them all each round, a transient the budget does not cover.
-        let mut collect = 2 * room;
-        let mut truncated = false;
-        for &Dirty { slot: s, lsn } in &slots {
-            let Some(e) = inner.cache.entry(s) else {
-                continue;
-            };
-            if let Some(v) = e.value {
-                let c = cost(e.key, v);
-                if c > collect {
-                    truncated = true;
-                    break;
-                }
-                collect -= c;
-            }
-            let mut was = false;
-            for list in [&mut base, &mut over] {
-                if let Ok(i) = list.binary_search_by(|r| r.0.as_slice().cmp(e.key)) {
-                    list.remove(i);
-                    was = true;
-                }
-            }
-            match &e.value {
-                None => {
-                    written.push((s, was));
-                    max_lsn = max_lsn.max(lsn);
-                }
-                Some(v) => inserts.push((s, e.key.to_vec(), v.to_vec(), was, lsn)),
-            }
-        }
-        let (mut base_bytes, mut over_bytes) = (body(&base), body(&over));
-        let mut new_overflow = false;
-        let mut left_over = truncated;
-        let mut moved_out = Vec::new();
-        for (s, key, value, was, lsn) in inserts {
-            let c = cost(&key, &value);
-            let to_base = base_bytes + c <= room;
-            if to_base || over_bytes + c <= room {
-                let list = if to_base { &mut base } else { &mut over };
-                let at = list.partition_point(|r| r.0 < key);
-                list.insert(at, (key, value));
-                if to_base {
-                    base_bytes += c;
-                } else {
-                    over_bytes += c;
-                    new_overflow |= pair.overflow.is_none();
-                }
-                written.push((s, was));
-                max_lsn = max_lsn.max(lsn);
-            } else {
-                left_over = true;
-                if was {
-                    // Its old version leaves the page now; the entry stays dirty.
-                    moved_out.push(s);
-                }
-            }
-        }
-        if written.is_empty() {
-            return Ok(!left_over);
-        }
-        let after = distinct(&base, &over);
-        // The overflow page, then the base page that links it; the group writes them in page
-        // order (Check I recovers a crash between the two whichever reached the file).
-        if pair.overflow.is_some() || !over.is_empty() {
-            let over_id = match &pair.overflow {
-                Some((id, _)) => *id,
-                None => {
-                    let id = self.file.allocate();
-                    inner.imaged.remove(&id);
-                    Counters::add(&self.counters.overflow_pages, 1);
-                    id
-                }
-            };
-            let header = Header {
-                link: pair.base_id,
-                ..pair.header
-            };
-            let mut buf = self.file.buffer(1);
-            page::build(&mut buf, over_id, &header, &seg.lower, upper, over.iter().map(|(k, v)| (&k[..], &v[..])))?;
-            self.write_page(inner, over_id, PageKind::SegmentOverflow, &mut buf, max_lsn)?;
-            pair.overflow = Some((over_id, buf));
-        }
-        let link = pair.overflow.as_ref().map_or(0, |(id, _)| *id);
-        let header = Header {
-            link,
-            ..pair.header
-        };
-        let base_id = pair.base_id;
-        page::build(&mut pair.base, base_id, &header, &seg.lower, upper, base.iter().map(|(k, v)| (&k[..], &v[..])))?;
-        self.write_page(inner, base_id, PageKind::SegmentPage, &mut pair.base, max_lsn)?;
-        inner.relinked.remove(&base_id);
-        if new_overflow {
-            let mut s = seg.clone();
-            s.overflows += 1;
-            inner.index.update(&s)?;
-        }
-        inner.disk_records = inner.disk_records + after - before;
-        for s in moved_out {
-            inner.cache.set_on_disk(s, false);
-        }
-        for (s, was) in written {
-            let Some(e) = inner.cache.entry(s) else {
-                continue;
-            };
-            let (is_put, key_x) = (e.value.is_some(), input(e.key, 0));
-            if is_put && !was && self.options.forecast {
-                inner.tracker.record(key_x);
-            }
-            if is_put {
-                inner.cache.set_clean(s)?;
-            } else {
-                inner.cache.remove(s)?;
-            }
-        }
-        Ok(!left_over)
-    }
-
     /// Memory the store holds against `cache_bytes`.
     pub(crate) fn memory(&self, inner: &Inner) -> usize {
         inner.cache.bytes()
@@ -668,67 +462,75 @@ impl Store {
     }
 
     /// Evicts entries (writing dirty victims' pages) until the store is within its budget.
-    pub(crate) fn evict_to_budget(&self, inner: &mut Inner) -> Result<()> {
-        self.evict_to(inner, self.options.cache_bytes as usize).map(|_| ())
+    pub(crate) fn evict_to_budget(&self, guard: &mut InnerGuard<'_>) -> Result<()> {
+        self.evict_to(guard, self.options.cache_bytes as usize).map(|_| ())
     }
 
-    /// Evicts entries (writing dirty victims' pages) until the store takes at most `target`
-    /// bytes; returns whether it evicted any.
-    fn evict_to(&self, inner: &mut Inner, target: usize) -> Result<bool> {
-        if inner.redoing {
+    /// Evicts entries until the store takes at most `target` bytes; returns whether it evicted
+    /// any. A dirty victim's page is written first, its read with the state lock let go
+    /// ([`super::flush`]); a victim whose page is locked by another is passed over, up to
+    /// [`SKIPS`] of them.
+    fn evict_to(&self, guard: &mut InnerGuard<'_>, target: usize) -> Result<bool> {
+        if guard.redoing {
             return Ok(false);
         }
         let mut evicted = false;
-        while self.memory(inner) > target {
-            if inner.cache.compact_if_loose() {
+        let mut skipped = 0;
+        while self.memory(guard) > target {
+            if guard.cache.compact_if_loose() {
                 continue;
             }
-            let Some(v) = inner.cache.victim() else {
+            let Some(v) = guard.cache.victim() else {
                 break;
             };
-            let Some(e) = inner.cache.entry(v) else {
+            let Some(e) = guard.cache.entry(v) else {
                 continue;
             };
             evicted = true;
             if e.dirty {
                 let key = e.key.to_vec();
-                self.flush_key(inner, &key)?;
+                if !self.flush_key(guard, &key, true, skipped < SKIPS)? {
+                    skipped += 1;
+                    continue;
+                }
                 // The flush removed a delete marker's entry and kept a put's, clean.
-                if let Some(s) = inner.cache.slot_of(&key) {
-                    inner.cache.remove(s)?;
+                if let Some(s) = guard.cache.slot_of(&key) {
+                    guard.cache.remove(s)?;
                 }
             } else {
-                inner.cache.remove(v)?;
+                guard.cache.remove(v)?;
             }
         }
         Ok(evicted)
     }
 
     /// Caches a write logged at `lsn` (`value: None` deletes); `on_disk`: what the caller
-    /// knows of the key's presence on its page.
+    /// knows of the key's presence on its page. Making room may let the state lock go.
     pub(crate) fn cache_write(
         &self,
-        inner: &mut Inner,
+        guard: &mut InnerGuard<'_>,
         key: &[u8],
         value: Option<&[u8]>,
         lsn: u64,
         on_disk: Option<bool>,
     ) -> Result<()> {
-        match inner.cache.slot_of(key) {
-            Some(s) => inner.cache.write(s, value, lsn, on_disk)?,
+        match guard.cache.slot_of(key) {
+            Some(s) => guard.cache.write(s, value, lsn, on_disk)?,
             None => {
-                inner.cache.insert(key, value, true, lsn, PRIORITY_ADMIT, on_disk)?;
+                guard.cache.insert(key, value, true, lsn, PRIORITY_ADMIT, on_disk)?;
             }
         }
-        if !self.options.record_cache && !inner.redoing {
+        if !self.options.record_cache && !guard.redoing {
             // Write-through (Table 5.3's "Base"): to the page at once, and not kept.
-            self.flush_key(inner, key)?;
-            if let Some(s) = inner.cache.slot_of(key) {
-                inner.cache.remove(s)?;
+            self.flush_key(guard, key, true, false)?;
+            if let Some(s) = guard.cache.slot_of(key) {
+                if !guard.cache.entry(s).is_some_and(|e| e.dirty) {
+                    guard.cache.remove(s)?;
+                }
             }
             return Ok(());
         }
-        self.evict_to_budget(inner)
+        self.evict_to_budget(guard)
     }
 
     /// Looks `key` up in the cache alone (under the shared lock): `Some(found)` on a hit
@@ -772,8 +574,11 @@ impl Store {
         })
     }
 
-    /// Reads a read miss's pages with no lock held.
+    /// Reads a read miss's pages with no state lock held, under the segment's IR lock and the
+    /// page's S lock (§4.8.1), released before the miss is admitted.
     pub(crate) fn read_miss(&self, plan: MissPlan, key: &[u8]) -> MissRead {
+        let _segment = self.locks.segment(plan.seg.first, SegMode::Ir);
+        let _page = self.locks.page(plan.seg.first + plan.seg.page_of(key) as u64, false);
         MissRead {
             found: self.find_at(&plan.seg, key, None, plan.relinked),
             plan,
@@ -787,7 +592,16 @@ impl Store {
     /// plan (always, at one thread), the key is still not cached and its segment is the
     /// planned one: neither is looked up again (after the read's wait each lookup is a round
     /// of cache misses).
-    pub(crate) fn admit_miss(&self, inner: &mut Inner, key: &[u8], read: MissRead, out: &mut Vec<u8>) -> Result<bool> {
+    pub(crate) fn admit_miss(&self, guard: &mut InnerGuard<'_>, key: &[u8], read: MissRead, out: &mut Vec<u8>) -> Result<bool> {
+        // Room for the record is made first, so that it takes the slot and the arena chunk
+        // its victim left, still in the CPU's caches. A dirty victim's flush lets the state
+        // lock go, so what the read found is checked only after.
+        let mut evicted = false;
+        if let (true, Ok((Some(v), _))) = (self.options.record_cache, &read.found) {
+            let cost = RecordCache::entry_cost(key.len(), v.len());
+            evicted = self.evict_to(guard, (self.options.cache_bytes as usize).saturating_sub(cost))?;
+        }
+        let inner: &mut Inner = guard;
         let plan = &read.plan;
         let current;
         let seg = if inner.cache.inserts() == plan.inserts && inner.index.version() == plan.index_version {
@@ -808,15 +622,23 @@ impl Store {
             Counters::add(&self.counters.miss_rereads, 1);
             self.find_in_segment(inner, seg, key)?
         };
-        let r = self.admit(inner, key, value, &pair, out);
+        let r = self.admit(guard, key, value, &pair, out, evicted);
         self.recycle(pair);
         r
     }
 
-    /// A record read from `pair`, its page: copied out and cached (with prefetch its
-    /// page-mates too, into room the budget has left). Room for the record is made first, so
-    /// that it takes the slot and the arena chunk its victim left, still in the CPU's caches.
-    fn admit(&self, inner: &mut Inner, key: &[u8], value: Option<Vec<u8>>, pair: &PagePair, out: &mut Vec<u8>) -> Result<bool> {
+    /// A record read from `pair`, its page, not cached: copied out and cached (with prefetch
+    /// its page-mates too, into room the budget has left, if making room for the record
+    /// `evicted` nothing).
+    fn admit(
+        &self,
+        guard: &mut InnerGuard<'_>,
+        key: &[u8],
+        value: Option<Vec<u8>>,
+        pair: &PagePair,
+        out: &mut Vec<u8>,
+        evicted: bool,
+    ) -> Result<bool> {
         let Some(value) = value else {
             return Ok(false);
         };
@@ -827,10 +649,7 @@ impl Store {
         }
         let budget = self.options.cache_bytes as usize;
         let cost = RecordCache::entry_cost(key.len(), value.len());
-        // A dirty victim's flush may rewrite `pair`'s page: its page-mates are then not
-        // cached from the copy read before (the record itself was not dirty, so the flush
-        // left its value as read).
-        let evicted = self.evict_to(inner, budget.saturating_sub(cost))?;
+        let inner: &mut Inner = guard;
         inner.cache.insert(key, Some(&value), false, 0, PRIORITY_ADMIT, Some(true))?;
         // Page-mates are cached only into room the budget has left (they evict nothing): in a
         // full cache, none, and the page's records are not copied out for nothing.
@@ -846,7 +665,7 @@ impl Store {
                 }
             }
         }
-        self.evict_to_budget(inner)?;
+        self.evict_to_budget(guard)?;
         Ok(true)
     }
 
