@@ -144,7 +144,8 @@ impl Store {
     /// Writes the dirty cache entries of the page `key` belongs to into it (and its overflow
     /// page), reorganizing while they do not fit, until `key`'s entry is clean. With
     /// `unlock_io`, page reads let the state lock go (module docs); with `skip`, returns
-    /// `false` at once, nothing done, if the page or its segment is locked by another.
+    /// `false` (the entry still dirty) when the page or its segment is locked by another,
+    /// rather than wait.
     pub(crate) fn flush_key(&self, guard: &mut InnerGuard<'_>, key: &[u8], unlock_io: bool, skip: bool) -> Result<bool> {
         // Each round writes at least one record: after a reorganization the page's overflow
         // page is empty and takes one.
@@ -168,10 +169,11 @@ impl Store {
             } else {
                 self.merge_flush(&plan, guard.preread.as_ref())
             }?;
+            let seg = plan.seg.clone();
             let flushed = self.finish_flush(guard, plan, merged)?;
             drop(locks);
             if flushed == Flushed::Full {
-                super::reorg::reorganize(self, guard, key)?;
+                super::reorg::reorganize(self, guard, &seg)?;
             }
         }
         Err(Error::Corruption {
@@ -376,6 +378,44 @@ impl Store {
 mod tests {
     use super::Flushed;
     use crate::treeline::miss_tests::store_with_budget;
+
+    /// A flush of a page whose segment a reorganization holds (O) passes over it when asked
+    /// to (an eviction's), else waits, with the state lock let go, until the O lock is gone.
+    #[test]
+    fn a_flush_passes_over_or_waits_for_a_segment_under_o() {
+        use crate::treeline::locks::SegMode;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let db = store_with_budget(64 << 20);
+        let key = |i: u64| (i * 7919).to_be_bytes();
+        for i in 0..100 {
+            db.put(&key(i), b"first").unwrap();
+        }
+        db.checkpoint().unwrap();
+        db.put(&key(50), b"second").unwrap();
+        let store = db.store();
+        let seg = store.inner.read().index.segment_of(&key(50)).unwrap();
+        let o = store.locks.segment(seg.first, SegMode::O);
+        {
+            let mut inner = store.inner.write();
+            assert!(!store.flush_key(&mut inner, &key(50), true, true).unwrap(), "passed over");
+            assert!(inner.cache.get(&key(50)).unwrap().dirty);
+        }
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let flush = s.spawn(|| {
+                let r = store.flush_key(&mut store.inner.write(), &key(50), true, false);
+                done.store(true, Ordering::SeqCst);
+                r
+            });
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert!(!done.load(Ordering::SeqCst), "a flush wrote in a segment under O");
+            // The state lock was let go meanwhile: a cache hit goes on.
+            assert_eq!(db.get(&key(50)).unwrap().as_deref(), Some(&b"second"[..]));
+            drop(o);
+            assert!(flush.join().unwrap().unwrap());
+        });
+        assert!(!store.inner.read().cache.get(&key(50)).unwrap().dirty);
+    }
 
     /// Step 3 of a flush finds the entry written again while step 2 read its page without the
     /// state lock: the entry stays dirty with its newer value (marked clean, it would be

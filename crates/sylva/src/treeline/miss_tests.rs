@@ -125,7 +125,8 @@ fn a_miss_whose_segment_was_reorganized_reads_again() {
         // A reorganization takes the dirty entry along to new pages (the old ones are not
         // written again), and the entry is then evicted clean.
         let mut inner = store.inner.write();
-        crate::treeline::reorg::reorganize(store, &mut inner, &key(100)).unwrap();
+        let seg = inner.index.segment_of(&key(100)).unwrap();
+        crate::treeline::reorg::reorganize(store, &mut inner, &seg).unwrap();
         assert!(!inner.cache.get(&key(100)).unwrap().dirty);
         let slot = inner.cache.slot_of(&key(100)).unwrap();
         inner.cache.remove(slot).unwrap();

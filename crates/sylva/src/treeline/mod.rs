@@ -81,9 +81,9 @@
 //!   Table 4.1, beside a state lock over the cache and the index ([`store::Store::inner`],
 //!   a reader-writer lock; writers also hold a gate shared, which a checkpoint takes
 //!   exclusively). The thesis's record cache is a concurrent structure; here the cache, the
-//!   index and the clock are under the state lock, which cache hits and scans take shared and
-//!   writes exclusively, and which page I/O lets go where the locks of §4.8 keep the pages
-//!   as they are:
+//!   index and the clock are under the state lock, which cache hits and scans' merges take
+//!   shared and writes exclusively, and which page I/O lets go where the locks of §4.8 keep
+//!   the pages as they are:
 //!   - a read miss reads its page under IR and S with no state lock, and admits its record
 //!     under the exclusive lock only if its segment and page are unchanged
 //!     ([`store::WriteStripes`]; else it reads them again under it, `miss_rereads`);
@@ -93,11 +93,12 @@
 //!   - a reorganization takes O on its pre segments (a neighbour only if no flush is in it),
 //!     lets the state lock go for Phases II and III (reading, planning, writing, syncing),
 //!     upgrades to OX once the readers have left, and installs Phase IV under the state lock
-//!     ([`reorg`]).
+//!     ([`reorg`]);
+//!   - a scan takes a segment's IR lock and its pages' S locks, reads the pages with no state
+//!     lock and merges the cache's dirty entries over them under the shared one ([`scan`]);
+//!     it needs no lock coupling between segments (§4.8.3): each is looked up again by the
+//!     key the last one ended at.
 //!
-//!   Scans read a segment's pages under the shared state lock (no flush writes and no
-//!   reorganization installs meanwhile: the effect of IR and S, without the lock coupling of
-//!   §4.8.3, since each segment is looked up again by the key the last one ended at).
 //!   A flush's page write joins the group under the state lock, and a group's write-out
 //!   (a log sync and the writes) runs under it ([`group`]).
 //! - **Model input** (§6.2 models 8-byte integer keys): the 8 key bytes after the prefix the
@@ -141,8 +142,8 @@
 //! (PUT, DELETE, BATCH, PAGE_IMAGE, REORG_START/END) and recovery with Checks I and II, fuzzy
 //! and quiet checkpoints, page writes in groups with one log sync ([`group`]), `check()`,
 //! counters, the `sylva bench` engine `treeline` with its options.
-//! Partly built: the locks of §4.8, with the departures above (scans under the shared
-//! state lock; the cache and index under one state lock, not concurrent structures).
+//! Built with a departure: the locks of §4.8, beside one state lock over the cache and the
+//! index (not concurrent structures; page I/O runs without it, above).
 //! Not built: dropping an open REORG_START at a checkpoint (none can be open when a
 //! checkpoint drops the log: a reorganization runs within a writer, which holds the gate
 //! shared, or within the checkpoint's own flush).
@@ -414,7 +415,7 @@ impl TreeLine {
         let mut from = start.to_vec();
         let mut n = 0;
         while n < limit {
-            let r = store.scan_segment(&store.inner.read(), &from, end, limit - n);
+            let r = store.scan_segment(&from, end, limit - n);
             let (batch, upper) = self.durable.poison().guard_read(r)?;
             for (k, v) in &batch {
                 n += 1;

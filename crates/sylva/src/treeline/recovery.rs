@@ -83,6 +83,7 @@ pub(crate) fn open_store(
         writes: Default::default(),
         spare_pages: Default::default(),
         locks: Default::default(),
+        building: Default::default(),
     };
     match state {
         None => create(&store)?,

@@ -35,9 +35,18 @@
 //! - **Logging.** REORG_START (the new production ID, the pre segments' first pages and
 //!   production IDs, the post segments' runs) is logged and made durable before any post page
 //!   is written; the post segments are written (`write_run`, one I/O each) and synced; then,
-//!   under the store's lock, the index swaps the entries, the pre segments' first pages get
-//!   production ID 0, their pages are freed deferred (not reused before the next checkpoint is
-//!   durable), and REORG_END is logged.
+//!   under the store's state lock, the index swaps the entries, the pre segments' first pages
+//!   get production ID 0, their pages are freed deferred (not reused before the next
+//!   checkpoint is durable), and REORG_END is logged.
+//! - **Locks** (§4.8.4, [`super::locks`]). Phase I runs under the state lock and takes O on
+//!   each pre segment: the full one waiting (the state lock let go) while a flush is in it, a
+//!   neighbour only if none is (the first that is ends the range on its side). Phases II and
+//!   III run with the state lock let go: readers go on reading the pre segments, writers go on
+//!   writing to the cache (entries of the range written meanwhile stay dirty, for the post
+//!   segments), and no flush writes a pre page. One reorganization builds at a time (the
+//!   memory allowed is one's). Phase IV upgrades each O to OX, in key order, once the pre
+//!   segments' readers have left, and installs under the state lock. The entries taken along
+//!   are clean afterwards only if their LSN is the one taken.
 
 use std::collections::HashMap;
 
@@ -254,20 +263,27 @@ struct Built {
     inserted: Vec<bool>,
 }
 
-/// Reorganizes the segment of `key` and its neighbours with reorganization potential (module
-/// docs), with the locks of §4.8.4: O on the pre segments from Phase I, the state lock let go
-/// while Phases II and III read, plan and write, then OX for Phase IV.
-pub(crate) fn reorganize(store: &Store, guard: &mut InnerGuard<'_>, key: &[u8]) -> Result<()> {
-    // O on the key's segment, waiting (the state lock let go) while a flush writes in it.
+/// Reorganizes `full` and its neighbours with reorganization potential (module docs), with
+/// the locks of §4.8.4: O on the pre segments from Phase I, the state lock let go while Phases
+/// II and III read, plan and write, then OX for Phase IV. Nothing is done if another thread
+/// replaced `full` first.
+pub(crate) fn reorganize(store: &Store, guard: &mut InnerGuard<'_>, full: &Segment) -> Result<()> {
+    // O on the segment, waiting (the state lock let go) while a flush writes in it.
     let (full, full_lock) = loop {
-        let seg = guard.index.segment_of(key)?;
+        let seg = guard.index.segment_of(&full.lower)?;
+        if (seg.first, seg.production) != (full.first, full.production) {
+            return Ok(());
+        }
         if let Some(l) = store.locks.try_segment(seg.first, SegMode::O) {
             break (seg, l);
         }
         RwLockWriteGuard::unlocked(guard, || drop(store.locks.segment(seg.first, SegMode::O)));
     };
     let (range, mut held) = detect(store, guard, full, full_lock)?;
-    let built = RwLockWriteGuard::unlocked(guard, || build(store, &range))?;
+    let built = RwLockWriteGuard::unlocked(guard, || {
+        let _one_at_a_time = store.building.lock();
+        build(store, &range)
+    })?;
     // Phase IV: OX, once the readers of the pre segments have left (in key order).
     RwLockWriteGuard::unlocked(guard, || held.iter_mut().for_each(SegmentLock::upgrade));
     install(store, guard, range, built)?;

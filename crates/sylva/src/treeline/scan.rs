@@ -1,7 +1,10 @@
 //! Range scans (§4.1.3): a segment's pages merged with the record cache, the cache's entries
 //! winning and its delete markers hiding records.
 
+use std::collections::HashMap;
+
 use super::index::Segment;
+use super::locks::{PageLock, SegMode, SegmentLock};
 use super::page::Record;
 use super::store::{Inner, Store};
 use crate::error::Result;
@@ -31,14 +34,20 @@ impl Store {
     /// "the appropriate data page(s)"; a short scan of a 16-page segment read all 16 and their
     /// overflow pages): the merge is exact up to the last key read, and the rest of the
     /// segment is read if that leaves the scan short.
+    ///
+    /// Locks (§4.8.3): the segment's IR lock and the S locks of its pages from the first read
+    /// on are taken under the shared state lock (if one is not free, the state lock is let go
+    /// until it is, and the segment looked up again); the pages are read with the state lock
+    /// let go, and merged with the cache under it again. The locks keep the pages as they were
+    /// read until the merge: no flush writes one (X), no reorganization installs (OX), so the
+    /// cache's dirty entries at the merge and the pages read make one state.
     pub(crate) fn scan_segment(
         &self,
-        inner: &Inner,
         from: &[u8],
         end: Option<&[u8]>,
         limit: usize,
     ) -> Result<(Vec<Record>, Option<Vec<u8>>)> {
-        let (seg, upper) = inner.index.find(from)?;
+        let (seg, upper, _locks, relinked) = self.lock_scan(from)?;
         let n = seg.pages as usize;
         let stop = match (upper.as_deref(), end) {
             (Some(u), Some(e)) => Some(u.min(e)),
@@ -51,7 +60,7 @@ impl Store {
         } else {
             (0, n)
         };
-        let mut disk = self.read_pages(&inner.relinked, &seg, start..read_to)?.records;
+        let mut disk = self.read_pages(&relinked, &seg, start..read_to)?.records;
         loop {
             // Keys past the last one read may lie on pages not read yet (pages read without a
             // record bound nothing: the rest is read).
@@ -59,18 +68,59 @@ impl Store {
                 _ if read_to == n => None,
                 Some(r) => Some(r.0.as_slice()),
                 None => {
-                    disk = self.read_pages(&inner.relinked, &seg, read_to..n)?.records;
+                    disk = self.read_pages(&relinked, &seg, read_to..n)?.records;
                     read_to = n;
                     None
                 }
             };
-            let out = self.merge_cache(inner, &disk, from, stop, exact_to, limit)?;
+            let out = self.merge_cache(&self.inner.read(), &disk, from, stop, exact_to, limit)?;
             if out.len() >= limit || read_to == n {
                 return Ok((out, upper));
             }
             // Pages of a model that keeps key order hold larger keys the later they are.
-            disk.extend(self.read_pages(&inner.relinked, &seg, read_to..n)?.records);
+            disk.extend(self.read_pages(&relinked, &seg, read_to..n)?.records);
             read_to = n;
+        }
+    }
+
+    /// The segment holding `from`, its upper bound, its IR lock and the S locks of its pages
+    /// from `from`'s on (or all, [`ordered_pages`]), and its pages' overflow links as recovery
+    /// corrected them; the state lock is not held on return.
+    #[allow(clippy::type_complexity)]
+    fn lock_scan(
+        &self,
+        from: &[u8],
+    ) -> Result<(Segment, Option<Vec<u8>>, (SegmentLock<'_>, Vec<PageLock<'_>>), HashMap<u64, u64>)> {
+        loop {
+            let inner = self.inner.read();
+            let (seg, upper) = inner.index.find(from)?;
+            let first = if ordered_pages(&seg, upper.as_deref()) { seg.page_of(from) } else { 0 };
+            let pages = seg.first + first as u64..seg.first + u64::from(seg.pages);
+            let Some(seg_lock) = self.locks.try_segment(seg.first, SegMode::Ir) else {
+                drop(inner);
+                drop(self.locks.segment(seg.first, SegMode::Ir));
+                continue;
+            };
+            let mut page_locks = Vec::with_capacity(pages.clone().count());
+            let mut busy = None;
+            for id in pages.clone() {
+                match self.locks.try_page(id, false) {
+                    Some(l) => page_locks.push(l),
+                    None => {
+                        busy = Some(id);
+                        break;
+                    }
+                }
+            }
+            if let Some(id) = busy {
+                drop((inner, page_locks, seg_lock));
+                drop(self.locks.page(id, false));
+                continue;
+            }
+            let relinked = pages
+                .filter_map(|id| inner.relinked.get(&id).map(|&link| (id, link)))
+                .collect();
+            return Ok((seg, upper, (seg_lock, page_locks), relinked));
         }
     }
 
@@ -85,7 +135,7 @@ impl Store {
         exact_to: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<Record>> {
-        // The dirty entries only: a clean one repeats its page, read under this same lock.
+        // The dirty entries only: a clean one repeats its page, which its S lock kept as read.
         let dirty = inner.cache.dirty_where(from, stop, |_| true)?;
         let mut out = Vec::new();
         let mut d = disk
@@ -167,6 +217,38 @@ mod tests {
         })
         .unwrap();
         got
+    }
+
+    /// While a reorganization holds OX on a segment (Phase IV), a scan of it and a read that
+    /// misses the cache wait (§4.8.1, §4.8.3), and then find the segment as the index has it.
+    #[test]
+    fn readers_of_a_segment_wait_for_its_ox_lock() {
+        use crate::treeline::locks::SegMode;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let db = store();
+        let store = db.store();
+        let seg = store.inner.read().index.segment_of(&key(10_000)).unwrap();
+        let mut ox = store.locks.segment(seg.first, SegMode::O);
+        ox.upgrade();
+        let (scanned, read) = (AtomicBool::new(false), AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let scan = s.spawn(|| {
+                let got = scan(&db, 10_000, 10);
+                scanned.store(true, Ordering::SeqCst);
+                got
+            });
+            let get = s.spawn(|| {
+                let got = db.get(&key(10_001)).unwrap();
+                read.store(true, Ordering::SeqCst);
+                got
+            });
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            assert!(!scanned.load(Ordering::SeqCst), "a scan read a segment under OX");
+            assert!(!read.load(Ordering::SeqCst), "a read miss read a segment under OX");
+            drop(ox);
+            assert_eq!(scan.join().unwrap(), (10_000..10_010).collect::<Vec<_>>());
+            assert_eq!(get.join().unwrap(), Some(10_001u64.to_be_bytes().to_vec()));
+        });
     }
 
     #[test]

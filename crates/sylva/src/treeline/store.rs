@@ -25,8 +25,9 @@ use crate::wal::Wal;
 
 /// Memory the store keeps outside the cache, the index and the histograms: a reorganization's
 /// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
-/// and page buffers, the pages waiting in the group (up to 1 MiB, written out before a
-/// reorganization reads), the read misses' spare page buffers ([`SPARE_PAGES`]), scratch.
+/// and page buffers (one reorganization builds at a time, [`Store::building`]), the pages
+/// waiting in the group (up to 1 MiB, written out before a reorganization reads), the read
+/// misses' spare page buffers ([`SPARE_PAGES`]), scratch.
 /// Calibrated with the record cache's exact accounting (`tests/treeline_memory.rs`).
 const FIXED_BYTES: usize = 6 << 20;
 
@@ -136,6 +137,10 @@ pub(crate) struct Store {
     pub(crate) spare_pages: Mutex<Vec<AlignedBuf>>,
     /// Segment and page locks ([`super::locks`]).
     pub(crate) locks: Locks,
+    /// Held by a reorganization while it reads, plans and writes (Phases II and III, no state
+    /// lock held): one at a time, so that the memory allowed for one ([`FIXED_BYTES`]) holds
+    /// however many threads reorganize.
+    pub(crate) building: Mutex<()>,
 }
 
 /// Page buffers kept for reuse (within the store's fixed allowance).
