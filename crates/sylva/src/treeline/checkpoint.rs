@@ -10,10 +10,16 @@
 //!   with one I/O (the same `read_run` a scan uses) and each page's flush takes its copy from
 //!   there: up to 16 reads become one. A page's copy is forgotten once the page is written, and
 //!   the whole pre-read when a reorganization starts or the flush lets the lock go.
-//! - **The lock a group at a time.** The exclusive lock is taken for up to [`GROUP_PAGES`]
-//!   pages and released in between, so readers and writers go on during a fuzzy checkpoint's
-//!   flush and a quiet one's first (a quiet one's second runs with writers held back and finds
-//!   what they dirtied meanwhile).
+//! - **The lock a group at a time.** The exclusive state lock is taken for up to
+//!   [`GROUP_PAGES`] pages and released in between, so readers and writers go on during a
+//!   fuzzy checkpoint's flush and a quiet one's first (a quiet one's second runs with writers
+//!   held back and finds what they dirtied meanwhile). Its page reads and its
+//!   reorganizations' Phases II and III keep the lock, unlike an eviction's
+//!   ([`super::flush`], [`super::reorg`]): with the lock let go for them, writers ran beside
+//!   the flush and gave it more to write, a checkpoint's first pass took 54 s where it had
+//!   taken 5, and a load made 3 checkpoints where it had made 5 (at 10M records and two
+//!   threads, 1 where it had made 10), the file 22% larger for the frees deferred meanwhile
+//!   (`docs/results/treeline.md`, session 46).
 
 use std::sync::atomic::Ordering;
 
@@ -132,7 +138,8 @@ impl Store {
                 }
                 current = Some((seg.lower, upper, reorgs));
             }
-            self.flush_key(inner, &key, true, false)?;
+            // Its page reads and reorganizations keep the state lock (module docs).
+            self.flush_key(inner, &key, false, false)?;
         }
         Ok(())
     }

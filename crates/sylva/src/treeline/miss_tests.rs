@@ -126,7 +126,7 @@ fn a_miss_whose_segment_was_reorganized_reads_again() {
         // written again), and the entry is then evicted clean.
         let mut inner = store.inner.write();
         let seg = inner.index.segment_of(&key(100)).unwrap();
-        crate::treeline::reorg::reorganize(store, &mut inner, &seg).unwrap();
+        crate::treeline::reorg::reorganize(store, &mut inner, &seg, true).unwrap();
         assert!(!inner.cache.get(&key(100)).unwrap().dirty);
         let slot = inner.cache.slot_of(&key(100)).unwrap();
         inner.cache.remove(slot).unwrap();

@@ -87,9 +87,11 @@
 //!   - a read miss reads its page under IR and S with no state lock, and admits its record
 //!     under the exclusive lock only if its segment and page are unchanged
 //!     ([`store::WriteStripes`]; else it reads them again under it, `miss_rereads`);
-//!   - a flush (an eviction's, a checkpoint's, a write-through's) takes IW and X under the
-//!     state lock, lets it go while it reads and merges the page, and takes it again to write
-//!     ([`flush`]); an eviction passes over a victim whose page is locked;
+//!   - a flush (an eviction's, a write-through's) takes IW and X under the state lock, lets
+//!     it go while it reads and merges the page, and takes it again to write ([`flush`]); an
+//!     eviction passes over a victim whose page is locked. A checkpoint's flush keeps the
+//!     state lock for its reads and reorganizations, a group of pages at a time
+//!     ([`checkpoint`]);
 //!   - a reorganization takes O on its pre segments (a neighbour only if no flush is in it),
 //!     lets the state lock go for Phases II and III (reading, planning, writing, syncing),
 //!     upgrades to OX once the readers have left, and installs Phase IV under the state lock

@@ -41,12 +41,14 @@
 //! - **Locks** (§4.8.4, [`super::locks`]). Phase I runs under the state lock and takes O on
 //!   each pre segment: the full one waiting (the state lock let go) while a flush is in it, a
 //!   neighbour only if none is (the first that is ends the range on its side). Phases II and
-//!   III run with the state lock let go: readers go on reading the pre segments, writers go on
-//!   writing to the cache (entries of the range written meanwhile stay dirty, for the post
-//!   segments), and no flush writes a pre page. One reorganization builds at a time (the
-//!   memory allowed is one's). Phase IV upgrades each O to OX, in key order, once the pre
-//!   segments' readers have left, and installs under the state lock. The entries taken along
-//!   are clean afterwards only if their LSN is the one taken.
+//!   III run with the state lock let go (but for a checkpoint's: [`super::checkpoint`]):
+//!   readers go on reading the pre segments, writers go on writing to the cache (entries of
+//!   the range written meanwhile stay dirty, for the post segments), and no flush writes a
+//!   pre page. One reorganization builds at a time (the memory allowed is one's). Phase IV
+//!   upgrades each O to OX, in key order, once the pre segments' readers have left (the state
+//!   lock let go: a scan holds IR until it merges under the state lock), and installs under
+//!   the state lock. The entries taken along are clean afterwards only if their LSN is the
+//!   one taken.
 
 use std::collections::HashMap;
 
@@ -265,9 +267,14 @@ struct Built {
 
 /// Reorganizes `full` and its neighbours with reorganization potential (module docs), with
 /// the locks of §4.8.4: O on the pre segments from Phase I, the state lock let go while Phases
-/// II and III read, plan and write, then OX for Phase IV. Nothing is done if another thread
-/// replaced `full` first.
-pub(crate) fn reorganize(store: &Store, guard: &mut InnerGuard<'_>, full: &Segment) -> Result<()> {
+/// II and III read, plan and write (with `unlock_io`; a checkpoint's keep it), then OX for
+/// Phase IV. Nothing is done if another thread replaced `full` first.
+pub(crate) fn reorganize(
+    store: &Store,
+    guard: &mut InnerGuard<'_>,
+    full: &Segment,
+    unlock_io: bool,
+) -> Result<()> {
     // O on the segment, waiting (the state lock let go) while a flush writes in it.
     let (full, full_lock) = loop {
         let seg = guard.index.segment_of(&full.lower)?;
@@ -280,10 +287,16 @@ pub(crate) fn reorganize(store: &Store, guard: &mut InnerGuard<'_>, full: &Segme
         RwLockWriteGuard::unlocked(guard, || drop(store.locks.segment(seg.first, SegMode::O)));
     };
     let (range, mut held) = detect(store, guard, full, full_lock)?;
-    let built = RwLockWriteGuard::unlocked(guard, || {
+    let built = if unlock_io {
+        RwLockWriteGuard::unlocked(guard, || {
+            let _one_at_a_time = store.building.lock();
+            build(store, &range)
+        })
+    } else {
+        // Safe under the state lock: a build holding `building` never waits for it.
         let _one_at_a_time = store.building.lock();
         build(store, &range)
-    })?;
+    }?;
     // Phase IV: OX, once the readers of the pre segments have left (in key order).
     RwLockWriteGuard::unlocked(guard, || held.iter_mut().for_each(SegmentLock::upgrade));
     install(store, guard, range, built)?;
