@@ -54,7 +54,7 @@ fn constant_reorganization() -> TreeLineOptions {
     // the log's buffers (4 MiB), the histograms with the sample and its sorted copy, the record
     // cache's arena slack (256 KiB).
     o.cache_bytes +=
-        (6 << 20) + 8192 + (4 << 20) + 2 * 20_000 * 16 + 2 * 10 * 20_000 * 8 + 1024 + (256 << 10);
+        (8 << 20) + 8192 + (4 << 20) + 2 * 20_000 * 16 + 2 * 10 * 20_000 * 8 + 1024 + (256 << 10);
     o
 }
 

@@ -23,7 +23,7 @@ use sylva::{KvStore, TreeLine, TreeLineOptions};
 
 /// The options a case's configuration stands for (module docs).
 fn options(c: &Config) -> TreeLineOptions {
-    let fixed_part = (6 << 20) + 8192 + (4 << 20) + 2 * 16 * 16 + 2 * 10 * 16 * 8 + 1024;
+    let fixed_part = (8 << 20) + 8192 + (4 << 20) + 2 * 16 * 16 + 2 * 10 * 16 * 8 + 1024;
     TreeLineOptions {
         sync: c.sync,
         cache_bytes: fixed_part + c.cache_pages * 256,

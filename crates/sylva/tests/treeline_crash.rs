@@ -46,7 +46,7 @@ fn options() -> TreeLineOptions {
     o.set("cache_records", "300").unwrap();
     // The fixed part of the budget on top, and the record cache's arena slack (256 KiB).
     o.cache_bytes +=
-        (6 << 20) + 8192 + (4 << 20) + 2 * 32 * 16 + 2 * 10 * 32 * 8 + 1024 + (256 << 10);
+        (8 << 20) + 8192 + (4 << 20) + 2 * 32 * 16 + 2 * 10 * 32 * 8 + 1024 + (256 << 10);
     o
 }
 

@@ -35,7 +35,7 @@ fn options() -> TreeLineOptions {
     o.set("cache_records", "40").unwrap();
     // The fixed part of the budget (buffers, index) and the record cache's arena slack on top;
     // no histograms without forecasts.
-    o.cache_bytes += (6 << 20) + 8192 + (4 << 20) + 1024 + (256 << 10);
+    o.cache_bytes += (8 << 20) + 8192 + (4 << 20) + 1024 + (256 << 10);
     o
 }
 

@@ -69,7 +69,7 @@ fn through_a_thousand_reorganizations(radius: usize) {
         ..TreeLineOptions::default()
     };
     o.set("cache_records", "200").unwrap();
-    o.cache_bytes += (6 << 20) + 8192 + (4 << 20) + 4096 + (256 << 10);
+    o.cache_bytes += (8 << 20) + 8192 + (4 << 20) + 4096 + (256 << 10);
     let db = TreeLine::open(dir.path(), o).unwrap();
     for i in 0..UNTOUCHED {
         db.put(&key(i * THREADS * 1_000_000 + 999_999), b"still here")
@@ -177,7 +177,7 @@ fn reads_that_miss_beside_a_writer_see_no_older_version() {
     // A cache of some 300 records over 2,000 read ones: most reads miss, and the writer's
     // evictions rewrite pages all the time (each write's victim is mostly dirty).
     o.set("cache_records", "300").unwrap();
-    o.cache_bytes += (6 << 20) + (4 << 20) + (256 << 10);
+    o.cache_bytes += (8 << 20) + (4 << 20) + (256 << 10);
     let db = TreeLine::open(dir.path(), o).unwrap();
     let value = |version: u64| {
         let mut v = version.to_be_bytes().to_vec();

@@ -123,7 +123,7 @@ impl Locks {
         &self.stripes[(id as usize) % STRIPES]
     }
 
-    /// Waits on `stripe` until `ready` grants, then applies `take` (both under its mutex).
+    /// Waits on `stripe` until `ready`, run under its mutex, grants (and takes) the lock.
     fn wait_for(stripe: &Stripe, mut ready: impl FnMut(&mut Held) -> bool) {
         let mut held = stripe.held.lock();
         if ready(&mut held) {
