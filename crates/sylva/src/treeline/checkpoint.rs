@@ -15,11 +15,9 @@
 //!   fuzzy checkpoint's flush and a quiet one's first (a quiet one's second runs with writers
 //!   held back and finds what they dirtied meanwhile). Its page reads and its
 //!   reorganizations' Phases II and III keep the lock, unlike an eviction's
-//!   ([`super::flush`], [`super::reorg`]): with the lock let go for them, writers ran beside
-//!   the flush and gave it more to write, a checkpoint's first pass took 54 s where it had
-//!   taken 5, and a load made 3 checkpoints where it had made 5 (at 10M records and two
-//!   threads, 1 where it had made 10), the file 22% larger for the frees deferred meanwhile
-//!   (`docs/results/treeline.md`, session 46).
+//!   ([`super::flush`], [`super::reorg`]): with the lock let go for them, writers run beside
+//!   the flush and give it more to write, checkpoints come further apart, and pages freed
+//!   deferred are held longer (measured: `docs/results/treeline.md`, session 46).
 
 use std::sync::atomic::Ordering;
 

@@ -358,19 +358,26 @@ impl Store {
             if is_put && !was && self.options.forecast {
                 inner.tracker.record(input(&e.key, 0));
             }
-            let Some(s) = inner.cache.slot_of(&e.key) else {
-                continue;
-            };
-            if s != e.slot || inner.cache.dirty_lsn(s)? != Some(e.lsn) {
-                // Written again meanwhile: dirty still, and the page now says what this wrote.
-                inner.cache.set_on_disk(s, is_put);
-            } else if is_put {
-                inner.cache.set_clean(s)?;
-            } else {
-                inner.cache.remove(s)?;
-            }
+            Self::written(inner, e.slot, &e.key, e.lsn, is_put)?;
         }
         Ok(flushed)
+    }
+
+    /// A cache entry copied at `lsn` from `slot` is on its page now (`is_put`: as a record;
+    /// else removed): clean (a delete marker: gone) if it is still that entry at that LSN; if
+    /// it was written again meanwhile, dirty still, and the page's presence of its key noted.
+    pub(crate) fn written(inner: &mut Inner, slot: u32, key: &[u8], lsn: u64, is_put: bool) -> Result<()> {
+        let Some(s) = inner.cache.slot_of(key) else {
+            return Ok(());
+        };
+        if s != slot || inner.cache.dirty_lsn(s)? != Some(lsn) {
+            inner.cache.set_on_disk(s, is_put);
+            Ok(())
+        } else if is_put {
+            inner.cache.set_clean(s)
+        } else {
+            inner.cache.remove(s).map(|_| ())
+        }
     }
 }
 
@@ -379,6 +386,22 @@ impl Store {
 mod tests {
     use super::Flushed;
     use crate::treeline::miss_tests::store_with_budget;
+    use crate::treeline::TreeLine;
+
+    fn key(i: u64) -> [u8; 8] {
+        (i * 7919).to_be_bytes()
+    }
+
+    /// 100 records on their pages, key 50's rewritten and dirty in the cache.
+    fn one_dirty_entry() -> TreeLine {
+        let db = store_with_budget(64 << 20);
+        for i in 0..100 {
+            db.put(&key(i), b"first").unwrap();
+        }
+        db.checkpoint().unwrap();
+        db.put(&key(50), b"second").unwrap();
+        db
+    }
 
     /// A flush of a page whose segment a reorganization holds (O) passes over it when asked
     /// to (an eviction's), else waits, with the state lock let go, until the O lock is gone.
@@ -386,13 +409,7 @@ mod tests {
     fn a_flush_passes_over_or_waits_for_a_segment_under_o() {
         use crate::treeline::locks::SegMode;
         use std::sync::atomic::{AtomicBool, Ordering};
-        let db = store_with_budget(64 << 20);
-        let key = |i: u64| (i * 7919).to_be_bytes();
-        for i in 0..100 {
-            db.put(&key(i), b"first").unwrap();
-        }
-        db.checkpoint().unwrap();
-        db.put(&key(50), b"second").unwrap();
+        let db = one_dirty_entry();
         let store = db.store();
         let seg = store.inner.read().index.segment_of(&key(50)).unwrap();
         let o = store.locks.segment(seg.first, SegMode::O);
@@ -424,13 +441,7 @@ mod tests {
     /// noted.
     #[test]
     fn an_entry_written_while_its_page_is_read_stays_dirty() {
-        let db = store_with_budget(64 << 20);
-        let key = |i: u64| (i * 7919).to_be_bytes();
-        for i in 0..100 {
-            db.put(&key(i), b"first").unwrap();
-        }
-        db.checkpoint().unwrap();
-        db.put(&key(50), b"second").unwrap();
+        let db = one_dirty_entry();
         let store = db.store();
         let (plan, merged) = {
             let inner = store.inner.write();

@@ -170,11 +170,7 @@ impl Locks {
 
     /// Locks segment `id` in `mode` if no one holds it in a conflicting one.
     pub(crate) fn try_segment(&self, id: u64, mode: SegMode) -> Option<SegmentLock<'_>> {
-        let mut held = self.stripe(id).held.lock();
-        if !Self::grant_segment(&mut held, id, mode) {
-            if held.segments.get(&id).is_some_and(SegState::is_free) {
-                held.segments.remove(&id);
-            }
+        if !Self::grant_segment(&mut self.stripe(id).held.lock(), id, mode) {
             return None;
         }
         Some(SegmentLock {

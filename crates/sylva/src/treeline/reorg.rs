@@ -516,16 +516,7 @@ fn install(store: &Store, inner: &mut Inner, r: PreRange, b: Built) -> Result<()
         if inserted && store.options.forecast {
             inner.tracker.record(input(&t.key, 0));
         }
-        let Some(s) = inner.cache.slot_of(&t.key) else {
-            continue;
-        };
-        if s != t.slot || inner.cache.dirty_lsn(s)? != Some(t.lsn) {
-            inner.cache.set_on_disk(s, is_put);
-        } else if is_put {
-            inner.cache.set_clean(s)?;
-        } else {
-            inner.cache.remove(s)?;
-        }
+        Store::written(inner, t.slot, &t.key, t.lsn, is_put)?;
     }
     Ok(())
 }

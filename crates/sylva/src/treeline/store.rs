@@ -27,9 +27,9 @@ use crate::wal::Wal;
 /// records (up to 2r + 1 segments of 16 base and 16 overflow pages, as owned keys and values)
 /// and page buffers (one reorganization builds at a time, [`Store::building`]), the pages
 /// waiting in the group (up to 1 MiB, written out before a reorganization reads), the read
-/// misses' spare page buffers ([`SPARE_PAGES`]), scratch; and 2 MiB for what a checkpoint's
-/// flush holds while a writer's reorganization builds with the state lock let go (with 6 MiB
-/// in all, TreeLine was killed at target 7's memory limit at one thread, session 46).
+/// misses' spare page buffers ([`SPARE_PAGES`]), scratch; and what a checkpoint's flush holds
+/// while a writer's reorganization builds with the state lock let go (2 MiB of the 8;
+/// `docs/results/treeline.md`, session 46).
 /// Calibrated with the record cache's exact accounting (`tests/treeline_memory.rs`).
 const FIXED_BYTES: usize = 8 << 20;
 
