@@ -219,6 +219,20 @@ impl Locks {
 }
 
 impl SegmentLock<'_> {
+    /// Upgrades O to OX if no reader is inside; `false` (O still held) if one is.
+    pub(crate) fn try_upgrade(&mut self) -> bool {
+        assert_eq!(self.mode, Some(SegMode::O), "only O is upgraded");
+        let mut held = self.locks.stripe(self.id).held.lock();
+        let s = held.segments.entry(self.id).or_default();
+        if s.ir != 0 {
+            return false;
+        }
+        s.o = false;
+        s.ox = true;
+        self.mode = None;
+        true
+    }
+
     /// Upgrades O to OX, waiting for the segment's readers to leave (none enters meanwhile).
     pub(crate) fn upgrade(&mut self) {
         assert_eq!(self.mode, Some(SegMode::O), "only O is upgraded");
@@ -351,6 +365,23 @@ mod tests {
             let _again = locks.segment(5, SegMode::Ir);
             assert!(upgraded.load(Ordering::SeqCst));
         });
+        assert!(locks.stripes.iter().all(|s| s.held.lock().segments.is_empty()));
+    }
+
+    /// A try to upgrade fails while a reader is inside and leaves O held (no new writer or
+    /// owner enters); it succeeds once the reader has left.
+    #[test]
+    fn a_try_to_upgrade_fails_while_a_reader_is_inside() {
+        let locks = Locks::default();
+        let reader = locks.segment(5, SegMode::Ir);
+        let mut o = locks.segment(5, SegMode::O);
+        assert!(!o.try_upgrade(), "upgraded with a reader inside");
+        assert!(locks.try_segment(5, SegMode::Iw).is_none(), "O let go");
+        assert!(locks.try_segment(5, SegMode::Ir).is_some(), "O holds readers back");
+        drop(reader);
+        assert!(o.try_upgrade());
+        assert!(locks.try_segment(5, SegMode::Ir).is_none(), "a reader entered under OX");
+        drop(o);
         assert!(locks.stripes.iter().all(|s| s.held.lock().segments.is_empty()));
     }
 

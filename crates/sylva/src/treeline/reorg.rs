@@ -45,9 +45,10 @@
 //!   readers go on reading the pre segments, writers go on writing to the cache (entries of
 //!   the range written meanwhile stay dirty, for the post segments), and no flush writes a
 //!   pre page. One reorganization builds at a time (the memory allowed is one's). Phase IV
-//!   upgrades each O to OX, in key order, once the pre segments' readers have left (the state
-//!   lock let go: a scan holds IR until it merges under the state lock), and installs under
-//!   the state lock. The entries taken along are clean afterwards only if their LSN is the
+//!   upgrades each O to OX, in key order, once the pre segments' readers have left, and
+//!   installs under the state lock. The upgrades are tried under the state lock first; only
+//!   if a reader is inside are the rest waited for with it let go (a scan holds IR until it
+//!   merges under the state lock). The entries taken along are clean afterwards only if their LSN is the
 //!   one taken.
 
 use std::collections::HashMap;
@@ -297,8 +298,15 @@ pub(crate) fn reorganize(
         let _one_at_a_time = store.building.lock();
         build(store, &range)
     }?;
-    // Phase IV: OX, once the readers of the pre segments have left (in key order).
-    RwLockWriteGuard::unlocked(guard, || held.iter_mut().for_each(SegmentLock::upgrade));
+    // Phase IV: OX, once the readers of the pre segments have left (in key order): at once,
+    // under the state lock, while none reads; else with it let go from the first read on.
+    let mut at = 0;
+    while at < held.len() && held[at].try_upgrade() {
+        at += 1;
+    }
+    if at < held.len() {
+        RwLockWriteGuard::unlocked(guard, || held[at..].iter_mut().for_each(SegmentLock::upgrade));
+    }
     install(store, guard, range, built)?;
     drop(held);
     Ok(())
