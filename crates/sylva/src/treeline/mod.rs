@@ -94,8 +94,8 @@
 //!     ([`checkpoint`]);
 //!   - a reorganization takes O on its pre segments (a neighbour only if no flush is in it),
 //!     lets the state lock go for Phases II and III (reading, planning, writing, syncing),
-//!     upgrades to OX once the readers have left, and installs Phase IV under the state lock
-//!     ([`reorg`]);
+//!     upgrades to OX once the readers have left (under the state lock if none reads, else
+//!     with it let go), and installs Phase IV under the state lock ([`reorg`]);
 //!   - a scan takes a segment's IR lock and its pages' S locks, reads the pages with no state
 //!     lock and merges the cache's dirty entries over them under the shared one ([`scan`]);
 //!     it needs no lock coupling between segments (§4.8.3): each is looked up again by the
