@@ -144,9 +144,8 @@ impl Store {
     /// Writes the dirty cache entries of the page `key` belongs to into it (and its overflow
     /// page), reorganizing while they do not fit, until `key`'s entry is clean. With
     /// `unlock_io`, page reads and a reorganization's Phases II and III let the state lock
-    /// go (module docs); with `skip`, returns
-    /// `false` (the entry still dirty) when the page or its segment is locked by another,
-    /// rather than wait.
+    /// go (module docs); with `skip`, returns `false` (the entry still dirty) when the page
+    /// or its segment is locked by another, rather than wait.
     pub(crate) fn flush_key(&self, guard: &mut InnerGuard<'_>, key: &[u8], unlock_io: bool, skip: bool) -> Result<bool> {
         // Each round writes at least one record: after a reorganization the page's overflow
         // page is empty and takes one.

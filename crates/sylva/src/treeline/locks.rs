@@ -223,13 +223,21 @@ impl SegmentLock<'_> {
     pub(crate) fn try_upgrade(&mut self) -> bool {
         assert_eq!(self.mode, Some(SegMode::O), "only O is upgraded");
         let mut held = self.locks.stripe(self.id).held.lock();
-        let s = held.segments.entry(self.id).or_default();
+        if !Self::ox_unless_read(held.segments.entry(self.id).or_default()) {
+            return false;
+        }
+        self.mode = None;
+        true
+    }
+
+    /// Turns the O held on `s` into OX if no reader is inside.
+    fn ox_unless_read(s: &mut SegState) -> bool {
         if s.ir != 0 {
             return false;
         }
+        s.upgrading = false;
         s.o = false;
         s.ox = true;
-        self.mode = None;
         true
     }
 
@@ -239,16 +247,7 @@ impl SegmentLock<'_> {
         let id = self.id;
         let stripe = self.locks.stripe(id);
         stripe.held.lock().segments.entry(id).or_default().upgrading = true;
-        Locks::wait_for(stripe, |h| {
-            let s = h.segments.entry(id).or_default();
-            if s.ir != 0 {
-                return false;
-            }
-            s.upgrading = false;
-            s.o = false;
-            s.ox = true;
-            true
-        });
+        Locks::wait_for(stripe, |h| Self::ox_unless_read(h.segments.entry(id).or_default()));
         self.mode = None;
     }
 }

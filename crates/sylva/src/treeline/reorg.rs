@@ -48,8 +48,8 @@
 //!   upgrades each O to OX, in key order, once the pre segments' readers have left, and
 //!   installs under the state lock. The upgrades are tried under the state lock first; only
 //!   if a reader is inside are the rest waited for with it let go (a scan holds IR until it
-//!   merges under the state lock). The entries taken along are clean afterwards only if their LSN is the
-//!   one taken.
+//!   merges under the state lock). The entries taken along are clean afterwards only if
+//!   their LSN is the one taken.
 
 use std::collections::HashMap;
 
