@@ -286,7 +286,9 @@ pub fn free_space(data: &[u8]) {
 /// One free-space page alone, as open decodes each page the meta page's directory names (its
 /// checksum is open's to verify first, so none is needed here).
 pub fn free_space_page(page: &[u8]) {
-    if let Ok(crate::io::FreeSpacePage::Region { runs, .. }) = crate::io::decode_free_space_page(page) {
+    if let Ok(crate::io::FreeSpacePage::Region { runs, .. }) =
+        crate::io::decode_free_space_page(page)
+    {
         let _marked: u64 = runs.iter().map(|&(_, pages)| pages).sum();
     }
 }
@@ -296,7 +298,14 @@ pub fn free_space_page(page: &[u8]) {
 /// is walked. Returns whether the bytes were accepted.
 pub fn nbtree_manifest(bytes: &[u8]) -> bool {
     fn walk(n: &crate::nbtree::manifest::RawNode) -> usize {
-        let _ = (&n.keys, &n.start, n.live_records, n.live_bytes, n.dtree, &n.pieces);
+        let _ = (
+            &n.keys,
+            &n.start,
+            n.live_records,
+            n.live_bytes,
+            n.dtree,
+            &n.pieces,
+        );
         1 + n.children.iter().map(walk).sum::<usize>()
     }
     // Both state versions' manifests (version 1 has no pieces).

@@ -58,42 +58,65 @@
 // the feature on (the workspace build enables it through the `sylva` command).
 #![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 
-/// A module of the storage layers: public with the `internals` feature, private without it.
-macro_rules! layer {
-    ($(#[$attr:meta])* $name:ident) => {
-        $(#[$attr])*
-        #[cfg(feature = "internals")]
-        pub mod $name;
-        $(#[$attr])*
-        #[cfg(not(feature = "internals"))]
-        mod $name;
-    };
-}
-
-layer!(btree);
-layer!(buffer);
+// The storage layers are public with the `internals` feature and private without it. Each is
+// declared twice rather than by a macro, so that `cargo fmt` (which does not look into macros)
+// formats their files.
+#[cfg(feature = "internals")]
+pub mod btree;
+#[cfg(not(feature = "internals"))]
+mod btree;
+#[cfg(feature = "internals")]
+pub mod buffer;
+#[cfg(not(feature = "internals"))]
+mod buffer;
 mod db;
 mod durable;
 mod error;
-layer!(exec);
-layer!(
-    /// One entry point per decoder of on-disk bytes, for the fuzz targets and their stable tests.
-    #[doc(hidden)]
-    fuzz
-);
-layer!(io);
+#[cfg(feature = "internals")]
+pub mod exec;
+#[cfg(not(feature = "internals"))]
+mod exec;
+/// One entry point per decoder of on-disk bytes, for the fuzz targets and their stable tests.
+#[doc(hidden)]
+#[cfg(feature = "internals")]
+pub mod fuzz;
+/// One entry point per decoder of on-disk bytes, for the fuzz targets and their stable tests.
+#[doc(hidden)]
+#[cfg(not(feature = "internals"))]
+mod fuzz;
+#[cfg(feature = "internals")]
+pub mod io;
+#[cfg(not(feature = "internals"))]
+mod io;
 mod kv;
-layer!(mem);
+#[cfg(feature = "internals")]
+pub mod mem;
+#[cfg(not(feature = "internals"))]
+mod mem;
 mod memmap;
-layer!(
-    /// The Nested B-tree (issue 22).
-    nbtree
-);
-layer!(page);
+/// The Nested B-tree (issue 22).
+#[cfg(feature = "internals")]
+pub mod nbtree;
+/// The Nested B-tree (issue 22).
+#[cfg(not(feature = "internals"))]
+mod nbtree;
+#[cfg(feature = "internals")]
+pub mod page;
+#[cfg(not(feature = "internals"))]
+mod page;
 mod sync;
-layer!(treeline);
-layer!(util);
-layer!(wal);
+#[cfg(feature = "internals")]
+pub mod treeline;
+#[cfg(not(feature = "internals"))]
+mod treeline;
+#[cfg(feature = "internals")]
+pub mod util;
+#[cfg(not(feature = "internals"))]
+mod util;
+#[cfg(feature = "internals")]
+pub mod wal;
+#[cfg(not(feature = "internals"))]
+mod wal;
 
 pub use btree::{BTree, CheckReport, Layout, Options as BTreeOptions};
 /// The longest key of a `Db` created by this build (state version 6), at every page size:

@@ -107,7 +107,8 @@ impl<S: NodeStore> BTree<S> {
         };
         match resumed {
             Some(d) => {
-                self.resumed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.resumed
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok((d.id, d.version))
             }
             None => self.find_leaf(key),

@@ -28,7 +28,10 @@ impl<S: NodeStore> BTree<S> {
             // Each step moves to a leaf whose keys are at most `lower`, strictly below the
             // probe; damaged fences that do not would loop forever.
             if lower.as_slice() >= probe.as_slice() {
-                return Err(corrupt(0, "a leaf's lower fence is not below the key that led to it"));
+                return Err(corrupt(
+                    0,
+                    "a leaf's lower fence is not below the key that led to it",
+                ));
             }
             probe = lower;
         }

@@ -124,8 +124,14 @@ mod tests {
                 assert!(fits(max_key_len(node), max_record_len(node)), "{node}");
                 let (k, r) = (long_max_key_len(node), long_max_record_len(node));
                 assert!(fits(k, r), "{node}");
-                assert!(!fits(k + 1, k + 1 + VALUE_REF_LEN), "{node}: the longest key");
-                assert!(r >= k + VALUE_REF_LEN, "{node}: a longest key takes a reference");
+                assert!(
+                    !fits(k + 1, k + 1 + VALUE_REF_LEN),
+                    "{node}: the longest key"
+                );
+                assert!(
+                    r >= k + VALUE_REF_LEN,
+                    "{node}: a longest key takes a reference"
+                );
                 assert!(r >= max_key_len(node) + 8, "{node}: inner records");
             }
         }

@@ -100,8 +100,8 @@ mod walk;
 
 pub use crate::sync::{Abort, Latch, Olc};
 pub use check::CheckReport;
+pub use limits::{long_max_key_len, long_max_record_len, max_key_len, max_value_len};
 pub use options::{Layout, Options};
 pub use store::{MemNodeStore, NodeLatch, NodeStore, ParentEdit};
-pub use limits::{long_max_key_len, long_max_record_len, max_key_len, max_value_len};
 pub use tree::BTree;
 pub(crate) use tree::Deleted;

@@ -99,8 +99,12 @@ impl Records {
     pub(crate) fn extend_from(&mut self, other: &Records) {
         let base = self.data.len() as u32;
         self.data.extend_from_slice(&other.data);
-        self.at
-            .extend(other.at.iter().map(|&(s, m, e)| (base + s, base + m, base + e)));
+        self.at.extend(
+            other
+                .at
+                .iter()
+                .map(|&(s, m, e)| (base + s, base + m, base + e)),
+        );
     }
     pub(crate) fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
         self.at

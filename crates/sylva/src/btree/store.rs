@@ -435,7 +435,9 @@ impl NodeStore for MemNodeStore {
             return None;
         }
         // SAFETY: `i * page_size` is inside the chunk's mapping (checked above).
-        Some((c.latches.get(i)?, unsafe { c.data.ptr.add(i * self.page_size) }))
+        Some((c.latches.get(i)?, unsafe {
+            c.data.ptr.add(i * self.page_size)
+        }))
     }
 
     fn pages_in_use(&self) -> u64 {

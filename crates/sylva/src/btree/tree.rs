@@ -389,7 +389,11 @@ impl<S: NodeStore> BTree<S> {
         self.limits.check_key(key)?;
         self.limits.check_value(value)?;
         if key.len() + value.len() > self.max_record {
-            return Err(super::limits::record_too_long(key.len(), value.len(), self.max_record));
+            return Err(super::limits::record_too_long(
+                key.len(),
+                value.len(),
+                self.max_record,
+            ));
         }
         retry(|| self.put_attempt(key, value))
     }
@@ -530,7 +534,9 @@ impl<S: NodeStore> BTree<S> {
             let put = match s.slot_of(key) {
                 Some(i) => {
                     if track {
-                        *old = s.value(i)?.and_then(|v| OldValue::capture(&self.store, track, v));
+                        *old = s
+                            .value(i)?
+                            .and_then(|v| OldValue::capture(&self.store, track, v));
                     }
                     SemiDenseMut::new(id, page)?.put(i, value)?
                 }
@@ -665,7 +671,9 @@ impl<S: NodeStore> BTree<S> {
             return match s.slot_of(key) {
                 Some(i) => {
                     if track {
-                        *old = s.value(i)?.and_then(|v| OldValue::capture(&self.store, track, v));
+                        *old = s
+                            .value(i)?
+                            .and_then(|v| OldValue::capture(&self.store, track, v));
                     }
                     SemiDenseMut::new(id, page)?.clear(i)
                 }

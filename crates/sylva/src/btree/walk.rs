@@ -19,9 +19,9 @@
 //! is in (`crate::db`'s `pa` module).
 
 use super::adapt::Seen;
+use super::descent::ChildPos;
 use super::leaf::{collect, fences, Records};
 use super::store::{NodeLatch, NodeStore};
-use super::descent::ChildPos;
 use super::tree::{checked, retry, BTree, WriteGuard};
 use crate::error::Result;
 use crate::page::dense::{Dense, SlotKeys, KIND_DENSE_LEAF};
@@ -228,7 +228,10 @@ fn fences_holding(id: PageId, leaf: &[u8], key: &[u8]) -> Result<(Vec<u8>, Optio
     let (lower, upper) = fences(id, leaf)?;
     let above_lower = lower.is_empty() || key > lower.as_slice();
     if !above_lower || upper.as_deref().is_some_and(|u| key > u) {
-        return Err(corrupt(id, "the leaf's fences do not hold the key that led to it"));
+        return Err(corrupt(
+            id,
+            "the leaf's fences do not hold the key that led to it",
+        ));
     }
     Ok((lower, upper))
 }

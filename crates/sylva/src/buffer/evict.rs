@@ -335,10 +335,8 @@ impl BufferPool {
             // written back here, after the log, as for any thread (passing over it instead
             // left only the few clean pages to evict, and a pool of dirty pages evicted each
             // page it loaded before its waiter ran).
-            if let (Some(out), true) = (
-                defer.as_deref_mut(),
-                s & DIRTY != 0 && self.log_covers(id),
-            ) {
+            if let (Some(out), true) = (defer.as_deref_mut(), s & DIRTY != 0 && self.log_covers(id))
+            {
                 // Handed out, still locked, in the list and counted (as a victim being written
                 // back here is: a checkpoint's flush waits for its lock, so the page is in the
                 // file before the flush ends); `complete_write_back` takes it out. The loop's

@@ -64,7 +64,8 @@ impl Sink for Serial<'_> {
     }
 
     fn ship(&mut self, run: &mut Run) -> Result<()> {
-        self.pool.write_run(run, &mut self.buf[..], &mut self.durable)
+        self.pool
+            .write_run(run, &mut self.buf[..], &mut self.durable)
     }
 }
 
@@ -175,7 +176,10 @@ impl BufferPool {
         let mut pages: Vec<u64> = self.clock.lock().pages.clone();
         pages.sort_unstable();
         pages.dedup();
-        let writers = self.flush_writers.load(Ordering::Relaxed).min(self.run_pages);
+        let writers = self
+            .flush_writers
+            .load(Ordering::Relaxed)
+            .min(self.run_pages);
         if writers <= 1 {
             let mut sink = Serial {
                 pool: self,
@@ -200,8 +204,8 @@ impl BufferPool {
                         return;
                     };
                     let mut known = durable.load(Ordering::Relaxed);
-                        let result = self.write_run(&mut run, slice, &mut known);
-                        durable.fetch_max(known, Ordering::Relaxed);
+                    let result = self.write_run(&mut run, slice, &mut known);
+                    durable.fetch_max(known, Ordering::Relaxed);
                     if back.send((slice, result)).is_err() {
                         return;
                     }

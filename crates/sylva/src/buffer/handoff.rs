@@ -73,4 +73,3 @@ impl WriteBack {
         (self.frame.as_ptr(), self.len)
     }
 }
-

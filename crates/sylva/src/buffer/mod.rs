@@ -384,7 +384,8 @@ impl BufferPool {
     #[inline]
     pub fn validate(&self, id: u64, version: u64) -> bool {
         std::sync::atomic::fence(Ordering::Acquire);
-        self.state_of(id).is_some_and(|st| stable(st.load()) == version)
+        self.state_of(id)
+            .is_some_and(|st| stable(st.load()) == version)
     }
 
     /// Takes page `id` exclusively, loading it first if needed.
@@ -535,7 +536,11 @@ impl BufferPool {
         };
         // SAFETY: the page is in loading state, held by `load` until it completes.
         let frame = unsafe { self.frame_slice(id) };
-        let read = self.file.io().read_at(frame, load.offset).map(|()| frame.len());
+        let read = self
+            .file
+            .io()
+            .read_at(frame, load.offset)
+            .map(|()| frame.len());
         let read = match read {
             // The file ends before the page: `complete_load` reports it.
             Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::UnexpectedEof => {

@@ -207,7 +207,9 @@ fn dedicated_read(fd: RawFd, buf: &mut [u8], offset: u64) -> std::io::Result<usi
         if cell.is_none() {
             *cell = Some(IoUring::new(DEDICATED_ENTRIES)?);
         }
-        let ring = cell.as_mut().ok_or_else(|| std::io::Error::other("no ring"))?;
+        let ring = cell
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("no ring"))?;
         let len = u32::try_from(buf.len()).unwrap_or(u32::MAX);
         let entry = opcode::Read::new(types::Fd(fd), buf.as_mut_ptr(), len)
             .offset(offset)
@@ -450,7 +452,9 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("f");
-        let bytes: Vec<u8> = (0..256 * 1024u32).map(|i| (i * 7 + i / 251) as u8).collect();
+        let bytes: Vec<u8> = (0..256 * 1024u32)
+            .map(|i| (i * 7 + i / 251) as u8)
+            .collect();
         std::fs::write(&path, &bytes).unwrap();
         for mode in [BlockingMode::Dedicated, BlockingMode::Shared] {
             let vfs = RingVfs::new(Arc::new(OsFs), mode);
@@ -461,7 +465,9 @@ mod tests {
                     s.spawn(move || {
                         let mut x = t + 1;
                         for _ in 0..200 {
-                            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                            x = x
+                                .wrapping_mul(6364136223846793005)
+                                .wrapping_add(1442695040888963407);
                             let offset = (x >> 33) % (bytes.len() as u64 - 5000);
                             let len = 1 + ((x >> 20) % 4096) as usize;
                             let mut buf = vec![0u8; len];

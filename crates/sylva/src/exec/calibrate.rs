@@ -204,7 +204,8 @@ fn run_point(
             }
             // Submit, then probe after a random pause.
             ring.complete(0, None, &mut completions)?;
-            let pause = Duration::from_nanos(rng.next() % (options.max_pause.as_nanos() as u64 + 1));
+            let pause =
+                Duration::from_nanos(rng.next() % (options.max_pause.as_nanos() as u64 + 1));
             let until = Instant::now() + pause;
             while Instant::now() < until {
                 std::hint::spin_loop();
@@ -230,7 +231,11 @@ fn run_point(
     // Drain what is in flight before the buffers go.
     while ring.outstanding() > 0 {
         if ring
-            .complete(ring.outstanding(), Some(Duration::from_secs(1)), &mut completions)
+            .complete(
+                ring.outstanding(),
+                Some(Duration::from_secs(1)),
+                &mut completions,
+            )
             .is_err()
         {
             break;
@@ -274,7 +279,10 @@ mod tests {
         }
         assert!(c.samples > 10);
         assert_eq!(c.model.beta.len(), super::super::sched::FEATURES);
-        assert!(!dir.path().join("sylva-calibrate.tmp").exists(), "scratch file removed");
+        assert!(
+            !dir.path().join("sylva-calibrate.tmp").exists(),
+            "scratch file removed"
+        );
         let bad = CalibrateOptions {
             depths: vec![0],
             ..options

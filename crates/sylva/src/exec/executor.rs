@@ -94,7 +94,6 @@ struct Job<T: Task> {
     to: Arc<OpState<T::Output>>,
 }
 
-
 impl<T: Task> Task for Job<T> {
     type Output = T::Output;
     type Ctx = T::Ctx;

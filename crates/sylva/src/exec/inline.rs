@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
-use super::{registered, tag_too_large, Backend, Completion, FileId, Request, Waker, WakerKind, MAX_TAG};
+use super::{
+    registered, tag_too_large, Backend, Completion, FileId, Request, Waker, WakerKind, MAX_TAG,
+};
 use crate::error::Result;
 use crate::io::Io;
 

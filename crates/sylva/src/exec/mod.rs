@@ -58,23 +58,23 @@
 
 #[cfg(target_os = "linux")]
 mod baseline;
-mod counters;
 #[cfg(target_os = "linux")]
 pub mod calibrate;
+mod counters;
 mod executor;
-mod inline;
 pub mod fit;
+mod inline;
 pub mod sched;
 #[cfg(target_os = "linux")]
 mod uring;
 pub mod worker;
 
+#[cfg(all(test, target_os = "linux"))]
+mod pinned_until_waiters_ran;
 #[cfg(test)]
 mod tests;
 #[cfg(all(test, target_os = "linux"))]
 mod worker_tests;
-#[cfg(all(test, target_os = "linux"))]
-mod pinned_until_waiters_ran;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -22,7 +22,10 @@ fn collect(backend: &mut dyn Backend, n: usize) -> Vec<Completion> {
     let mut out = Vec::new();
     let start = Instant::now();
     while out.len() < n {
-        assert!(start.elapsed() < Duration::from_secs(60), "completions stopped");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "completions stopped"
+        );
         let want = n - out.len();
         backend
             .complete(want, Some(Duration::from_millis(100)), &mut out)
@@ -49,7 +52,12 @@ fn round_trip(backend: &mut dyn Backend, io: Arc<dyn Io>) {
     }
     let done = collect(backend, 64);
     for c in &done {
-        assert_eq!(*c.result.as_ref().expect("write"), PAGE as u32, "tag {}", c.tag);
+        assert_eq!(
+            *c.result.as_ref().expect("write"),
+            PAGE as u32,
+            "tag {}",
+            c.tag
+        );
     }
     assert_eq!(backend.outstanding(), 0);
     let mut bufs = vec![vec![0u8; PAGE]; 64];
@@ -89,7 +97,10 @@ fn round_trip(backend: &mut dyn Backend, io: Arc<dyn Io>) {
     // SAFETY: a sync names no buffer.
     unsafe { backend.submit(8, Request::Sync { file }) }.expect("submit sync");
     let done = collect(backend, 1);
-    assert_eq!((done[0].tag, *done[0].result.as_ref().expect("sync")), (8, 0));
+    assert_eq!(
+        (done[0].tag, *done[0].result.as_ref().expect("sync")),
+        (8, 0)
+    );
 }
 
 #[test]
@@ -154,7 +165,11 @@ fn uring_write_errors_name_the_file_and_cancel_the_linked_sync() {
     assert_eq!(done.len(), 2, "a linked pair completes once");
     for c in &done {
         let err = c.result.as_ref().expect_err("write to a read-only file");
-        assert!(err.to_string().contains("read-only"), "tag {}: {err}", c.tag);
+        assert!(
+            err.to_string().contains("read-only"),
+            "tag {}: {err}",
+            c.tag
+        );
     }
     assert_eq!(ring.outstanding(), 0);
 }
@@ -162,7 +177,9 @@ fn uring_write_errors_name_the_file_and_cancel_the_linked_sync() {
 #[test]
 fn tags_above_the_limit_are_refused() {
     let mut inline = Inline::new();
-    let file = inline.register(Arc::new(MemIo::new(Vec::new()))).expect("register");
+    let file = inline
+        .register(Arc::new(MemIo::new(Vec::new())))
+        .expect("register");
     // SAFETY: a sync names no buffer.
     let err = unsafe { inline.submit(MAX_TAG + 1, Request::Sync { file }) };
     assert!(err.is_err());
@@ -175,7 +192,10 @@ fn wakes(backend: &mut dyn Backend) {
     backend
         .complete(1, Some(Duration::from_millis(50)), &mut out)
         .expect("timed wait");
-    assert!(start.elapsed() >= Duration::from_millis(40), "returned before its timeout");
+    assert!(
+        start.elapsed() >= Duration::from_millis(40),
+        "returned before its timeout"
+    );
     let waker = backend.waker();
     let t = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(50));
@@ -185,7 +205,10 @@ fn wakes(backend: &mut dyn Backend) {
     backend
         .complete(1, Some(Duration::from_secs(30)), &mut out)
         .expect("wait");
-    assert!(start.elapsed() < Duration::from_secs(10), "the wake did not end the wait");
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the wake did not end the wait"
+    );
     t.join().expect("waker thread");
     assert!(out.is_empty());
     // A wake with nobody waiting makes the next wait return at once.
@@ -242,7 +265,10 @@ const US: u64 = 1000;
 #[test]
 fn every_and_fixed_probe_on_a_fake_clock() {
     let mut every = Prober::new(ProbePolicy::Every);
-    assert!(!every.should_probe(0), "nothing outstanding: nothing to probe");
+    assert!(
+        !every.should_probe(0),
+        "nothing outstanding: nothing to probe"
+    );
     every.submitted(10 * US, IoKind::Read);
     assert!(every.should_probe(10 * US));
     every.completed(10 * US, 90 * US, IoKind::Read);
@@ -315,7 +341,12 @@ fn models_round_trip_through_text_and_bad_files_name_the_line() {
     let text = m.to_text().replace("r3 0 0", "r3 zero 0");
     let err = LatencyModel::parse(&text, path).expect_err("bad number");
     assert!(err.to_string().contains("model.txt, line 24"), "{err}");
-    let short: String = m.to_text().lines().take(30).map(|l| format!("{l}\n")).collect();
+    let short: String = m
+        .to_text()
+        .lines()
+        .take(30)
+        .map(|l| format!("{l}\n"))
+        .collect();
     let err = LatencyModel::parse(&short, path).expect_err("too few lines");
     assert!(err.to_string().contains("29 weight lines"), "{err}");
     let swapped = m.to_text().replace("w2 ", "w9 ");
@@ -345,7 +376,12 @@ fn the_fit_recovers_a_known_beta() {
     let got = fit(&samples).expect("fit");
     for (j, (g, want)) in got.beta.iter().zip(&truth.beta).enumerate() {
         for k in 0..2 {
-            assert!((g[k] - want[k]).abs() < 1e-6, "beta[{j}][{k}] = {}, want {}", g[k], want[k]);
+            assert!(
+                (g[k] - want[k]).abs() < 1e-6,
+                "beta[{j}][{k}] = {}, want {}",
+                g[k],
+                want[k]
+            );
         }
     }
     assert!(fit(&[]).is_err());

@@ -18,7 +18,9 @@ use std::time::Duration;
 use io_uring::types::{Fd, Fixed, FsyncFlags, SubmitArgs, Timespec};
 use io_uring::{opcode, squeue, IoUring};
 
-use super::{registered, tag_too_large, Backend, Completion, FileId, Request, Waker, WakerKind, MAX_TAG};
+use super::{
+    registered, tag_too_large, Backend, Completion, FileId, Request, Waker, WakerKind, MAX_TAG,
+};
 use crate::error::{Error, Result};
 use crate::io::Io;
 
@@ -235,12 +237,11 @@ impl Uring {
     /// must have written all its bytes (a plain write, or the write half of a linked pair).
     fn failure(&self, tag: u64, res: i32, whole: bool) -> Option<Error> {
         let flight = self.in_flight.get(&tag).copied();
-        let io_error = |source: std::io::Error| {
-            match flight.and_then(|f| self.files.get(f.file.0 as usize)) {
+        let io_error =
+            |source: std::io::Error| match flight.and_then(|f| self.files.get(f.file.0 as usize)) {
                 Some(io) => Error::io_at(io.path(), source),
                 None => Error::Io { path: None, source },
-            }
-        };
+            };
         if res < 0 {
             return Some(io_error(std::io::Error::from_raw_os_error(-res)));
         }
@@ -338,7 +339,9 @@ impl Backend for Uring {
                 unsafe { self.push(&[write, sync]) }
             }
             Request::Sync { .. } => {
-                let e = opcode::Fsync::new(fixed).flags(FsyncFlags::DATASYNC).build();
+                let e = opcode::Fsync::new(fixed)
+                    .flags(FsyncFlags::DATASYNC)
+                    .build();
                 // SAFETY: a sync names no buffer.
                 unsafe { self.push(&[e.user_data(tag)]) }
             }

@@ -380,10 +380,7 @@ impl<'a, T: Task> Worker<'a, T> {
     /// most one turn per task slot), and it hands the reads queued to the kernel before it
     /// returns. The worker of a caller that submits and collects its own tasks (a
     /// `PaSession`), without a thread of its own.
-    pub fn run_until_finished(
-        &mut self,
-        mut sink: impl FnMut(T, Result<T::Output>),
-    ) -> Result<()> {
+    pub fn run_until_finished(&mut self, mut sink: impl FnMut(T, Result<T::Output>)) -> Result<()> {
         let was = crate::sync::set_nonblocking(true);
         self.tick();
         let before = self.counters.finished;
@@ -572,7 +569,8 @@ impl<'a, T: Task> Worker<'a, T> {
         if let Some(s) = self.slots[slot as usize].as_mut() {
             s.ready_since = now;
             let holds = s.pinned.is_some();
-            self.ready.push(self.options.priority.key(holds, s.seq), slot);
+            self.ready
+                .push(self.options.priority.key(holds, s.seq), slot);
         }
     }
 
@@ -632,11 +630,7 @@ impl<'a, T: Task> Worker<'a, T> {
         }
     }
 
-    fn run_slot(
-        &mut self,
-        slot: u32,
-        sink: &mut impl FnMut(T, Result<T::Output>),
-    ) -> Result<()> {
+    fn run_slot(&mut self, slot: u32, sink: &mut impl FnMut(T, Result<T::Output>)) -> Result<()> {
         let Some(s) = self.slots[slot as usize].as_mut() else {
             return Ok(());
         };

@@ -225,7 +225,11 @@ fn the_reads_of_a_burst_go_out_together_over_io_uring() {
         sum: 0,
     };
     assert!(worker.try_admit(again).is_ok(), "room");
-    assert!(worker.counters().free_ns >= 2_000_000, "{:?}", worker.counters());
+    assert!(
+        worker.counters().free_ns >= 2_000_000,
+        "{:?}",
+        worker.counters()
+    );
     while worker.in_flight() > 0 {
         worker
             .run_until_finished(|_, r| {
@@ -428,8 +432,15 @@ fn deferred_write_backs(backend: &mut dyn Backend) {
         .expect("run");
     assert_eq!(done, 400);
     let c = worker.counters();
-    assert!(c.writebacks > 0, "dirty victims were written by the worker: {c:?}");
-    assert_eq!(worker.writes_in_flight(), 0, "run waits for its write-backs");
+    assert!(
+        c.writebacks > 0,
+        "dirty victims were written by the worker: {c:?}"
+    );
+    assert_eq!(
+        worker.writes_in_flight(),
+        0,
+        "run waits for its write-backs"
+    );
     assert_eq!(
         p.stats().writebacks - writebacks_before,
         c.writebacks,
@@ -489,7 +500,11 @@ impl Backend for Delayed {
         let mut out = Vec::new();
         self.inner.complete(0, None, &mut out)?;
         self.submitted += 1;
-        let delay = if self.submitted.is_multiple_of(2) { 100 } else { 900 };
+        let delay = if self.submitted.is_multiple_of(2) {
+            100
+        } else {
+            900
+        };
         let due = std::time::Instant::now() + Duration::from_micros(delay);
         self.pending.extend(out.into_iter().map(|c| (due, c)));
         Ok(())

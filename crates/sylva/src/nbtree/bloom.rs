@@ -189,7 +189,9 @@ mod tests {
     }
 
     fn set_bits(f: &[u8]) -> Vec<usize> {
-        (0..512).filter(|b| f[HEADER + b / 8] & (1 << (b % 8)) != 0).collect()
+        (0..512)
+            .filter(|b| f[HEADER + b / 8] & (1 << (b % 8)) != 0)
+            .collect()
     }
 
     use proptest::collection::vec;

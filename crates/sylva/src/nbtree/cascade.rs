@@ -96,8 +96,8 @@ use parking_lot::{Condvar, Mutex};
 
 use super::dtree::{Bound, DTree, Writer};
 use super::stree::{is_put, SNode};
-use crate::error::Result;
 use crate::buffer::BufferPool;
+use crate::error::Result;
 use crate::io::PageFile;
 
 /// A cascade commits inside itself once it has written σ / `COMMIT_FRACTION` since it last did
@@ -112,7 +112,11 @@ pub(crate) const COMMIT_FRACTION: u64 = 4;
 /// nothing below σ/2 and W spread evenly from σ/2 to ¾σ, so that the inserts run beside the
 /// merger instead of in step with it.
 pub(crate) fn pace(w_bound: u64, a: u64, sigma: u64, begun: bool) -> u64 {
-    let (from, to) = if begun { (sigma / 2, sigma * 3 / 4) } else { (0, sigma * 3 / 4) };
+    let (from, to) = if begun {
+        (sigma / 2, sigma * 3 / 4)
+    } else {
+        (0, sigma * 3 / 4)
+    };
     let span = (to - from).max(1);
     (u128::from(w_bound) * u128::from(a.saturating_sub(from).min(span)) / u128::from(span)) as u64
 }
@@ -223,7 +227,13 @@ impl Ctx<'_> {
     /// A d-tree writer for at most `bound`, reporting its writes to the job. Its run may
     /// reuse pages of a freed d-tree: the leaf cache forgets them before they are written.
     fn writer(&self, bound: Bound) -> Result<Writer> {
-        let w = Writer::new(self.file, bound, self.bloom_bits, self.job.clone(), self.sigma);
+        let w = Writer::new(
+            self.file,
+            bound,
+            self.bloom_bits,
+            self.job.clone(),
+            self.sigma,
+        );
         if let Some(pool) = self.pool {
             for &(first, pages) in w.run() {
                 pool.forget_run(first, pages)?;
@@ -356,7 +366,6 @@ impl Job {
         }
         waited_for(&st)
     }
-
 }
 
 /// What HandleFullSNode leaves: the s-node, or its two halves and their median.
@@ -426,7 +435,9 @@ fn finish(ctx: &mut Ctx<'_>, w: Writer) -> Result<Option<DTree>> {
         let bytes = d.extent.pages() * ctx.file.page_size() as u64;
         ctx.written += bytes;
         ctx.counters.dtrees_written.fetch_add(1, Ordering::Relaxed);
-        ctx.counters.bytes_written.fetch_add(bytes, Ordering::Relaxed);
+        ctx.counters
+            .bytes_written
+            .fetch_add(bytes, Ordering::Relaxed);
     }
     Ok(d)
 }
@@ -481,7 +492,12 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, root: Arc<SNode>, recs: Vec<Rec>) -> Res
     let new_root = if !full {
         let older = root.dtree.clone();
         let start = root.start.clone();
-        let d = write_merge(ctx, &recs, older.as_ref().map(|d| (d, start.as_slice())), root.is_leaf())?;
+        let d = write_merge(
+            ctx,
+            &recs,
+            older.as_ref().map(|d| (d, start.as_slice())),
+            root.is_leaf(),
+        )?;
         root.set_dtree(d);
         root
     } else {
@@ -534,7 +550,9 @@ pub(crate) fn commit(ctx: &mut Ctx<'_>, root: Arc<SNode>, recs: Vec<Rec>) -> Res
             }
         }
     };
-    ctx.counters.handle_full_calls.fetch_add(ctx.calls, Ordering::Relaxed);
+    ctx.counters
+        .handle_full_calls
+        .fetch_add(ctx.calls, Ordering::Relaxed);
     ctx.counters
         .max_handle_full_per_cascade
         .fetch_max(ctx.calls, Ordering::Relaxed);
@@ -623,7 +641,10 @@ fn distribute(
             node.children[i] = Arc::new(c);
             let taken = &consumed[lo..hi];
             let n = taken.iter().filter(|&&b| b > 0).count() as u64;
-            let next = moved.get(hi).map(|r| r.0.as_slice()).or(rest_start.as_deref());
+            let next = moved
+                .get(hi)
+                .map(|r| r.0.as_slice())
+                .or(rest_start.as_deref());
             move_start(node, n, taken.iter().sum(), next);
             ctx.commit_inside(node)?;
         }
@@ -685,7 +706,10 @@ pub(crate) fn handle_full(ctx: &mut Ctx<'_>, mut node: SNode) -> Result<Outcome>
             moved.push((k.to_vec(), v.to_vec()));
         }
     }
-    let consumed: Vec<u64> = moved.iter().map(|(k, v)| (k.len() + v.len()) as u64).collect();
+    let consumed: Vec<u64> = moved
+        .iter()
+        .map(|(k, v)| (k.len() + v.len()) as u64)
+        .collect();
     distribute(ctx, &mut node, moved, &consumed, next_start)?;
     if node.children.len() > ctx.fanout {
         split_inner(ctx, node)

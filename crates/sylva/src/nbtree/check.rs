@@ -58,7 +58,9 @@ impl Checker {
         let in_range = |k: &[u8]| k >= lo && (hi.is_empty() || k < hi);
         for (i, k) in n.keys.iter().enumerate() {
             if !in_range(k) || (i > 0 && n.keys[i - 1] >= *k) {
-                return Err(bad(format!("s-key {k:?} out of order or outside its range")));
+                return Err(bad(format!(
+                    "s-key {k:?} out of order or outside its range"
+                )));
             }
         }
         if n.is_leaf() {
@@ -127,7 +129,10 @@ impl Checker {
                 return Err(bad(format!("d-tree at {} out of order at {k:?}", e.first)));
             }
             if !d.may_contain(super::bloom::hash(k)) {
-                return Err(bad(format!("Bloom false negative in d-tree at {}", e.first)));
+                return Err(bad(format!(
+                    "Bloom false negative in d-tree at {}",
+                    e.first
+                )));
             }
             records += 1;
             bytes += (k.len() + v.len()) as u64;
@@ -145,7 +150,11 @@ impl Checker {
             }
             prev = Some(k.to_vec());
         }
-        if records != e.records || bytes != e.bytes || live != n.live_records || live_bytes != n.live_bytes {
+        if records != e.records
+            || bytes != e.bytes
+            || live != n.live_records
+            || live_bytes != n.live_bytes
+        {
             return Err(bad(format!(
                 "d-tree at {}: {records} records of {bytes} bytes ({live} live, {live_bytes} bytes) \
                  against {e:?} and live {} / {}",
@@ -162,9 +171,12 @@ impl Checker {
             } else {
                 PageKind::Bloom
             };
-            let id = d
-                .page_id(l)
-                .ok_or_else(|| bad(format!("d-tree at {}: page {l} outside its pieces", e.first)))?;
+            let id = d.page_id(l).ok_or_else(|| {
+                bad(format!(
+                    "d-tree at {}: page {l} outside its pieces",
+                    e.first
+                ))
+            })?;
             file.read_page(id, &mut buf, kind)?;
         }
         Ok(())

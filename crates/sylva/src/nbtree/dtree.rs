@@ -105,7 +105,9 @@ pub(crate) struct DTree {
 
 impl std::fmt::Debug for DTree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DTree").field("extent", &self.extent).finish()
+        f.debug_struct("DTree")
+            .field("extent", &self.extent)
+            .finish()
     }
 }
 
@@ -144,7 +146,8 @@ impl DTree {
     /// Marks the d-tree replaced: its run is freed when the last holder drops it and the
     /// checkpoint that records the replacement (the next to be written) is durable.
     pub(crate) fn retire(&self) {
-        self.retired_at.store(self.file.next_sequence(), Ordering::Release);
+        self.retired_at
+            .store(self.file.next_sequence(), Ordering::Release);
     }
 
     /// Loads the d-tree the manifest describes, its pages in the pieces `runs` (in logical
@@ -184,10 +187,22 @@ impl DTree {
         {
             return Err(impossible("counts"));
         }
-        let inner = read_pages(file, &pieces, leaves, e.inner_pages as usize, PageKind::DTreeInner)?;
+        let inner = read_pages(
+            file,
+            &pieces,
+            leaves,
+            e.inner_pages as usize,
+            PageKind::DTreeInner,
+        )?;
         let bloom = if e.bloom_pages > 0 {
             let first = leaves + inners;
-            let mut bytes = read_pages(file, &pieces, first, e.bloom_pages as usize, PageKind::Bloom)?;
+            let mut bytes = read_pages(
+                file,
+                &pieces,
+                first,
+                e.bloom_pages as usize,
+                PageKind::Bloom,
+            )?;
             bytes.truncate(e.bloom_len as usize);
             Some(Bloom::decode(pieces.page(first).unwrap_or(e.first), bytes)?)
         } else {
@@ -264,7 +279,10 @@ impl DTree {
         let usable = pool.usable_size();
         loop {
             let Some(version) = pool.read_lock(id)? else {
-                return Err(corrupt(id, "a d-tree leaf was freed while a version held it"));
+                return Err(corrupt(
+                    id,
+                    "a d-tree leaf was freed while a version held it",
+                ));
             };
             // SAFETY: `data` is the page's engine bytes, `usable` long, at a fixed address
             // inside the pool's reservation; they are trusted only after `validate` succeeds.
@@ -314,7 +332,9 @@ impl DTree {
         };
         // No larger than the leaves left: a buffer is zeroed when made, and a small d-tree's
         // merge spent most of its time zeroing a 1 MiB one.
-        let left = u64::from(self.extent.leaf_pages).saturating_sub(leaf).max(1);
+        let left = u64::from(self.extent.leaf_pages)
+            .saturating_sub(leaf)
+            .max(1);
         let per_read = per_read.min(usize::try_from(left).unwrap_or(usize::MAX));
         // A merge's cursor with more than one read to make reads ahead (`super::readahead`).
         let ahead = if sequential && left > per_read as u64 {
@@ -341,7 +361,10 @@ impl DTree {
         if !from.is_empty() && c.count > 0 {
             let ps = self.file.page_size();
             let at = c.page * ps;
-            let leaf = Slotted::new(c.loaded_first + c.page as u64, &c.buf[at + PAGE_HEADER_LEN..at + ps])?;
+            let leaf = Slotted::new(
+                c.loaded_first + c.page as u64,
+                &c.buf[at + PAGE_HEADER_LEN..at + ps],
+            )?;
             c.slot = leaf.lower_bound(from)?.0;
         }
         Ok(c)
@@ -350,7 +373,13 @@ impl DTree {
 
 /// Reads `n` pages of `kind` from logical page `first` and returns their engine bytes back to
 /// back.
-fn read_pages(file: &PageFile, pieces: &Pieces, first: u64, n: usize, kind: PageKind) -> Result<Vec<u8>> {
+fn read_pages(
+    file: &PageFile,
+    pieces: &Pieces,
+    first: u64,
+    n: usize,
+    kind: PageKind,
+) -> Result<Vec<u8>> {
     let ps = file.page_size();
     let per = (WRITE_BYTES / ps).max(1);
     let mut out = Vec::with_capacity(n * (ps - PAGE_HEADER_LEN));
@@ -358,9 +387,7 @@ fn read_pages(file: &PageFile, pieces: &Pieces, first: u64, n: usize, kind: Page
     let mut done = 0;
     while done < n {
         let l = first + done as u64;
-        let m = per
-            .min(n - done)
-            .min(pieces.contiguous_from(l) as usize);
+        let m = per.min(n - done).min(pieces.contiguous_from(l) as usize);
         let id = pieces
             .page(l)
             .filter(|_| m > 0)
@@ -644,7 +671,10 @@ impl Writer {
         }
         if LEAF_HEADER + space > self.usable {
             return Err(Error::InvalidArgument {
-                what: format!("record of {} bytes for a d-tree leaf", key.len() + tagged.len()),
+                what: format!(
+                    "record of {} bytes for a d-tree leaf",
+                    key.len() + tagged.len()
+                ),
                 limit: self.usable - LEAF_HEADER - LEAF_SLOT,
             });
         }
@@ -704,7 +734,8 @@ impl Writer {
                 behind.submit(first, &mut self.buf, len, kinds, || file.buffer(per))?;
             }
             None => {
-                self.file.write_frames(first, &mut self.buf[..len], &self.kinds)?;
+                self.file
+                    .write_frames(first, &mut self.buf[..len], &self.kinds)?;
                 self.kinds.clear();
                 if let Some(j) = &self.job {
                     j.advance(len as u64);
@@ -727,7 +758,8 @@ impl Writer {
             op_counter: 0,
         };
         let page = &mut self.buf[at + PAGE_HEADER_LEN..at + ps];
-        let mut b = Builder::new(page, &spec).ok_or_else(|| corrupt(id, "empty leaf does not fit"))?;
+        let mut b =
+            Builder::new(page, &spec).ok_or_else(|| corrupt(id, "empty leaf does not fit"))?;
         let mut off = 0;
         let mut last = (0, 0);
         for &(kl, vl) in &self.leaf_lens {
@@ -741,7 +773,8 @@ impl Writer {
             off += kl + vl;
         }
         b.finish();
-        self.leaves.push((self.leaf_bytes[last.0..last.0 + last.1].to_vec(), id));
+        self.leaves
+            .push((self.leaf_bytes[last.0..last.0 + last.1].to_vec(), id));
         self.leaf_lens.clear();
         self.leaf_bytes.clear();
         self.leaf_space = LEAF_HEADER;
@@ -843,8 +876,8 @@ impl Writer {
                 op_counter: 0,
             };
             let page = &mut self.buf[at + PAGE_HEADER_LEN..at + ps];
-            let mut b =
-                Builder::new(page, &spec).ok_or_else(|| corrupt(id, "empty inner node does not fit"))?;
+            let mut b = Builder::new(page, &spec)
+                .ok_or_else(|| corrupt(id, "empty inner node does not fit"))?;
             for (key, child) in &children[i..j] {
                 if !b.push(key, &[], &child.to_le_bytes()) {
                     return Err(corrupt(id, "d-tree inner node overflowed while built"));

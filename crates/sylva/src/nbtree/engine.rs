@@ -14,8 +14,8 @@ use super::manifest::{self, State, STATE_VERSION};
 use super::stree::{RootTree, SNode, Version};
 use crate::buffer::{BufferPool, PoolOptions};
 use crate::durable::Engine;
-use crate::io::page_header::PageKind;
 use crate::error::{Error, Result};
+use crate::io::page_header::PageKind;
 use crate::io::{PageFile, FIRST_DATA_PAGE};
 use crate::wal::Wal;
 
@@ -39,8 +39,6 @@ pub(crate) struct Params {
     /// (what the others leave) live within it.
     pub(crate) cache_bytes: u64,
 }
-
-
 
 /// Where the log is replayed from, as checkpoints move it: a commit inside a cascade names
 /// the position of the checkpoint in force, since the cascade's frozen records are in the log
@@ -374,7 +372,8 @@ impl NbEngine {
         if let Some(old) = old {
             // The meta page just written (`seq`, durable) no longer names it.
             self.file.free_run_after_checkpoint(seq, old.head, 1)?;
-            self.file.free_run_after_checkpoint(seq, old.first, old.pages as usize)?;
+            self.file
+                .free_run_after_checkpoint(seq, old.first, old.pages as usize)?;
         }
         Ok(())
     }
@@ -457,7 +456,12 @@ impl Drop for Syncing<'_> {
 
 /// Merges two sorted record lists, `newer` winning on equal keys; counts the merged records as
 /// gathered by `job` (`Job::gathered`).
-fn merge_newest(older: Vec<Rec>, newer: Vec<Rec>, job: Option<&Job>, pending: &mut u64) -> Vec<Rec> {
+fn merge_newest(
+    older: Vec<Rec>,
+    newer: Vec<Rec>,
+    job: Option<&Job>,
+    pending: &mut u64,
+) -> Vec<Rec> {
     let mut out = Vec::with_capacity(older.len() + newer.len());
     let mut newer = newer.into_iter().peekable();
     for o in older {
@@ -683,7 +687,8 @@ impl NbEngine {
             // The checkpoint in force names them until this one is durable.
             let seq = self.file.next_sequence();
             self.file.free_run_after_checkpoint(seq, old.head, 1)?;
-            self.file.free_run_after_checkpoint(seq, old.first, old.pages as usize)?;
+            self.file
+                .free_run_after_checkpoint(seq, old.first, old.pages as usize)?;
         }
         Ok(())
     }

@@ -19,15 +19,22 @@ pub(crate) const PUT: u8 = 64;
 pub(crate) const DELETE: u8 = 65;
 pub(crate) const BATCH: u8 = 66;
 const _: () = assert!(
-    RecordOwner::NbTree.owns(PUT) && RecordOwner::NbTree.owns(DELETE) && RecordOwner::NbTree.owns(BATCH),
+    RecordOwner::NbTree.owns(PUT)
+        && RecordOwner::NbTree.owns(DELETE)
+        && RecordOwner::NbTree.owns(BATCH),
     "the NB-tree's record types lie in its range"
 );
 
 /// One decoded record, borrowing the payload.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Record<'a> {
-    Put { key: &'a [u8], value: &'a [u8] },
-    Delete { key: &'a [u8] },
+    Put {
+        key: &'a [u8],
+        value: &'a [u8],
+    },
+    Delete {
+        key: &'a [u8],
+    },
     /// Puts (`Some(value)`) and deletes, in order.
     Batch(Vec<(&'a [u8], Option<&'a [u8]>)>),
 }

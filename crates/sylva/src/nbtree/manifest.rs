@@ -99,7 +99,8 @@ impl State {
         if user.len() < STATE_LEN {
             return Err(not_nb(format!("state of {} bytes", user.len())));
         }
-        let u32_at = |at: usize| u32::from_le_bytes([user[at], user[at + 1], user[at + 2], user[at + 3]]);
+        let u32_at =
+            |at: usize| u32::from_le_bytes([user[at], user[at + 1], user[at + 2], user[at + 3]]);
         let u64_at = |at: usize| {
             let mut w = [0u8; 8];
             w.copy_from_slice(&user[at..at + 8]);
@@ -402,7 +403,11 @@ pub(crate) fn read(file: &PageFile, head: u64) -> Result<(Vec<u8>, u64, u64)> {
     let len = u64::from_le_bytes(w);
     let crc = u32::from_le_bytes([e[24], e[25], e[26], e[27]]);
     let usable = (ps - PAGE_HEADER_LEN) as u64;
-    if pages == 0 || len > pages * usable || first < 2 || first.saturating_add(pages) > file.page_count() {
+    if pages == 0
+        || len > pages * usable
+        || first < 2
+        || first.saturating_add(pages) > file.page_count()
+    {
         return Err(bad(format!(
             "manifest run of {pages} pages at {first} holding {len} bytes, in a file of {} pages",
             file.page_count()

@@ -153,19 +153,19 @@
 
 pub(crate) mod bloom;
 pub(crate) mod cascade;
-pub(crate) mod dtree;
-mod pieces;
 mod check;
+pub(crate) mod dtree;
 mod engine;
 pub(crate) mod log;
 pub(crate) mod manifest;
 mod options;
+mod pieces;
 mod readahead;
 mod scan;
 mod store;
 pub(crate) mod stree;
 mod writebehind;
 
-pub use options::{NbTreeOptions, OPTION_KEYS};
 pub use check::NbCheckReport;
+pub use options::{NbTreeOptions, OPTION_KEYS};
 pub use store::NbTree;

@@ -71,7 +71,6 @@ pub const OPTION_KEYS: [&str; 10] = [
     "step_bytes",
 ];
 
-
 impl NbTreeOptions {
     /// σ in force for a new store.
     pub fn sigma_bytes(&self) -> u64 {
@@ -98,7 +97,9 @@ impl NbTreeOptions {
             "page_size" => {
                 let n = number(key, value)? as usize;
                 if !(4096..=65536).contains(&n) || !n.is_power_of_two() {
-                    return Err(format!("page_size {n} is not a power of two in 4096..=65536"));
+                    return Err(format!(
+                        "page_size {n} is not a power of two in 4096..=65536"
+                    ));
                 }
                 self.page_size = n;
             }
@@ -125,14 +126,21 @@ impl NbTreeOptions {
 }
 
 /// `InvalidArgument` unless fanout ≥ 3, σ ≥ max(16, 4f) pages and Bloom bits ≤ 32.
-pub(crate) fn check_params(fanout: usize, sigma: u64, bloom_bits: u32, page_size: usize) -> Result<()> {
+pub(crate) fn check_params(
+    fanout: usize,
+    sigma: u64,
+    bloom_bits: u32,
+    page_size: usize,
+) -> Result<()> {
     if fanout < 3 {
         return Err(Error::InvalidArgument {
             what: format!("fanout {fanout} is below the minimum"),
             limit: 3,
         });
     }
-    let min_sigma = 16usize.max(fanout.saturating_mul(4)).saturating_mul(page_size);
+    let min_sigma = 16usize
+        .max(fanout.saturating_mul(4))
+        .saturating_mul(page_size);
     if sigma < min_sigma as u64 {
         return Err(Error::InvalidArgument {
             what: format!("sigma of {sigma} bytes is below max(16, 4 × fanout) pages"),
@@ -160,12 +168,19 @@ mod tests {
         o.set("fanout", "15").unwrap();
         o.set("bloom_bits", "0").unwrap();
         o.set("deamortize", "off").unwrap();
-        assert_eq!((o.sigma_bytes(), o.fanout, o.bloom_bits, o.deamortize), (1 << 20, 15, 0, false));
+        assert_eq!(
+            (o.sigma_bytes(), o.fanout, o.bloom_bits, o.deamortize),
+            (1 << 20, 15, 0, false)
+        );
         assert!(o.set("colour", "blue").unwrap_err().contains("sigma"));
         assert!(o.set("deamortize", "perhaps").is_err());
         o.validate().unwrap();
         let bad = |f: usize, s: u64, b: u32| check_params(f, s, b, 4096).unwrap_err().to_string();
-        assert!(bad(2, 1 << 20, 10).contains("limit: 3 "), "{}", bad(2, 1 << 20, 10));
+        assert!(
+            bad(2, 1 << 20, 10).contains("limit: 3 "),
+            "{}",
+            bad(2, 1 << 20, 10)
+        );
         assert!(bad(3, 60_000, 10).contains("limit: 65536 "));
         assert!(bad(8, 65536, 10).contains("limit: 131072 "));
         assert!(bad(3, 1 << 20, 33).contains("limit: 32 "));

@@ -56,7 +56,9 @@ impl Pieces {
 
     /// Pages in all.
     pub(crate) fn pages(&self) -> u64 {
-        self.starts.last().map_or(0, |s| s + self.runs[self.runs.len() - 1].1)
+        self.starts
+            .last()
+            .map_or(0, |s| s + self.runs[self.runs.len() - 1].1)
     }
 
     /// The piece holding logical page `l`.

@@ -135,7 +135,11 @@ mod tests {
     fn a_merge_cursor_reads_every_record_in_order_through_the_read_ahead() {
         let dir = tempfile::tempdir().unwrap();
         let t = tree(dir.path(), 30_000);
-        assert!(t.extent.leaf_pages > 3 * 256, "{} leaves", t.extent.leaf_pages);
+        assert!(
+            t.extent.leaf_pages > 3 * 256,
+            "{} leaves",
+            t.extent.leaf_pages
+        );
         let all = read_all(&t, &[]).unwrap();
         let want: Vec<_> = (0..30_000).map(|i| (key(i).to_vec(), tagged(i))).collect();
         assert_eq!(all, want);

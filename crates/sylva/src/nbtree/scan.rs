@@ -80,14 +80,7 @@ impl Head {
 }
 
 /// Collects, per level, the d-trees whose range reaches `from` or beyond.
-fn collect(
-    n: &SNode,
-    level: usize,
-    lo: &[u8],
-    hi: &[u8],
-    from: &[u8],
-    out: &mut Vec<LevelNodes>,
-) {
+fn collect(n: &SNode, level: usize, lo: &[u8], hi: &[u8], from: &[u8], out: &mut Vec<LevelNodes>) {
     if !hi.is_empty() && hi <= from {
         return;
     }

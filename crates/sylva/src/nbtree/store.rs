@@ -71,7 +71,11 @@ impl NbTree {
 
     /// Opens a store over the given page-file and log I/O, without a directory or lock file
     /// (fault-injection tests). An empty page file is initialised.
-    pub fn open_io(page_io: Box<dyn Io>, wal_io: [Box<dyn Io>; 2], options: NbTreeOptions) -> Result<NbTree> {
+    pub fn open_io(
+        page_io: Box<dyn Io>,
+        wal_io: [Box<dyn Io>; 2],
+        options: NbTreeOptions,
+    ) -> Result<NbTree> {
         options.validate()?;
         Self::start(dir::open_io(page_io, wal_io, options.page_size)?, options)
     }
@@ -93,22 +97,26 @@ impl NbTree {
             fuzzy_checkpoints: true,
             background: options.deamortize,
         };
-        let (durable, recovery) = Durable::start(files, durable_options, |file, wal, state: Option<super::manifest::State>, _lsn| {
-            if let Some(s) = &state {
-                // The stored parameters win.
-                params.fanout = s.fanout as usize;
-                params.sigma = s.sigma;
-                params.bloom_bits = s.bloom_bits;
-                let sigma = if options.unchecked_sigma {
-                    u64::MAX
-                } else {
-                    params.sigma
-                };
-                // Damage or another build's values: refused like bad options.
-                check_params(params.fanout, sigma, params.bloom_bits, page_size)?;
-            }
-            NbEngine::build(file, wal, state, params, options.step_bytes)
-        })?;
+        let (durable, recovery) = Durable::start(
+            files,
+            durable_options,
+            |file, wal, state: Option<super::manifest::State>, _lsn| {
+                if let Some(s) = &state {
+                    // The stored parameters win.
+                    params.fanout = s.fanout as usize;
+                    params.sigma = s.sigma;
+                    params.bloom_bits = s.bloom_bits;
+                    let sigma = if options.unchecked_sigma {
+                        u64::MAX
+                    } else {
+                        params.sigma
+                    };
+                    // Damage or another build's values: refused like bad options.
+                    check_params(params.fanout, sigma, params.bloom_bits, page_size)?;
+                }
+                NbEngine::build(file, wal, state, params, options.step_bytes)
+            },
+        )?;
         let p = durable.engine().params;
         Ok(NbTree {
             durable,
@@ -167,7 +175,10 @@ impl NbTree {
         let e = self.engine();
         e.lookups.fetch_add(1, Ordering::Relaxed);
         let v = e.version();
-        Ok(matches!(v.get_tagged(key, out, &e.pool, &e.leaf_reads)?, Found::Yes))
+        Ok(matches!(
+            v.get_tagged(key, out, &e.pool, &e.leaf_reads)?,
+            Found::Yes
+        ))
     }
 
     /// The value of `key`, if present.
@@ -224,7 +235,10 @@ impl NbTree {
                 e.sync_passes.fetch_add(1, Ordering::Relaxed);
             } else if st.done < required {
                 e.inline_steps.fetch_add(1, Ordering::Relaxed);
-                while !e.job.wait_step_for(st.steps, may_pass, std::time::Duration::from_millis(1)) {
+                while !e
+                    .job
+                    .wait_step_for(st.steps, may_pass, std::time::Duration::from_millis(1))
+                {
                     self.durable.check_open()?;
                     if !self.commit_running() {
                         // The merger's request may have come while the last commit was
@@ -363,7 +377,10 @@ impl NbTree {
             ("frozen_roots", v.frozen.len() as u64),
             ("cascades", l(&c.cascades)),
             ("handle_full_calls", l(&c.handle_full_calls)),
-            ("max_handle_full_per_cascade", l(&c.max_handle_full_per_cascade)),
+            (
+                "max_handle_full_per_cascade",
+                l(&c.max_handle_full_per_cascade),
+            ),
             ("flushes", l(&c.flushes)),
             ("splits", l(&c.splits)),
             ("dtrees_written", l(&c.dtrees_written)),

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use super::dtree::{DTree, TAG_PUT};
 use crate::btree::BTree;
-use crate::error::{Error, Result};
 use crate::buffer::BufferPool;
+use crate::error::{Error, Result};
 
 /// An s-node: s-keys, children (none in a leaf) and a d-tree.
 #[derive(Debug, Clone, Default)]

@@ -51,11 +51,12 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use rapidhash::v3::{rapidhash_v3_seeded, RapidSecrets};
 
-use crate::btree::store::Zeroed;
 use crate::btree::{BTree, Layout, Options};
 use crate::error::{Error, Result};
 
+mod arena;
 mod table;
+use arena::Arena;
 use table::SlotTable;
 
 /// Priority of an entry admitted by a write or a read miss.
@@ -127,182 +128,6 @@ pub struct Entry<'a> {
     pub on_disk: Option<bool>,
 }
 
-/// A block of the arena, mapped for it alone: a block given back returns to the kernel at once,
-/// where one from the heap would stay in the process as the allocator's free memory (64 KiB is
-/// below glibc's threshold for mapping an allocation of its own).
-struct Block(Zeroed);
-
-impl std::ops::Deref for Block {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        // SAFETY: the mapping is this block's alone, `len` bytes, written only through
-        // `deref_mut`, which borrows the block exclusively.
-        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), self.0.len()) }
-    }
-}
-
-impl std::ops::DerefMut for Block {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `deref`; `&mut self` excludes every other view of the bytes.
-        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), self.0.len()) }
-    }
-}
-
-/// One size class of the arena: fixed-size chunks in 64 KiB blocks.
-#[derive(Default)]
-struct Class {
-    blocks: Vec<Block>,
-    /// Chunks handed out so far (the next fresh one).
-    next: u32,
-    free: Vec<u32>,
-    /// Chunks of live entries.
-    live: u32,
-}
-
-/// Chunks of key and value bytes (module docs).
-struct Arena {
-    classes: Vec<Class>,
-    /// Bytes of the chunks of live entries.
-    used: usize,
-    /// Bytes of the blocks the arena holds.
-    held: usize,
-    /// How far `held` may exceed `used` before [`Arena::compact`] is due (module docs).
-    slack: usize,
-}
-
-impl Arena {
-    const fn class_of(len: usize) -> u16 {
-        let len = if len == 0 { 1 } else { len };
-        (len.div_ceil(CHUNK_UNIT) - 1) as u16
-    }
-
-    const fn chunk_size(class: u16) -> usize {
-        (class as usize + 1) * CHUNK_UNIT
-    }
-
-    fn per_block(class: u16) -> usize {
-        (BLOCK / Self::chunk_size(class)).max(1)
-    }
-
-    fn alloc(&mut self, class: u16) -> Result<u32> {
-        let c = class as usize;
-        if self.classes.len() <= c {
-            self.classes.resize_with(c + 1, Class::default);
-        }
-        let size = Self::chunk_size(class);
-        let per = Self::per_block(class);
-        let cl = &mut self.classes[c];
-        let chunk = match cl.free.pop() {
-            Some(n) => n,
-            None => {
-                let n = cl.next;
-                if n as usize / per >= cl.blocks.len() {
-                    let block = (per * size).max(size);
-                    cl.blocks.push(Block(Zeroed::new(block)));
-                    self.held += block;
-                }
-                cl.next = n.checked_add(1).ok_or_else(|| Error::InvalidArgument {
-                    what: "more record cache entries of one size than a u32 counts".into(),
-                    limit: u32::MAX as usize,
-                })?;
-                n
-            }
-        };
-        cl.live += 1;
-        self.used += size;
-        Ok(chunk)
-    }
-
-    fn release(&mut self, class: u16, chunk: u32) {
-        if let Some(cl) = self.classes.get_mut(class as usize) {
-            cl.free.push(chunk);
-            cl.live -= 1;
-            self.used -= Self::chunk_size(class);
-        }
-    }
-
-    /// What the arena costs: the blocks it holds, or its live chunks and the slack if more
-    /// (so that each entry evicted lowers it while the blocks are within the slack), and its
-    /// free lists.
-    fn charged(&self) -> usize {
-        self.held.max(self.used + self.slack)
-            + self.classes.iter().map(|c| c.free.capacity() * 4).sum::<usize>()
-    }
-
-    /// Blocks a class could give back: those beyond what its live chunks fill.
-    fn spare_blocks(&self, class: u16) -> usize {
-        let cl = &self.classes[class as usize];
-        cl.blocks.len().saturating_sub((cl.live as usize).div_ceil(Self::per_block(class)))
-    }
-
-    /// Whether [`Arena::compact`] would give back memory that [`Arena::charged`] counts.
-    fn loose(&self) -> bool {
-        self.held > self.used + self.slack
-            && (0..self.classes.len()).any(|c| self.spare_blocks(c as u16) > 0)
-    }
-
-    /// Moves the live chunks of each class into its first blocks and frees the rest; `slots`
-    /// are updated to where their chunks went.
-    fn compact(&mut self, slots: &mut [Slot]) {
-        for class in 0..self.classes.len() as u16 {
-            if self.spare_blocks(class) == 0 {
-                continue;
-            }
-            let (size, per) = (Self::chunk_size(class), Self::per_block(class));
-            let cl = &mut self.classes[class as usize];
-            let keep = (cl.live as usize).div_ceil(per);
-            let limit = (keep * per) as u32;
-            // Every chunk below `limit` was handed out (the class has blocks beyond it), so
-            // those not live are on the free list, at least as many as the live ones above it.
-            let mut holes: Vec<u32> = cl.free.iter().copied().filter(|&n| n < limit).collect();
-            let moves = |s: &Slot| s.has(LIVE) && s.class() == class && s.chunk >= limit;
-            let above: Vec<usize> = (0..slots.len()).filter(|&i| moves(&slots[i])).collect();
-            debug_assert!(above.len() <= holes.len(), "a class's free list lost chunks");
-            if above.len() > holes.len() {
-                continue;
-            }
-            for i in above {
-                let to = holes.pop().unwrap_or_default();
-                Self::copy_chunk(&mut cl.blocks, per, size, slots[i].chunk, to);
-                slots[i].chunk = to;
-            }
-            for b in cl.blocks.drain(keep..) {
-                self.held -= b.len();
-            }
-            holes.shrink_to_fit();
-            cl.free = holes;
-            cl.next = limit;
-        }
-    }
-
-    fn copy_chunk(blocks: &mut [Block], per: usize, size: usize, from: u32, to: u32) {
-        let (fb, fi) = (from as usize / per, from as usize % per * size);
-        let (tb, ti) = (to as usize / per, to as usize % per * size);
-        if fb == tb {
-            blocks[fb].copy_within(fi..fi + size, ti);
-        } else {
-            let (lo, hi) = blocks.split_at_mut(fb.max(tb));
-            let (src, dst) = if fb < tb { (&lo[fb], &mut hi[0]) } else { (&hi[0], &mut lo[tb]) };
-            dst[ti..ti + size].copy_from_slice(&src[fi..fi + size]);
-        }
-    }
-
-    fn bytes(&self, class: u16, chunk: u32, len: usize) -> &[u8] {
-        let size = Self::chunk_size(class);
-        let per = Self::per_block(class);
-        let (b, i) = (chunk as usize / per, chunk as usize % per);
-        &self.classes[class as usize].blocks[b][i * size..i * size + len]
-    }
-
-    fn bytes_mut(&mut self, class: u16, chunk: u32, len: usize) -> &mut [u8] {
-        let size = Self::chunk_size(class);
-        let per = Self::per_block(class);
-        let (b, i) = (chunk as usize / per, chunk as usize % per);
-        &mut self.classes[class as usize].blocks[b][i * size..i * size + len]
-    }
-}
-
 /// The cache (module docs).
 pub struct RecordCache {
     /// Every entry's slot, found by the hash of its key (the key is read from the arena).
@@ -354,12 +179,7 @@ impl RecordCache {
             priorities: Vec::new(),
             free: Vec::new(),
             removed_since: 0,
-            arena: Arena {
-                classes: Vec::new(),
-                used: 0,
-                held: 0,
-                slack,
-            },
+            arena: Arena::new(slack),
             hand: 0,
             inserts: 0,
             len: 0,
@@ -459,7 +279,9 @@ impl RecordCache {
             }
             next += 1;
             let key = slot_key(&self.slots, &self.arena, from as u32);
-            let moved = self.table.replace(hash_of(&self.secrets, key), from as u32, to);
+            let moved = self
+                .table
+                .replace(hash_of(&self.secrets, key), from as u32, to);
             debug_assert!(moved, "slot {from} not in the table");
             self.slots[to as usize] = self.slots[from];
             self.slots[from] = Slot::default();
@@ -583,7 +405,8 @@ impl RecordCache {
             return Ok(());
         };
         if s.has(DIRTY) {
-            self.ordered.delete(slot_key(&self.slots, &self.arena, slot))?;
+            self.ordered
+                .delete(slot_key(&self.slots, &self.arena, slot))?;
             self.dirty -= 1;
         }
         let s = &mut self.slots[slot as usize];
@@ -600,7 +423,10 @@ impl RecordCache {
             return Ok(None);
         }
         let mut v = Vec::with_capacity(12);
-        if !self.ordered.get_into(slot_key(&self.slots, &self.arena, slot), &mut v)? {
+        if !self
+            .ordered
+            .get_into(slot_key(&self.slots, &self.arena, slot), &mut v)?
+        {
             return Ok(None);
         }
         Ok(decode_ordered(&v).map(|d| d.lsn))
@@ -631,7 +457,11 @@ impl RecordCache {
         let v = value.map_or(0, <[u8]>::len);
         let class = Arena::class_of(k + v);
         // First what can fail, undone if the other does: a new chunk, the ordered map's entry.
-        let moved = if class == s.class() { None } else { Some(self.arena.alloc(class)?) };
+        let moved = if class == s.class() {
+            None
+        } else {
+            Some(self.arena.alloc(class)?)
+        };
         let key = slot_key(&self.slots, &self.arena, slot);
         if let Err(e) = self.ordered.put(key, &ordered_value(slot, lsn)) {
             if let Some(chunk) = moved {

@@ -53,7 +53,10 @@ impl Preread {
 
     /// Page `id` is being written: its copy is no longer current.
     pub(crate) fn forget(&mut self, id: u64) {
-        if let Some(k) = id.checked_sub(self.first).filter(|&k| k < self.pages as u64) {
+        if let Some(k) = id
+            .checked_sub(self.first)
+            .filter(|&k| k < self.pages as u64)
+        {
             self.current &= !(1 << k);
         }
     }
@@ -120,7 +123,11 @@ impl Store {
         {
             let i = *at;
             *at += 1;
-            let Some(key) = inner.cache.entry(slots[i]).filter(|e| e.dirty).map(|e| e.key.to_vec())
+            let Some(key) = inner
+                .cache
+                .entry(slots[i])
+                .filter(|e| e.dirty)
+                .map(|e| e.key.to_vec())
             else {
                 continue;
             };
@@ -131,7 +138,9 @@ impl Store {
             if !same {
                 let (seg, upper) = inner.index.find(&key)?;
                 inner.preread = None;
-                if seg.pages > 1 && Self::dirty_pages(inner, &slots[i..], &seg, upper.as_deref()) > 1 {
+                if seg.pages > 1
+                    && Self::dirty_pages(inner, &slots[i..], &seg, upper.as_deref()) > 1
+                {
                     inner.preread = Some(self.preread(&seg)?);
                 }
                 current = Some((seg.lower, upper, reorgs));
@@ -181,7 +190,6 @@ impl Store {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use std::sync::atomic::Ordering;
-
 
     /// A checkpoint's list of dirty entries is charged with room made for it: while the list
     /// exists the store is within its budget, not above it by the list's 4 bytes an entry.

@@ -72,7 +72,8 @@ impl State {
             w.copy_from_slice(&user[at..at + 8]);
             u64::from_le_bytes(w)
         };
-        let u32_at = |at: usize| u32::from_le_bytes([user[at], user[at + 1], user[at + 2], user[at + 3]]);
+        let u32_at =
+            |at: usize| u32::from_le_bytes([user[at], user[at + 1], user[at + 2], user[at + 3]]);
         Ok(Some(State {
             checkpoint_lsn: u64_at(16),
             next_production: u64_at(24),

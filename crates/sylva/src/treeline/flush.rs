@@ -146,7 +146,13 @@ impl Store {
     /// `unlock_io`, page reads and a reorganization's Phases II and III let the state lock
     /// go (module docs); with `skip`, returns `false` (the entry still dirty) when the page
     /// or its segment is locked by another, rather than wait.
-    pub(crate) fn flush_key(&self, guard: &mut InnerGuard<'_>, key: &[u8], unlock_io: bool, skip: bool) -> Result<bool> {
+    pub(crate) fn flush_key(
+        &self,
+        guard: &mut InnerGuard<'_>,
+        key: &[u8],
+        unlock_io: bool,
+        skip: bool,
+    ) -> Result<bool> {
         // Each round writes at least one record: after a reorganization the page's overflow
         // page is empty and takes one.
         for _ in 0..10_000 {
@@ -163,7 +169,10 @@ impl Store {
                 continue;
             };
             let plan = self.plan_flush(guard, seg, upper, k)?;
-            let pre = guard.preread.as_ref().is_some_and(|p| p.page(base_id, self.page_size()).is_some());
+            let pre = guard
+                .preread
+                .as_ref()
+                .is_some_and(|p| p.page(base_id, self.page_size()).is_some());
             let merged = if unlock_io && !pre {
                 RwLockWriteGuard::unlocked(guard, || self.merge_flush(&plan, None))
             } else {
@@ -187,7 +196,13 @@ impl Store {
     /// a reorganization): a cache holding many dirty entries of one page (the first flush of a
     /// load: every record in one segment) would otherwise copy them all each round, a
     /// transient the budget does not cover.
-    fn plan_flush(&self, inner: &Inner, seg: Segment, upper: Option<Vec<u8>>, k: usize) -> Result<Plan> {
+    fn plan_flush(
+        &self,
+        inner: &Inner,
+        seg: Segment,
+        upper: Option<Vec<u8>>,
+        k: usize,
+    ) -> Result<Plan> {
         let dirty = inner
             .cache
             .dirty_where(&seg.lower, upper.as_deref(), |key| seg.page_of(key) == k)?;
@@ -232,14 +247,21 @@ impl Store {
         let (seg, upper) = (&plan.seg, plan.upper.as_deref());
         let (mut pair, link) = self.read_base_at(seg, plan.k, preread, plan.relinked)?;
         if link != 0 {
-            pair.overflow = Some((link, self.read_overflow(link, pair.base_id, seg.production)?));
+            pair.overflow = Some((
+                link,
+                self.read_overflow(link, pair.base_id, seg.production)?,
+            ));
         }
         let (mut base, mut over) = Self::pair_records(&pair)?;
         let before = distinct(&base, &over);
         let prefix = upper.map_or(0, |u| common_prefix(&seg.lower, u));
         let cost = |k: &[u8], v: &[u8]| SLOT_LEN_HEADS + k.len().saturating_sub(prefix) + v.len();
         let body = |recs: &[Record]| {
-            page::body_bytes(&seg.lower, upper, recs.iter().map(|(k, v)| (&k[..], &v[..])))
+            page::body_bytes(
+                &seg.lower,
+                upper,
+                recs.iter().map(|(k, v)| (&k[..], &v[..])),
+            )
         };
         let room = self.page_size() - page::BODY_AT;
         let mut written = Vec::new();
@@ -303,14 +325,28 @@ impl Store {
     /// it; the group writes them in page order, and Check I recovers a crash between the two
     /// whichever reached the file), then settles the cache entries (module docs).
     fn finish_flush(&self, inner: &mut Inner, plan: Plan, m: Merged) -> Result<Flushed> {
-        let flushed = if m.left_over { Flushed::Full } else { Flushed::All };
-        let Merged { mut pair, base, over, .. } = m;
+        let flushed = if m.left_over {
+            Flushed::Full
+        } else {
+            Flushed::All
+        };
+        let Merged {
+            mut pair,
+            base,
+            over,
+            ..
+        } = m;
         if m.written.is_empty() {
             self.recycle(pair);
             return Ok(flushed);
         }
         let (seg, upper) = (&plan.seg, plan.upper.as_deref());
-        let max_lsn = m.written.iter().map(|&(i, _)| plan.entries[i].lsn).max().unwrap_or(0);
+        let max_lsn = m
+            .written
+            .iter()
+            .map(|&(i, _)| plan.entries[i].lsn)
+            .max()
+            .unwrap_or(0);
         if pair.overflow.is_some() || !over.is_empty() {
             let over_id = match &pair.overflow {
                 Some((id, _)) => *id,
@@ -326,7 +362,14 @@ impl Store {
                 ..pair.header
             };
             let mut buf = self.file.buffer(1);
-            page::build(&mut buf, over_id, &header, &seg.lower, upper, over.iter().map(|(k, v)| (&k[..], &v[..])))?;
+            page::build(
+                &mut buf,
+                over_id,
+                &header,
+                &seg.lower,
+                upper,
+                over.iter().map(|(k, v)| (&k[..], &v[..])),
+            )?;
             self.write_page(inner, over_id, PageKind::SegmentOverflow, &mut buf, max_lsn)?;
             pair.overflow = Some((over_id, buf));
         }
@@ -335,8 +378,21 @@ impl Store {
             ..pair.header
         };
         let base_id = pair.base_id;
-        page::build(&mut pair.base, base_id, &header, &seg.lower, upper, base.iter().map(|(k, v)| (&k[..], &v[..])))?;
-        self.write_page(inner, base_id, PageKind::SegmentPage, &mut pair.base, max_lsn)?;
+        page::build(
+            &mut pair.base,
+            base_id,
+            &header,
+            &seg.lower,
+            upper,
+            base.iter().map(|(k, v)| (&k[..], &v[..])),
+        )?;
+        self.write_page(
+            inner,
+            base_id,
+            PageKind::SegmentPage,
+            &mut pair.base,
+            max_lsn,
+        )?;
         self.recycle(pair);
         inner.relinked.remove(&base_id);
         if m.new_overflow {
@@ -365,7 +421,13 @@ impl Store {
     /// A cache entry copied at `lsn` from `slot` is on its page now (`is_put`: as a record;
     /// else removed): clean (a delete marker: gone) if it is still that entry at that LSN; if
     /// it was written again meanwhile, dirty still, and the page's presence of its key noted.
-    pub(crate) fn written(inner: &mut Inner, slot: u32, key: &[u8], lsn: u64, is_put: bool) -> Result<()> {
+    pub(crate) fn written(
+        inner: &mut Inner,
+        slot: u32,
+        key: &[u8],
+        lsn: u64,
+        is_put: bool,
+    ) -> Result<()> {
         let Some(s) = inner.cache.slot_of(key) else {
             return Ok(());
         };
@@ -414,7 +476,10 @@ mod tests {
         let o = store.locks.segment(seg.first, SegMode::O);
         {
             let mut inner = store.inner.write();
-            assert!(!store.flush_key(&mut inner, &key(50), true, true).unwrap(), "passed over");
+            assert!(
+                !store.flush_key(&mut inner, &key(50), true, true).unwrap(),
+                "passed over"
+            );
             assert!(inner.cache.get(&key(50)).unwrap().dirty);
         }
         let done = AtomicBool::new(false);
@@ -425,7 +490,10 @@ mod tests {
                 r
             });
             std::thread::sleep(std::time::Duration::from_millis(100));
-            assert!(!done.load(Ordering::SeqCst), "a flush wrote in a segment under O");
+            assert!(
+                !done.load(Ordering::SeqCst),
+                "a flush wrote in a segment under O"
+            );
             // The state lock was let go meanwhile: a cache hit goes on.
             assert_eq!(db.get(&key(50)).unwrap().as_deref(), Some(&b"second"[..]));
             drop(o);
@@ -456,9 +524,15 @@ mod tests {
         db.put(&key(50), b"third").unwrap();
         {
             let mut inner = store.inner.write();
-            assert_eq!(store.finish_flush(&mut inner, plan, merged).unwrap(), Flushed::All);
+            assert_eq!(
+                store.finish_flush(&mut inner, plan, merged).unwrap(),
+                Flushed::All
+            );
             let e = inner.cache.get(&key(50)).unwrap();
-            assert!(e.dirty, "the newer write was marked clean with the older one on its page");
+            assert!(
+                e.dirty,
+                "the newer write was marked clean with the older one on its page"
+            );
             assert_eq!((e.value, e.on_disk), (Some(&b"third"[..]), Some(true)));
         }
         db.checkpoint().unwrap();
@@ -466,7 +540,11 @@ mod tests {
         let s = inner.cache.slot_of(&key(50)).unwrap();
         drop(inner);
         store.inner.write().cache.remove(s).unwrap();
-        assert_eq!(db.get(&key(50)).unwrap().as_deref(), Some(&b"third"[..]), "read from its page");
+        assert_eq!(
+            db.get(&key(50)).unwrap().as_deref(),
+            Some(&b"third"[..]),
+            "read from its page"
+        );
         assert_eq!(db.check().unwrap().records, 100);
     }
 }

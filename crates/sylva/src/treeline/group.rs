@@ -167,13 +167,15 @@ impl Store {
         let mut at = 0;
         while at < pages.len() {
             let mut end = at + 1;
-            while end < pages.len() && end - at < MAX_RUN && pages[end].id == pages[end - 1].id + 1 {
+            while end < pages.len() && end - at < MAX_RUN && pages[end].id == pages[end - 1].id + 1
+            {
                 end += 1;
             }
             let n = end - at;
             if n == 1 {
                 let w = &mut pages[at];
-                self.file.write_frame(w.id, &mut w.buf[..ps], w.kind, w.lsn)?;
+                self.file
+                    .write_frame(w.id, &mut w.buf[..ps], w.kind, w.lsn)?;
             } else {
                 let run = run.get_or_insert_with(|| self.file.buffer(MAX_RUN));
                 let mut meta = Vec::with_capacity(n);
@@ -181,7 +183,8 @@ impl Store {
                     run[i * ps..(i + 1) * ps].copy_from_slice(&w.buf[..ps]);
                     meta.push((w.kind, w.lsn));
                 }
-                self.file.write_frames(pages[at].id, &mut run[..n * ps], &meta)?;
+                self.file
+                    .write_frames(pages[at].id, &mut run[..n * ps], &meta)?;
             }
             Counters::add(&self.counters.page_writes, n as u64);
             at = end;
@@ -237,12 +240,20 @@ mod tests {
         faults1.arm(Fault::FailSync);
         assert!(store.write_group().is_err(), "the log sync fails");
         // The store is not poisoned yet (the error has not reached a caller that would).
-        assert!(matches!(db.get(&gone), Err(Error::Poisoned)), "{:?}", db.get(&gone));
+        assert!(
+            matches!(db.get(&gone), Err(Error::Poisoned)),
+            "{:?}",
+            db.get(&gone)
+        );
         let mut seen = Vec::new();
         let r = KvStore::scan(&db, &[], usize::MAX, &mut |k, _| {
             seen.push(k.to_vec());
             true
         });
-        assert!(matches!(r, Err(Error::Poisoned)), "{r:?}; the deleted key seen: {}", seen.contains(&gone.to_vec()));
+        assert!(
+            matches!(r, Err(Error::Poisoned)),
+            "{r:?}; the deleted key seen: {}",
+            seen.contains(&gone.to_vec())
+        );
     }
 }

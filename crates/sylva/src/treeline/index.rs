@@ -170,10 +170,13 @@ impl SegmentIndex {
         // Lower bounds are at most 256 bytes, so a longer key (a scan's start) has the floor of
         // its first 256.
         let key = &key[..key.len().min(MAX_INDEX_KEY - 1)];
-        let (k, v) = self.map.floor(&index_key(key))?.ok_or_else(|| Error::Corruption {
-            page: 0,
-            detail: "the segment index does not cover the key space".into(),
-        })?;
+        let (k, v) = self
+            .map
+            .floor(&index_key(key))?
+            .ok_or_else(|| Error::Corruption {
+                page: 0,
+                detail: "the segment index does not cover the key space".into(),
+            })?;
         Segment::decode(&k, &v)
     }
 
@@ -211,16 +214,21 @@ impl SegmentIndex {
     pub fn all(&self) -> Result<Vec<Segment>> {
         let mut out = Vec::with_capacity(self.len);
         let mut err = None;
-        self.map.walk(&[0], None, usize::MAX, &mut |k, v| match Segment::decode(k, v) {
-            Ok(s) => {
-                out.push(s);
-                true
-            }
-            Err(e) => {
-                err = Some(e);
-                false
-            }
-        })?;
+        self.map.walk(
+            &[0],
+            None,
+            usize::MAX,
+            &mut |k, v| match Segment::decode(k, v) {
+                Ok(s) => {
+                    out.push(s);
+                    true
+                }
+                Err(e) => {
+                    err = Some(e);
+                    false
+                }
+            },
+        )?;
         match err {
             Some(e) => Err(e),
             None => Ok(out),

@@ -129,11 +129,15 @@ impl Locks {
         if ready(&mut held) {
             return;
         }
-        stripe.waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        stripe
+            .waiting
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         while !ready(&mut held) {
             stripe.freed.wait(&mut held);
         }
-        stripe.waiting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        stripe
+            .waiting
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     fn release(stripe: &Stripe, change: impl FnOnce(&mut Held)) {
@@ -247,7 +251,9 @@ impl SegmentLock<'_> {
         let id = self.id;
         let stripe = self.locks.stripe(id);
         stripe.held.lock().segments.entry(id).or_default().upgrading = true;
-        Locks::wait_for(stripe, |h| Self::ox_unless_read(h.segments.entry(id).or_default()));
+        Locks::wait_for(stripe, |h| {
+            Self::ox_unless_read(h.segments.entry(id).or_default())
+        });
         self.mode = None;
     }
 }
@@ -309,7 +315,11 @@ mod tests {
             for (asked, want) in [Ir, Iw, O].into_iter().zip(row) {
                 let locks = Locks::default();
                 let _h = locks.segment(7, held);
-                assert_eq!(locks.try_segment(7, asked).is_some(), want, "{held:?} held, {asked:?} asked");
+                assert_eq!(
+                    locks.try_segment(7, asked).is_some(),
+                    want,
+                    "{held:?} held, {asked:?} asked"
+                );
                 // Another segment is not concerned, even on the same stripe.
                 assert!(locks.try_segment(7 + STRIPES as u64, asked).is_some());
             }
@@ -319,7 +329,10 @@ mod tests {
         let mut o = locks.segment(3, O);
         o.upgrade();
         for asked in [Ir, Iw, O] {
-            assert!(locks.try_segment(3, asked).is_none(), "{asked:?} granted under OX");
+            assert!(
+                locks.try_segment(3, asked).is_none(),
+                "{asked:?} granted under OX"
+            );
         }
         drop(o);
         assert!(locks.try_segment(3, O).is_some(), "released");
@@ -353,18 +366,34 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(20));
                 drop(o);
             });
-            while !locks.stripe(5).held.lock().segments.get(&5).is_some_and(|s| s.upgrading) {
+            while !locks
+                .stripe(5)
+                .held
+                .lock()
+                .segments
+                .get(&5)
+                .is_some_and(|s| s.upgrading)
+            {
                 std::thread::yield_now();
             }
-            assert!(locks.try_segment(5, SegMode::Ir).is_none(), "a new reader entered");
+            assert!(
+                locks.try_segment(5, SegMode::Ir).is_none(),
+                "a new reader entered"
+            );
             std::thread::sleep(Duration::from_millis(20));
-            assert!(!upgraded.load(Ordering::SeqCst), "upgraded with a reader inside");
+            assert!(
+                !upgraded.load(Ordering::SeqCst),
+                "upgraded with a reader inside"
+            );
             drop(reader);
             // Granted after the OX holder leaves.
             let _again = locks.segment(5, SegMode::Ir);
             assert!(upgraded.load(Ordering::SeqCst));
         });
-        assert!(locks.stripes.iter().all(|s| s.held.lock().segments.is_empty()));
+        assert!(locks
+            .stripes
+            .iter()
+            .all(|s| s.held.lock().segments.is_empty()));
     }
 
     /// A try to upgrade fails while a reader is inside and leaves O held (no new writer or
@@ -376,12 +405,21 @@ mod tests {
         let mut o = locks.segment(5, SegMode::O);
         assert!(!o.try_upgrade(), "upgraded with a reader inside");
         assert!(locks.try_segment(5, SegMode::Iw).is_none(), "O let go");
-        assert!(locks.try_segment(5, SegMode::Ir).is_some(), "O holds readers back");
+        assert!(
+            locks.try_segment(5, SegMode::Ir).is_some(),
+            "O holds readers back"
+        );
         drop(reader);
         assert!(o.try_upgrade());
-        assert!(locks.try_segment(5, SegMode::Ir).is_none(), "a reader entered under OX");
+        assert!(
+            locks.try_segment(5, SegMode::Ir).is_none(),
+            "a reader entered under OX"
+        );
         drop(o);
-        assert!(locks.stripes.iter().all(|s| s.held.lock().segments.is_empty()));
+        assert!(locks
+            .stripes
+            .iter()
+            .all(|s| s.held.lock().segments.is_empty()));
     }
 
     /// Writers of one page exclude each other; the count they guard is never torn.

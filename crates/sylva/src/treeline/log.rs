@@ -124,7 +124,10 @@ pub fn reorg_start(out: &mut Vec<u8>, r: &ReorgStart) {
 }
 
 /// Encodes a BATCH of puts (`Some` value) and deletes.
-pub fn batch<'k>(out: &mut Vec<u8>, ops: impl ExactSizeIterator<Item = (&'k [u8], Option<&'k [u8]>)>) {
+pub fn batch<'k>(
+    out: &mut Vec<u8>,
+    ops: impl ExactSizeIterator<Item = (&'k [u8], Option<&'k [u8]>)>,
+) {
     out.clear();
     out.push(BATCH);
     out.extend_from_slice(&(ops.len() as u32).to_le_bytes());
@@ -198,7 +201,11 @@ pub fn decode(lsn: u64, payload: &[u8]) -> Result<Record<'_>> {
             detail: format!("record {lsn}: empty payload"),
         });
     };
-    let mut r = Reader { b: body, at: 0, lsn };
+    let mut r = Reader {
+        b: body,
+        at: 0,
+        lsn,
+    };
     let rec = match t {
         PUT => {
             let n = r.u16()? as usize;
@@ -323,13 +330,16 @@ mod tests {
         }
         reorg_end(&mut b, 5);
         assert_eq!(decode(1, &b).unwrap(), Record::ReorgEnd { production: 5 });
-        let ops: Vec<(&[u8], Option<&[u8]>)> = vec![(b"a", Some(b"1")), (b"b", None), (b"c", Some(b""))];
+        let ops: Vec<(&[u8], Option<&[u8]>)> =
+            vec![(b"a", Some(b"1")), (b"b", None), (b"c", Some(b""))];
         batch(&mut b, ops.iter().copied());
         assert_eq!(decode(1, &b).unwrap(), Record::Batch(ops));
         for cut in 1..b.len() {
             assert!(decode(1, &b[..cut]).is_err(), "batch cut at {cut}");
         }
-        assert!(matches!(decode(3, &[1, 0, 0]), Err(Error::LogCorruption { detail, .. }) if detail.contains("Db")));
+        assert!(
+            matches!(decode(3, &[1, 0, 0]), Err(Error::LogCorruption { detail, .. }) if detail.contains("Db"))
+        );
         assert!(decode(3, &[]).is_err());
         assert!(decode(3, &[33]).is_err());
         put(&mut b, b"", b"v");

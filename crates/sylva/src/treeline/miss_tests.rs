@@ -21,7 +21,10 @@ pub(super) fn store() -> TreeLine {
 pub(super) fn store_with_budget(cache_bytes: u64) -> TreeLine {
     TreeLine::open_io(
         Box::new(MemIo::new(Vec::new())),
-        [Box::new(MemIo::new(Vec::new())) as Box<dyn Io>, Box::new(MemIo::new(Vec::new()))],
+        [
+            Box::new(MemIo::new(Vec::new())) as Box<dyn Io>,
+            Box::new(MemIo::new(Vec::new())),
+        ],
         TreeLineOptions {
             sync: SyncMode::Never,
             background: false,
@@ -39,7 +42,12 @@ fn key(i: u64) -> [u8; 8] {
 }
 
 fn counter(db: &TreeLine, name: &str) -> u64 {
-    KvStore::stats(db).counters.iter().find(|c| c.0 == name).unwrap().1
+    KvStore::stats(db)
+        .counters
+        .iter()
+        .find(|c| c.0 == name)
+        .unwrap()
+        .1
 }
 
 /// `key(100)`'s miss, its pages read.
@@ -55,7 +63,9 @@ fn put_flush_and_evict(db: &TreeLine) {
     db.put(&key(100), b"new").unwrap();
     let store = db.store();
     let mut inner = store.inner.write();
-    store.flush_key(&mut inner, &key(100), false, false).unwrap();
+    store
+        .flush_key(&mut inner, &key(100), false, false)
+        .unwrap();
     let slot = inner.cache.slot_of(&key(100)).unwrap();
     inner.cache.remove(slot).unwrap();
 }
@@ -82,7 +92,9 @@ fn a_miss_whose_page_was_rewritten_and_its_entry_evicted_reads_again() {
     assert_eq!(read.found.as_ref().unwrap().0.as_deref(), Some(&b"old"[..]));
     put_flush_and_evict(&db);
     let mut out = Vec::new();
-    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert!(store
+        .admit_miss(&mut store.inner.write(), &key(100), read, &mut out)
+        .unwrap());
     assert_eq!(out, b"new", "the page read before the flush was admitted");
     assert_eq!(counter(&db, "miss_rereads"), 1);
     assert_eq!(db.get(&key(100)).unwrap().as_deref(), Some(&b"new"[..]));
@@ -95,7 +107,9 @@ fn a_miss_whose_key_a_writer_cached_answers_from_the_cache() {
     let read = miss(&db);
     db.put(&key(100), b"new").unwrap();
     let mut out = Vec::new();
-    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert!(store
+        .admit_miss(&mut store.inner.write(), &key(100), read, &mut out)
+        .unwrap());
     assert_eq!(out, b"new");
     assert_eq!(counter(&db, "miss_rereads"), 0);
 }
@@ -109,10 +123,18 @@ fn a_miss_whose_pages_are_unchanged_admits_what_it_read() {
     db.put(&key(1), b"other").unwrap();
     let reads = counter(&db, "page_reads");
     let mut out = Vec::new();
-    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert!(store
+        .admit_miss(&mut store.inner.write(), &key(100), read, &mut out)
+        .unwrap());
     assert_eq!(out, b"old");
-    assert_eq!((counter(&db, "miss_rereads"), counter(&db, "page_reads")), (0, reads));
-    assert!(store.inner.read().cache.slot_of(&key(100)).is_some(), "admitted");
+    assert_eq!(
+        (counter(&db, "miss_rereads"), counter(&db, "page_reads")),
+        (0, reads)
+    );
+    assert!(
+        store.inner.read().cache.slot_of(&key(100)).is_some(),
+        "admitted"
+    );
 }
 
 #[test]
@@ -132,7 +154,9 @@ fn a_miss_whose_segment_was_reorganized_reads_again() {
         inner.cache.remove(slot).unwrap();
     }
     let mut out = Vec::new();
-    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert!(store
+        .admit_miss(&mut store.inner.write(), &key(100), read, &mut out)
+        .unwrap());
     assert_eq!(out, b"new", "the replaced segment's page was admitted");
     assert_eq!(counter(&db, "miss_rereads"), 1);
 }
@@ -141,18 +165,29 @@ fn a_miss_whose_segment_was_reorganized_reads_again() {
 /// read again; the same failure with the page unchanged is the answer.
 #[test]
 fn a_failed_read_counts_only_if_its_page_is_unchanged() {
-    let torn = || Err(crate::Error::ChecksumMismatch { page: 1, expected: 1, got: 2 });
+    let torn = || {
+        Err(crate::Error::ChecksumMismatch {
+            page: 1,
+            expected: 1,
+            got: 2,
+        })
+    };
     let db = with_uncached_key();
     let store = db.store();
     let mut read = miss(&db);
     read.found = torn();
     let mut out = Vec::new();
     let r = store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out);
-    assert!(matches!(r, Err(crate::Error::ChecksumMismatch { .. })), "{r:?}");
+    assert!(
+        matches!(r, Err(crate::Error::ChecksumMismatch { .. })),
+        "{r:?}"
+    );
 
     let mut read = miss(&db);
     read.found = torn();
     put_flush_and_evict(&db);
-    assert!(store.admit_miss(&mut store.inner.write(), &key(100), read, &mut out).unwrap());
+    assert!(store
+        .admit_miss(&mut store.inner.write(), &key(100), read, &mut out)
+        .unwrap());
     assert_eq!(out, b"new");
 }

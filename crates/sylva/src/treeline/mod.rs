@@ -454,7 +454,10 @@ impl TreeLine {
         let mut seen_pages = std::collections::HashSet::new();
         let bad = |page: u64, detail: String| Error::Corruption { page, detail };
         if segments.first().is_none_or(|s| !s.lower.is_empty()) {
-            return Err(bad(0, "the first segment does not start at the empty key".into()));
+            return Err(bad(
+                0,
+                "the first segment does not start at the empty key".into(),
+            ));
         }
         for (j, seg) in segments.iter().enumerate() {
             if seg.production == 0 {
@@ -480,7 +483,10 @@ impl TreeLine {
                     let p = SegmentPage::new(id, buf)?;
                     let (lo, up) = p.range()?;
                     if lo != seg.lower.as_slice() || up != upper {
-                        return Err(bad(id, "the page's fences are not its segment's range".into()));
+                        return Err(bad(
+                            id,
+                            "the page's fences are not its segment's range".into(),
+                        ));
                     }
                     if k == 0 && id == pair.base_id && p.header.model != seg.model {
                         return Err(bad(id, "the first page's model is not the index's".into()));
@@ -492,7 +498,13 @@ impl TreeLine {
                             return Err(bad(id, "a record outside its segment's range".into()));
                         }
                         if seg.page_of(key) != k {
-                            return Err(bad(id, format!("a record on page {k}, its model says {}", seg.page_of(key))));
+                            return Err(bad(
+                                id,
+                                format!(
+                                    "a record on page {k}, its model says {}",
+                                    seg.page_of(key)
+                                ),
+                            ));
                         }
                     }
                 }
@@ -502,7 +514,10 @@ impl TreeLine {
         if report.records != inner.disk_records {
             return Err(bad(
                 0,
-                format!("{} records on the pages, {} counted", report.records, inner.disk_records),
+                format!(
+                    "{} records on the pages, {} counted",
+                    report.records, inner.disk_records
+                ),
             ));
         }
         Ok(report)

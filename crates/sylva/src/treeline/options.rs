@@ -116,7 +116,6 @@ pub const OPTION_KEYS: [&str; 22] = [
     "checkpoint",
 ];
 
-
 impl TreeLineOptions {
     /// Sets one option from its string form (the keys of [`OPTION_KEYS`]; `reorg_radius` is
     /// `radius`, and `cache_records=N` sets `cache_bytes` to what N records of 64 bytes take).
@@ -163,20 +162,32 @@ impl TreeLineOptions {
     pub(crate) fn validate(&self) -> Result<()> {
         let bad = |what: String, limit: usize| Err(Error::InvalidArgument { what, limit });
         if self.goal == 0 {
-            return bad("treeline goal 0: a page must be built with at least one record".into(), 1);
+            return bad(
+                "treeline goal 0: a page must be built with at least one record".into(),
+                1,
+            );
         }
         if self.epsilon == 0 {
-            return bad("treeline epsilon 0: the models' error bound must be at least 1".into(), 1);
+            return bad(
+                "treeline epsilon 0: the models' error bound must be at least 1".into(),
+                1,
+            );
         }
         if !(4096..=65536).contains(&self.page_size) || !self.page_size.is_power_of_two() {
             return bad(
-                format!("treeline page_size {} is not a power of two in 4096..=65536", self.page_size),
+                format!(
+                    "treeline page_size {} is not a power of two in 4096..=65536",
+                    self.page_size
+                ),
                 65536,
             );
         }
         if !(1..=100).contains(&self.fill_floor) {
             return bad(
-                format!("treeline fill_floor {}: a percentage of goal in 1..=100", self.fill_floor),
+                format!(
+                    "treeline fill_floor {}: a percentage of goal in 1..=100",
+                    self.fill_floor
+                ),
                 100,
             );
         }
@@ -203,9 +214,15 @@ mod tests {
         o.set("grouping", "false").unwrap();
         o.set("record_cache", "no").unwrap();
         o.set("sync", "always").unwrap();
-        assert_eq!((o.goal, o.epsilon, o.grouping, o.record_cache), (4, 2, false, false));
+        assert_eq!(
+            (o.goal, o.epsilon, o.grouping, o.record_cache),
+            (4, 2, false, false)
+        );
         assert_eq!(o.sync, SyncMode::Always);
-        assert!(o.set("colour", "red").unwrap_err().contains("valid options"));
+        assert!(o
+            .set("colour", "red")
+            .unwrap_err()
+            .contains("valid options"));
         assert!(o.set("goal", "many").is_err());
         o.validate().unwrap();
         o.set("goal", "0").unwrap();

@@ -162,7 +162,11 @@ impl<'a> SegmentPage<'a> {
             return Ok(None);
         }
         let (i, found) = self.body.lower_bound(key)?;
-        Ok(if found { Some(self.body.value(i)?) } else { None })
+        Ok(if found {
+            Some(self.body.value(i)?)
+        } else {
+            None
+        })
     }
 
     /// Appends every record, in key order, to `out`.
@@ -269,14 +273,26 @@ mod tests {
             let r = (format!("key-{i:04}").into_bytes(), vec![i as u8; 40]);
             let mut with = recs.clone();
             with.push(r.clone());
-            if !fits(4096, &lower, Some(&upper), with.iter().map(|(k, v)| (&k[..], &v[..]))) {
+            if !fits(
+                4096,
+                &lower,
+                Some(&upper),
+                with.iter().map(|(k, v)| (&k[..], &v[..])),
+            ) {
                 break;
             }
             recs = with;
             i += 1;
         }
-        build(&mut page, 3, &h, &lower, Some(&upper), recs.iter().map(|(k, v)| (&k[..], &v[..])))
-            .unwrap();
+        build(
+            &mut page,
+            3,
+            &h,
+            &lower,
+            Some(&upper),
+            recs.iter().map(|(k, v)| (&k[..], &v[..])),
+        )
+        .unwrap();
         let p = SegmentPage::new(3, &page).unwrap();
         assert_eq!(p.header, h);
         assert_eq!(p.count(), recs.len());
@@ -289,7 +305,15 @@ mod tests {
         assert_eq!(p.get(b"other").unwrap(), None);
         // One more record does not fit, and building it is an error, not a panic.
         recs.push((format!("key-{i:04}").into_bytes(), vec![0; 40]));
-        assert!(build(&mut page, 3, &h, &lower, Some(&upper), recs.iter().map(|(k, v)| (&k[..], &v[..]))).is_err());
+        assert!(build(
+            &mut page,
+            3,
+            &h,
+            &lower,
+            Some(&upper),
+            recs.iter().map(|(k, v)| (&k[..], &v[..]))
+        )
+        .is_err());
     }
 
     #[test]
@@ -305,10 +329,16 @@ mod tests {
         build(&mut page, 3, &h, b"", None, std::iter::empty()).unwrap();
         assert!(SegmentPage::new(3, &page).is_ok());
         page[PAGES_AT] = 3;
-        assert!(matches!(SegmentPage::new(3, &page), Err(Error::Corruption { .. })));
+        assert!(matches!(
+            SegmentPage::new(3, &page),
+            Err(Error::Corruption { .. })
+        ));
         page[PAGES_AT] = 2;
         page[OFFSET_AT] = 2;
-        assert!(matches!(SegmentPage::new(3, &page), Err(Error::Corruption { .. })));
+        assert!(matches!(
+            SegmentPage::new(3, &page),
+            Err(Error::Corruption { .. })
+        ));
         assert!(SegmentPage::new(3, &page[..100]).is_err());
     }
 }

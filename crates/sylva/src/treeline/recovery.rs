@@ -157,7 +157,10 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
                 if bytes.len() != ps - PAGE_HEADER_LEN || page < FIRST_DATA_PAGE {
                     return Err(Error::LogCorruption {
                         path: None,
-                        detail: format!("record {lsn}: a page image of page {page} of {} bytes", bytes.len()),
+                        detail: format!(
+                            "record {lsn}: a page image of page {page} of {} bytes",
+                            bytes.len()
+                        ),
                     });
                 }
                 let torn = installed.contains(&page) || read_any(file, page, &mut buf)?.is_none();
@@ -195,11 +198,16 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
     for (i, s) in starts.iter().enumerate() {
         max_production = max_production.max(s.production);
         pre_firsts.extend(s.pre.iter().map(|p| p.0));
-        let retried = s.pre.iter().any(|p| last_start.get(p).is_some_and(|&j| j > i));
+        let retried = s
+            .pre
+            .iter()
+            .any(|p| last_start.get(p).is_some_and(|&j| j > i));
         let mut changed = false;
         for &(first, production) in &s.pre {
             changed |= match read_any(file, first, &mut buf)? {
-                Some(PageKind::SegmentPage) => Header::decode(first, &buf)?.production != production,
+                Some(PageKind::SegmentPage) => {
+                    Header::decode(first, &buf)?.production != production
+                }
                 _ => true,
             };
         }
@@ -269,7 +277,10 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
         max_production = max_production.max(p.header.production);
         if kind == PageKind::SegmentOverflow {
             orphans.push((id, p.header));
-        } else if p.header.offset == 0 && p.header.production != 0 && !void.contains(&p.header.production) {
+        } else if p.header.offset == 0
+            && p.header.production != 0
+            && !void.contains(&p.header.production)
+        {
             let (lower, upper) = p.range()?;
             candidates.push((id, p.header, lower.to_vec(), upper.map(<[u8]>::to_vec)));
         }
@@ -298,7 +309,8 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
                     Some(PageKind::SegmentPage) => Some(Header::decode(id, &buf)?),
                     _ => None,
                 };
-                if !hk.is_some_and(|hk| hk.production == h.production && u64::from(hk.offset) == k) {
+                if !hk.is_some_and(|hk| hk.production == h.production && u64::from(hk.offset) == k)
+                {
                     return Err(Error::Corruption {
                         page: id,
                         detail: format!("page {k} of the segment at page {first} is missing"),
@@ -380,9 +392,7 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
     for id in FIRST_DATA_PAGE..file.page_count() {
         match (used.contains(&id), file.is_free(id)) {
             (true, true) => file.ensure_allocated(id)?,
-            (false, false) => {
-                file.free_deferred(id)?
-            }
+            (false, false) => file.free_deferred(id)?,
             _ => {}
         }
     }
@@ -398,7 +408,12 @@ fn recover(store: &Store, state: State, checkpoint_lsn: u64) -> Result<()> {
 }
 
 /// Writes production ID 0 into page `first` if it is a segment's first page with `production`.
-fn invalidate(file: &PageFile, first: u64, production: Option<u64>, buf: &mut AlignedBuf) -> Result<()> {
+fn invalidate(
+    file: &PageFile,
+    first: u64,
+    production: Option<u64>,
+    buf: &mut AlignedBuf,
+) -> Result<()> {
     let ps = file.page_size();
     if first >= file.page_count() {
         return Ok(());

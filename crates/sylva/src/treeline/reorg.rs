@@ -110,7 +110,12 @@ pub struct PlanOptions {
 }
 
 /// Phase II (module docs) over `records` (sorted, distinct) in the range `[lower, upper)`.
-pub fn plan(records: &[Record], lower: &[u8], upper: Option<&[u8]>, o: PlanOptions) -> Vec<Planned> {
+pub fn plan(
+    records: &[Record],
+    lower: &[u8],
+    upper: Option<&[u8]>,
+    o: PlanOptions,
+) -> Vec<Planned> {
     let n = records.len();
     let goal = o.goal.max(1);
     let mut out = Vec::new();
@@ -305,7 +310,9 @@ pub(crate) fn reorganize(
         at += 1;
     }
     if at < held.len() {
-        RwLockWriteGuard::unlocked(guard, || held[at..].iter_mut().for_each(SegmentLock::upgrade));
+        RwLockWriteGuard::unlocked(guard, || {
+            held[at..].iter_mut().for_each(SegmentLock::upgrade)
+        });
     }
     install(store, guard, range, built)?;
     drop(held);
@@ -328,7 +335,11 @@ fn detect<'s>(
     let mut pre = vec![full];
     let mut held = vec![full_lock];
     for _ in 0..o.radius {
-        let Some(s) = inner.index.before(&pre[0].lower)?.filter(|s| s.overflows > 0) else {
+        let Some(s) = inner
+            .index
+            .before(&pre[0].lower)?
+            .filter(|s| s.overflows > 0)
+        else {
             break;
         };
         let Some(l) = store.locks.try_segment(s.first, SegMode::O) else {
@@ -349,7 +360,10 @@ fn detect<'s>(
         held.push(l);
     }
     let lower = pre[0].lower.clone();
-    let upper = inner.index.after(&pre[pre.len() - 1].lower)?.map(|s| s.lower);
+    let upper = inner
+        .index
+        .after(&pre[pre.len() - 1].lower)?
+        .map(|s| s.lower);
     let mut relinked = HashMap::new();
     for s in &pre {
         for id in s.first..s.first + u64::from(s.pages) {
@@ -361,7 +375,9 @@ fn detect<'s>(
     let taken = take_dirty(inner, &lower, upper.as_deref())?;
     let forecast = (o.forecast).then(|| {
         let hi = upper.as_deref().map(|u| input(u, 0));
-        inner.tracker.forecast(input(&lower, 0), hi, o.forecast_epochs)
+        inner
+            .tracker
+            .forecast(input(&lower, 0), hi, o.forecast_epochs)
     });
     let production = inner.next_production;
     inner.next_production += 1;
@@ -418,7 +434,11 @@ fn build(store: &Store, r: &PreRange) -> Result<Built> {
     let start = ReorgStart {
         production: r.production,
         pre: r.pre.iter().map(|s| (s.first, s.production)).collect(),
-        post: planned.iter().zip(&firsts).map(|(p, f)| (*f, p.pages)).collect(),
+        post: planned
+            .iter()
+            .zip(&firsts)
+            .map(|(p, f)| (*f, p.pages))
+            .collect(),
     };
     let mut log_buf = Vec::new();
     log::reorg_start(&mut log_buf, &start);
@@ -456,9 +476,11 @@ fn build(store: &Store, r: &PreRange) -> Result<Built> {
                 recs,
             )?;
         }
-        store
-            .file
-            .write_run(*first, &mut buf, &vec![(PageKind::SegmentPage, start_lsn); n])?;
+        store.file.write_run(
+            *first,
+            &mut buf,
+            &vec![(PageKind::SegmentPage, start_lsn); n],
+        )?;
         Counters::add(&store.counters.page_writes, n as u64);
         post.push(Segment {
             lower: p.lower.clone(),
@@ -500,7 +522,9 @@ fn install(store: &Store, inner: &mut Inner, r: PreRange, b: Built) -> Result<()
     }
     let mut buf = store.file.buffer(1);
     for s in &r.pre {
-        store.file.read_page(s.first, &mut buf, PageKind::SegmentPage)?;
+        store
+            .file
+            .read_page(s.first, &mut buf, PageKind::SegmentPage)?;
         page::set_production(&mut buf[..ps], 0);
         store
             .file
@@ -558,7 +582,12 @@ fn take_dirty(inner: &Inner, lower: &[u8], upper: Option<&[u8]>) -> Result<Vec<T
 fn apply_taken(records: Vec<Record>, taken: &[Taken]) -> (Vec<Record>, Vec<bool>) {
     let inserted = taken
         .iter()
-        .map(|t| t.value.is_some() && records.binary_search_by(|r| r.0.as_slice().cmp(&t.key)).is_err())
+        .map(|t| {
+            t.value.is_some()
+                && records
+                    .binary_search_by(|r| r.0.as_slice().cmp(&t.key))
+                    .is_err()
+        })
         .collect();
     if taken.is_empty() {
         return (records, inserted);
@@ -615,7 +644,12 @@ mod tests {
                 } else {
                     assert!(recs.len() <= o.goal.max(1));
                 }
-                assert!(page::fits(o.page_size, &p.lower, upper, recs.iter().copied()));
+                assert!(page::fits(
+                    o.page_size,
+                    &p.lower,
+                    upper,
+                    recs.iter().copied()
+                ));
             }
         }
         assert_eq!(next, records.len());
@@ -651,15 +685,32 @@ mod tests {
     #[test]
     fn without_grouping_every_segment_is_one_page_of_goal_records() {
         let recs = u64_records(0..1000);
-        let planned = check_plan(&recs, PlanOptions { grouping: false, ..O });
-        assert!(planned.iter().all(|p| p.pages == 1 && p.end - p.start <= 45));
+        let planned = check_plan(
+            &recs,
+            PlanOptions {
+                grouping: false,
+                ..O
+            },
+        );
+        assert!(planned
+            .iter()
+            .all(|p| p.pages == 1 && p.end - p.start <= 45));
         assert_eq!(planned.len(), 1000_usize.div_ceil(45));
     }
 
     #[test]
     fn an_empty_range_is_one_empty_page() {
         let planned = plan(&[], b"k", None, O);
-        assert_eq!(planned, vec![Planned { start: 0, end: 0, pages: 1, lower: b"k".to_vec(), model: Model::single() }]);
+        assert_eq!(
+            planned,
+            vec![Planned {
+                start: 0,
+                end: 0,
+                pages: 1,
+                lower: b"k".to_vec(),
+                model: Model::single()
+            }]
+        );
     }
 
     proptest! {

@@ -17,9 +17,7 @@ use crate::error::Result;
 fn ordered_pages(seg: &Segment, upper: Option<&[u8]>) -> bool {
     let p = seg.model.prefix_len as usize;
     let shared = p == 0
-        || upper.is_some_and(|u| {
-            seg.lower.len() >= p && u.len() >= p && seg.lower[..p] == u[..p]
-        });
+        || upper.is_some_and(|u| seg.lower.len() >= p && u.len() >= p && seg.lower[..p] == u[..p]);
     shared && seg.model.slope >= 0.0
 }
 
@@ -90,11 +88,20 @@ impl Store {
     fn lock_scan(
         &self,
         from: &[u8],
-    ) -> Result<(Segment, Option<Vec<u8>>, (SegmentLock<'_>, Vec<PageLock<'_>>), HashMap<u64, u64>)> {
+    ) -> Result<(
+        Segment,
+        Option<Vec<u8>>,
+        (SegmentLock<'_>, Vec<PageLock<'_>>),
+        HashMap<u64, u64>,
+    )> {
         loop {
             let inner = self.inner.read();
             let (seg, upper) = inner.index.find(from)?;
-            let first = if ordered_pages(&seg, upper.as_deref()) { seg.page_of(from) } else { 0 };
+            let first = if ordered_pages(&seg, upper.as_deref()) {
+                seg.page_of(from)
+            } else {
+                0
+            };
             let pages = seg.first + first as u64..seg.first + u64::from(seg.pages);
             let Some(seg_lock) = self.locks.try_segment(seg.first, SegMode::Ir) else {
                 drop(inner);
@@ -189,7 +196,12 @@ mod tests {
     }
 
     fn counter(db: &TreeLine, name: &str) -> u64 {
-        KvStore::stats(db).counters.iter().find(|c| c.0 == name).unwrap().1
+        KvStore::stats(db)
+            .counters
+            .iter()
+            .find(|c| c.0 == name)
+            .unwrap()
+            .1
     }
 
     /// 20,000 dense keys on their pages (segments of 16 pages), none cached.
@@ -243,8 +255,14 @@ mod tests {
                 got
             });
             std::thread::sleep(std::time::Duration::from_millis(100));
-            assert!(!scanned.load(Ordering::SeqCst), "a scan read a segment under OX");
-            assert!(!read.load(Ordering::SeqCst), "a read miss read a segment under OX");
+            assert!(
+                !scanned.load(Ordering::SeqCst),
+                "a scan read a segment under OX"
+            );
+            assert!(
+                !read.load(Ordering::SeqCst),
+                "a read miss read a segment under OX"
+            );
             drop(ox);
             assert_eq!(scan.join().unwrap(), (10_000..10_010).collect::<Vec<_>>());
             assert_eq!(get.join().unwrap(), Some(10_001u64.to_be_bytes().to_vec()));

@@ -248,7 +248,10 @@ impl Store {
     pub(crate) fn read_pair(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<PagePair> {
         let (mut pair, link) = self.read_base(inner, seg, k)?;
         if link != 0 {
-            pair.overflow = Some((link, self.read_overflow(link, pair.base_id, seg.production)?));
+            pair.overflow = Some((
+                link,
+                self.read_overflow(link, pair.base_id, seg.production)?,
+            ));
         }
         Ok(pair)
     }
@@ -278,7 +281,12 @@ impl Store {
     /// overflow page's id (0: none).
     fn read_base(&self, inner: &Inner, seg: &Segment, k: usize) -> Result<(PagePair, u64)> {
         let base_id = seg.first + k as u64;
-        self.read_base_at(seg, k, inner.preread.as_ref(), inner.relinked.get(&base_id).copied())
+        self.read_base_at(
+            seg,
+            k,
+            inner.preread.as_ref(),
+            inner.relinked.get(&base_id).copied(),
+        )
     }
 
     /// [`Store::read_base`] with what it needs of the store's state: the checkpoint's
@@ -297,7 +305,8 @@ impl Store {
             Some(copy) => base[..ps].copy_from_slice(copy),
             None => {
                 self.settle(base_id, 1)?;
-                self.file.read_page(base_id, &mut base, PageKind::SegmentPage)?;
+                self.file
+                    .read_page(base_id, &mut base, PageKind::SegmentPage)?;
                 Counters::add(&self.counters.page_reads, 1);
             }
         }
@@ -325,12 +334,21 @@ impl Store {
 
     /// Looks `key` up on its page (§4.1.1): the base page, and only if the key is not there
     /// its overflow page (a key is on one of the two). Returns the value and the pages read.
-    pub(crate) fn find_on_pages(&self, inner: &Inner, key: &[u8]) -> Result<(Option<Vec<u8>>, PagePair)> {
+    pub(crate) fn find_on_pages(
+        &self,
+        inner: &Inner,
+        key: &[u8],
+    ) -> Result<(Option<Vec<u8>>, PagePair)> {
         self.find_in_segment(inner, &inner.index.segment_of(key)?, key)
     }
 
     /// [`Store::find_on_pages`] in `seg`, the segment of `key`.
-    fn find_in_segment(&self, inner: &Inner, seg: &Segment, key: &[u8]) -> Result<(Option<Vec<u8>>, PagePair)> {
+    fn find_in_segment(
+        &self,
+        inner: &Inner,
+        seg: &Segment,
+        key: &[u8],
+    ) -> Result<(Option<Vec<u8>>, PagePair)> {
         let base_id = seg.first + seg.page_of(key) as u64;
         let relinked = inner.relinked.get(&base_id).copied();
         self.find_at(seg, key, inner.preread.as_ref(), relinked)
@@ -359,10 +377,16 @@ impl Store {
     }
 
     /// Reads overflow page `id` of base page `base_id` in a segment of `production`.
-    pub(crate) fn read_overflow(&self, id: u64, base_id: u64, production: u64) -> Result<AlignedBuf> {
+    pub(crate) fn read_overflow(
+        &self,
+        id: u64,
+        base_id: u64,
+        production: u64,
+    ) -> Result<AlignedBuf> {
         self.settle(id, 1)?;
         let mut buf = self.page_buffer();
-        self.file.read_page(id, &mut buf, PageKind::SegmentOverflow)?;
+        self.file
+            .read_page(id, &mut buf, PageKind::SegmentOverflow)?;
         Counters::add(&self.counters.page_reads, 1);
         Counters::add(&self.counters.overflow_reads, 1);
         let h = Header::decode(id, &buf)?;
@@ -414,7 +438,8 @@ impl Store {
         let first = seg.first + pages.start as u64;
         self.settle(first, n as u64)?;
         let mut buf = self.file.buffer(n);
-        self.file.read_run(first, &mut buf, &vec![PageKind::SegmentPage; n])?;
+        self.file
+            .read_run(first, &mut buf, &vec![PageKind::SegmentPage; n])?;
         Counters::add(&self.counters.page_reads, n as u64);
         let mut records = Vec::new();
         let mut overflows = Vec::new();
@@ -425,7 +450,10 @@ impl Store {
             if p.header.production != seg.production || p.header.offset as usize != k {
                 return Err(Error::Corruption {
                     page: id,
-                    detail: format!("not page {k} of the segment of production {}", seg.production),
+                    detail: format!(
+                        "not page {k} of the segment of production {}",
+                        seg.production
+                    ),
                 });
             }
             let mut base = Vec::new();
@@ -470,7 +498,8 @@ impl Store {
 
     /// Evicts entries (writing dirty victims' pages) until the store is within its budget.
     pub(crate) fn evict_to_budget(&self, guard: &mut InnerGuard<'_>) -> Result<()> {
-        self.evict_to(guard, self.options.cache_bytes as usize).map(|_| ())
+        self.evict_to(guard, self.options.cache_bytes as usize)
+            .map(|_| ())
     }
 
     /// Evicts entries until the store takes at most `target` bytes; returns whether it evicted
@@ -524,7 +553,9 @@ impl Store {
         match guard.cache.slot_of(key) {
             Some(s) => guard.cache.write(s, value, lsn, on_disk)?,
             None => {
-                guard.cache.insert(key, value, true, lsn, PRIORITY_ADMIT, on_disk)?;
+                guard
+                    .cache
+                    .insert(key, value, true, lsn, PRIORITY_ADMIT, on_disk)?;
             }
         }
         if !self.options.record_cache && !guard.redoing {
@@ -542,7 +573,12 @@ impl Store {
 
     /// Looks `key` up in the cache alone (under the shared lock): `Some(found)` on a hit
     /// (a delete marker: not found), `None` if it is not cached.
-    pub(crate) fn get_cached(&self, inner: &Inner, key: &[u8], out: &mut Vec<u8>) -> Result<Option<bool>> {
+    pub(crate) fn get_cached(
+        &self,
+        inner: &Inner,
+        key: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Option<bool>> {
         let found = Self::cached(inner, key, out)?;
         if found.is_some() {
             Counters::add(&self.counters.cache_hits, 1);
@@ -585,7 +621,9 @@ impl Store {
     /// page's S lock (§4.8.1), released before the miss is admitted.
     pub(crate) fn read_miss(&self, plan: MissPlan, key: &[u8]) -> MissRead {
         let _segment = self.locks.segment(plan.seg.first, SegMode::Ir);
-        let _page = self.locks.page(plan.seg.first + plan.seg.page_of(key) as u64, false);
+        let _page = self
+            .locks
+            .page(plan.seg.first + plan.seg.page_of(key) as u64, false);
         MissRead {
             found: self.find_at(&plan.seg, key, None, plan.relinked),
             plan,
@@ -599,19 +637,30 @@ impl Store {
     /// plan (always, at one thread), the key is still not cached and its segment is the
     /// planned one: neither is looked up again (after the read's wait each lookup is a round
     /// of cache misses).
-    pub(crate) fn admit_miss(&self, guard: &mut InnerGuard<'_>, key: &[u8], read: MissRead, out: &mut Vec<u8>) -> Result<bool> {
+    pub(crate) fn admit_miss(
+        &self,
+        guard: &mut InnerGuard<'_>,
+        key: &[u8],
+        read: MissRead,
+        out: &mut Vec<u8>,
+    ) -> Result<bool> {
         // Room for the record is made first, so that it takes the slot and the arena chunk
         // its victim left, still in the CPU's caches. A dirty victim's flush lets the state
         // lock go, so what the read found is checked only after.
         let mut evicted = false;
         if let (true, Ok((Some(v), _))) = (self.options.record_cache, &read.found) {
             let cost = RecordCache::entry_cost(key.len(), v.len());
-            evicted = self.evict_to(guard, (self.options.cache_bytes as usize).saturating_sub(cost))?;
+            evicted = self.evict_to(
+                guard,
+                (self.options.cache_bytes as usize).saturating_sub(cost),
+            )?;
         }
         let inner: &mut Inner = guard;
         let plan = &read.plan;
         let current;
-        let seg = if inner.cache.inserts() == plan.inserts && inner.index.version() == plan.index_version {
+        let seg = if inner.cache.inserts() == plan.inserts
+            && inner.index.version() == plan.index_version
+        {
             &plan.seg
         } else {
             if let Some(found) = Self::cached(inner, key, out)? {
@@ -657,7 +706,9 @@ impl Store {
         let budget = self.options.cache_bytes as usize;
         let cost = RecordCache::entry_cost(key.len(), value.len());
         let inner: &mut Inner = guard;
-        inner.cache.insert(key, Some(&value), false, 0, PRIORITY_ADMIT, Some(true))?;
+        inner
+            .cache
+            .insert(key, Some(&value), false, 0, PRIORITY_ADMIT, Some(true))?;
         // Page-mates are cached only into room the budget has left (they evict nothing): in a
         // full cache, none, and the page's records are not copied out for nothing.
         if self.options.prefetch && !evicted && self.memory(inner) + cost <= budget {
@@ -668,7 +719,9 @@ impl Store {
                     break;
                 }
                 if inner.cache.slot_of(&k).is_none() {
-                    inner.cache.insert(&k, Some(&v), false, 0, PRIORITY_PREFETCH, Some(true))?;
+                    inner
+                        .cache
+                        .insert(&k, Some(&v), false, 0, PRIORITY_PREFETCH, Some(true))?;
                 }
             }
         }

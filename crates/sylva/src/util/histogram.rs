@@ -38,7 +38,11 @@ impl Histogram {
     /// Start and end (exclusive, as u128 so the last one can end past `u64::MAX`) of partition
     /// `i`.
     fn span(&self, i: usize) -> (u128, u128) {
-        let start = if i == 0 { 0 } else { self.bounds[i - 1] as u128 };
+        let start = if i == 0 {
+            0
+        } else {
+            self.bounds[i - 1] as u128
+        };
         let end = self
             .bounds
             .get(i)
@@ -206,7 +210,9 @@ mod tests {
         // Epoch 1 fills the sample; epoch 2 counts in partitions from it.
         let mut x = 1u64;
         for _ in 0..20_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             // Skewed: keys cluster in the low quarter of the space.
             t.record((x >> 2) / 4 * 3 / 3);
         }

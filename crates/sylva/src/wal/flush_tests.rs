@@ -28,7 +28,10 @@ fn a_flush_written_by_the_caller_makes_its_records_durable() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("wal");
     let (wal, _) = open(&path);
-    assert!(wal.begin_flush(true).expect("begin").is_none(), "nothing to flush");
+    assert!(
+        wal.begin_flush(true).expect("begin").is_none(),
+        "nothing to flush"
+    );
     let lsns: Vec<u64> = (0..10u8)
         .map(|i| wal.append(&[i; 40]).expect("append"))
         .collect();
@@ -42,7 +45,10 @@ fn a_flush_written_by_the_caller_makes_its_records_durable() {
         std::thread::spawn(move || wal.sync_to(last))
     };
     std::thread::sleep(Duration::from_millis(50));
-    assert!(!waiter.is_finished(), "sync_to returned before the flush ended");
+    assert!(
+        !waiter.is_finished(),
+        "sync_to returned before the flush ended"
+    );
     assert!(wal.durable_below() <= lsns[0]);
     write(&wal, &flush).expect("write");
     assert_eq!(wal.end_flush(flush, Ok(())).expect("end"), lsns[9] + 1);

@@ -366,9 +366,11 @@ impl Wal {
             .iter()
             .map(|r| {
                 let continued = r.segment != active;
-                scans[r.segment]
-                    .claimed_below
-                    .max(if continued { r.first_lsn + r.count } else { 0 })
+                scans[r.segment].claimed_below.max(if continued {
+                    r.first_lsn + r.count
+                } else {
+                    0
+                })
             })
             .max()
             .unwrap_or(0);
@@ -766,16 +768,18 @@ impl Wal {
             drop(st);
             let io = &self.segments[flush.segment];
             let before = if durable { self.before_sync() } else { Ok(()) };
-            let result = before.and_then(|()| io.write_at(&flush.buf, flush.offset)).and_then(|()| {
-                if durable {
-                    io.sync()
-                } else {
-                    // Written behind (`Never`, or `Batch` between its syncs): start the
-                    // device write now, so the next fsync is short (`Io::start_writeback`).
-                    io.start_writeback(flush.offset, flush.buf.len() as u64);
-                    Ok(())
-                }
-            });
+            let result = before
+                .and_then(|()| io.write_at(&flush.buf, flush.offset))
+                .and_then(|()| {
+                    if durable {
+                        io.sync()
+                    } else {
+                        // Written behind (`Never`, or `Batch` between its syncs): start the
+                        // device write now, so the next fsync is short (`Io::start_writeback`).
+                        io.start_writeback(flush.offset, flush.buf.len() as u64);
+                        Ok(())
+                    }
+                });
             st = self.state.lock();
             let (durable_below, uncache) = self.finish(&mut st, flush, result)?;
             if !durable {
@@ -888,7 +892,6 @@ fn start_over(io: &dyn Io, start_lsn: u64) -> Result<()> {
     io.write_at(&encode_header(start_lsn), 0)?;
     io.sync()
 }
-
 
 #[cfg(test)]
 mod flush_tests;

@@ -27,7 +27,10 @@ pub struct Recovered {
 /// the older one, else the newer one when the older is no longer needed (`min_next_lsn` is in
 /// the newer one); an empty segment is the active one only if it continues the other (a
 /// rotation happened just before the crash). `Err` names a gap in records recovery needs.
-pub(super) fn arrange(scans: &[Scan], min_next_lsn: u64) -> std::result::Result<(usize, Vec<usize>), String> {
+pub(super) fn arrange(
+    scans: &[Scan],
+    min_next_lsn: u64,
+) -> std::result::Result<(usize, Vec<usize>), String> {
     if scans.len() == 1 {
         return Ok((0, vec![0]));
     }

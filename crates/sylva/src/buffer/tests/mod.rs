@@ -398,7 +398,11 @@ fn a_moved_budget_evicts_at_once_and_lets_the_pool_grow() {
     p.set_budget(20 * 4096).expect("shrink");
     let s = p.stats();
     assert_eq!(s.budget_pages, 16, "{s:?}");
-    assert!(s.resident <= 16, "a lower budget left {} pages resident", s.resident);
+    assert!(
+        s.resident <= 16,
+        "a lower budget left {} pages resident",
+        s.resident
+    );
     p.set_budget(300 * 4096).expect("grow");
     for (i, &id) in ids.iter().enumerate() {
         assert_eq!(read_first_word(&p, id), i as u64 * 7, "page {id}");

@@ -41,7 +41,10 @@ fn loads_complete_out_of_order(backend: &mut dyn Backend) {
     let mut loads: Vec<Load> = Vec::new();
     for &id in &ids {
         if let Some(load) = p.begin_load(id).expect("begin") {
-            assert!(p.begin_load(id).expect("again").is_none(), "page {id} loads once");
+            assert!(
+                p.begin_load(id).expect("again").is_none(),
+                "page {id} loads once"
+            );
             loads.push(load);
             if loads.len() == 6 {
                 break;
@@ -63,7 +66,9 @@ fn loads_complete_out_of_order(backend: &mut dyn Backend) {
     done.sort_by_key(|c| std::cmp::Reverse(c.tag));
     let mut loaded = Vec::new();
     for c in done {
-        let load = slots[c.tag as usize].take().expect("one completion per load");
+        let load = slots[c.tag as usize]
+            .take()
+            .expect("one completion per load");
         let id = load.id();
         p.complete_load(load, c.result.map(|n| n as usize))
             .expect("complete_load");
@@ -104,7 +109,10 @@ fn a_reader_waits_for_a_load_in_progress() {
         std::thread::spawn(move || read_first_word(&p, id))
     };
     std::thread::sleep(Duration::from_millis(50));
-    assert!(!reader.is_finished(), "the reader went on before the load completed");
+    assert!(
+        !reader.is_finished(),
+        "the reader went on before the load completed"
+    );
     let (buf, len) = load.frame();
     // SAFETY: (test) the frame is the load's alone until it completes.
     let frame = unsafe { std::slice::from_raw_parts_mut(buf, len) };
@@ -117,12 +125,17 @@ fn a_reader_waits_for_a_load_in_progress() {
 fn a_short_or_corrupt_read_fails_its_load_only() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (p, ids) = evicted_pool(dir.path());
-    let mut evicted = ids.iter().filter_map(|&id| p.begin_load(id).expect("begin"));
+    let mut evicted = ids
+        .iter()
+        .filter_map(|&id| p.begin_load(id).expect("begin"));
     // Short: the file seemed to end before the page.
     let load = evicted.next().expect("an evicted page");
     let short = load.id();
     let err = p.complete_load(load, Ok(100)).expect_err("short read");
-    assert!(matches!(err, Error::Corruption { page, .. } if page == short), "{err}");
+    assert!(
+        matches!(err, Error::Corruption { page, .. } if page == short),
+        "{err}"
+    );
     // Corrupt: a byte flipped between the disk and the frame.
     let load = evicted.next().expect("another evicted page");
     let corrupt = load.id();
@@ -132,7 +145,10 @@ fn a_short_or_corrupt_read_fails_its_load_only() {
     p.file().io().read_at(frame, load.offset()).expect("read");
     frame[100] ^= 1;
     let err = p.complete_load(load, Ok(len)).expect_err("checksum");
-    assert!(matches!(err, Error::ChecksumMismatch { page, .. } if page == corrupt), "{err}");
+    assert!(
+        matches!(err, Error::ChecksumMismatch { page, .. } if page == corrupt),
+        "{err}"
+    );
     drop(evicted);
     // Both stay evicted and load again, intact, on the blocking path.
     for id in [short, corrupt] {

@@ -94,4 +94,3 @@ pub trait Task {
     /// kernel may still read the write's buffer, which the task must therefore never free.
     fn io_abandoned(&mut self) {}
 }
-

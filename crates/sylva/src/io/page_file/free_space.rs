@@ -25,6 +25,8 @@ use super::encoding::{
 use super::extents::Extents;
 use crate::error::{Error, Result};
 
+mod tail;
+
 /// The first page id that holds data (0 and 1 are the meta pages).
 const FIRST: u64 = super::FIRST_DATA_PAGE;
 
@@ -419,12 +421,21 @@ impl FreeSpace {
     /// `sequence` or later). Until then the pages stay in use, and the checkpoint that makes
     /// them free recorded them in use: for an owner whose recovery rebuilds the free space from
     /// its own state (the NB-tree's complement of its live runs), not from the bitmaps.
-    pub(super) fn free_run_after(&mut self, sequence: u64, durable: u64, first: u64, n: u64) -> Result<()> {
+    pub(super) fn free_run_after(
+        &mut self,
+        sequence: u64,
+        durable: u64,
+        first: u64,
+        n: u64,
+    ) -> Result<()> {
         if sequence <= durable {
             return self.free_run(first, n);
         }
         if !self.in_use(first, n)
-            || self.after.iter().any(|&(_, f, l)| f < first + n && first < f + l)
+            || self
+                .after
+                .iter()
+                .any(|&(_, f, l)| f < first + n && first < f + l)
         {
             return Err(bad_free(first, n));
         }
@@ -488,119 +499,14 @@ impl FreeSpace {
         bits
     }
 
-    /// Asks the next checkpoint to begin to give back the free run at the file's end.
-    pub(super) fn request_shrink(&mut self) {
-        self.shrink = true;
-    }
-
-    /// What the last checkpoint that began shrinking gave back.
-    pub(super) fn shrunk(&self) -> Shrunk {
-        self.shrunk
-    }
-
     /// The page count the last meta page written records.
     pub(super) fn recorded_count(&self) -> u64 {
         self.recorded_count
     }
 
-    /// Pages of the free run (allocatable now) that ends at the file's end: what the next
-    /// shrinking checkpoint gives back.
-    pub(super) fn free_at_end(&self) -> u64 {
-        let end = self.page_count;
-        match self.free.run_of(end.saturating_sub(1)) {
-            Some((s, l)) if s + l == end => l,
-            _ => 0,
-        }
-    }
-
-    /// The pages not in use (free, deferred, reserved; not the free space's own pages), as
-    /// coalesced runs `(first, pages)` in page order.
-    pub(super) fn not_in_use_runs(&self) -> Vec<(u64, u64)> {
-        let mut runs: Vec<(u64, u64)> = self
-            .free
-            .iter()
-            .chain(self.deferred.iter())
-            .chain(self.recorded.iter())
-            .chain(self.reserved.iter().map(|&p| (p, 1)))
-            .collect();
-        runs.sort_unstable();
-        let mut out: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
-        for (s, l) in runs {
-            match out.last_mut() {
-                Some((ps, pl)) if *ps + *pl == s => *pl += l,
-                _ => out.push((s, l)),
-            }
-        }
-        out
-    }
-
-    /// Takes the free run that ends at the file's end out of the file, for the checkpoint that
-    /// begins (`super::shrink`): the page count drops to its first page, so the checkpoint
-    /// records the shorter file and allocations grow it from there again. Only pages free now
-    /// go (not deferred frees, which the checkpoint in force may still point at, nor the free
-    /// space's own pages, which it reads); the regions they were in are rewritten without
-    /// them. The free space's pages just below, among free pages, have their regions rewritten
-    /// too (their new pages taken as low as possible, [`FreeSpace::begin`]), so that the next
-    /// shrink finds them free. Returns the pages it took (some of which `begin` may keep for
-    /// the checkpoint's own pages).
-    fn shrink_tail(&mut self) -> u64 {
-        let end = self.page_count;
-        let given = self.free_at_end();
-        let start = end - given;
-        let mut moved = 0;
-        let mut p = start;
-        while p > FIRST {
-            if self.space.contains(&(p - 1)) {
-                let region = self.regions.iter().find(|(_, &(page, _))| page == p - 1);
-                if let Some((&r, _)) = region {
-                    self.dirty.insert(r);
-                }
-                moved += 1;
-                p -= 1;
-            } else if let Some((s, _)) = self.free.run_of(p - 1) {
-                p = s;
-            } else {
-                break;
-            }
-        }
-        if given > 0 {
-            self.free.remove(start, given);
-            for r in self.region(start)..=self.region(end - 1) {
-                self.dirty.insert(r);
-            }
-            self.page_count = start;
-        }
-        if self.free.pages() == 0 {
-            // Nowhere lower to move them to: they would come back at the end.
-            moved = 0;
-        }
-        self.shrunk = Shrunk {
-            pages: given,
-            moved,
-        };
-        given
-    }
-
     /// Whether `id` holds free space (a region or directory page, current, retired or new).
     pub(super) fn is_space(&self, id: u64) -> bool {
         self.space.contains(&id)
-    }
-
-    /// Free pages at the file's end, or among free-space pages there: what shrinking
-    /// checkpoints can give back (the free-space pages moved lower first).
-    pub(super) fn free_near_end(&self) -> u64 {
-        let (mut p, mut free) = (self.page_count, 0);
-        while p > FIRST {
-            if self.space.contains(&(p - 1)) {
-                p -= 1;
-            } else if let Some((s, _)) = self.free.run_of(p - 1) {
-                free += p - s;
-                p = s;
-            } else {
-                break;
-            }
-        }
-        free
     }
 
     /// Gives back what a begun checkpoint took (it will not be planned).
@@ -652,7 +558,8 @@ impl FreeSpace {
             // No free page below the run given back: its first pages hold the checkpoint's
             // own, rather than pages the file would grow by after them.
             let keep = ((want - self.reserved.len()) as u64).min(tail);
-            self.reserved.extend(self.page_count..self.page_count + keep);
+            self.reserved
+                .extend(self.page_count..self.page_count + keep);
             self.page_count += keep;
             self.shrunk.pages -= keep;
         }

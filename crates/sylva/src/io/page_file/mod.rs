@@ -674,7 +674,10 @@ impl PageFile {
     /// Allocates `n` pages in pieces of at least `min` pages (the last may be shorter), in
     /// order: (first page, pages) of each. Holes of `min` pages or more are reused.
     pub fn allocate_pieces(&self, n: usize, min: usize) -> Vec<(u64, u64)> {
-        self.state.lock().space.allocate_pieces(n as u64, min as u64)
+        self.state
+            .lock()
+            .space
+            .allocate_pieces(n as u64, min as u64)
     }
 
     /// Marks page `id` in use, as recovery does for a page the log shows allocated after the
@@ -752,7 +755,11 @@ impl PageFile {
     /// were too short for a request though as many pages were free, and while fewer were.
     pub fn space_report(&self) -> (Vec<u64>, u64, u64) {
         let st = self.state.lock();
-        (st.space.free_run_lengths(), st.space.grown_fragmented, st.space.grown_short)
+        (
+            st.space.free_run_lengths(),
+            st.space.grown_fragmented,
+            st.space.grown_short,
+        )
     }
 
     /// Makes every write so far durable.

@@ -291,11 +291,19 @@ fn a_shrinking_checkpoint_gives_the_free_run_at_the_end_back() {
     file.checkpoint(b"a").expect("checkpoint");
     let full = file.file_len().expect("len");
     file.free_run_deferred(run, 50).expect("free");
-    assert_eq!(file.free_extents().at_end, 50, "deferred frees count as free");
+    assert_eq!(
+        file.free_extents().at_end,
+        50,
+        "deferred frees count as free"
+    );
 
     file.shrink_at_next_checkpoint();
     file.checkpoint(b"b").expect("checkpoint");
-    assert_eq!(file.last_shrink().pages, 0, "deferred frees wait for their checkpoint");
+    assert_eq!(
+        file.last_shrink().pages,
+        0,
+        "deferred frees wait for their checkpoint"
+    );
     assert!(file.last_shrink().free_near_end >= 49);
     // That checkpoint's region page went to the end (nothing was free when it began): the
     // next moves it lower, the one after takes the run, as `Db::compact` goes on.
@@ -312,7 +320,10 @@ fn a_shrinking_checkpoint_gives_the_free_run_at_the_end_back() {
     }
     assert!(given >= 48, "{given} pages given back");
     let (before, after) = file.truncate_to_page_count().expect("truncate");
-    assert!(before >= full, "the first shrink's region page grew it: {before} < {full}");
+    assert!(
+        before >= full,
+        "the first shrink's region page grew it: {before} < {full}"
+    );
     assert_eq!(after, file.page_count() * 4096);
     assert!(before - after >= 48 * 4096, "{before} → {after}");
     let count = file.page_count();

@@ -45,7 +45,10 @@ struct Ctrl {
     dist: u8,
 }
 
-const VACANT: Ctrl = Ctrl { tag: EMPTY, dist: 0 };
+const VACANT: Ctrl = Ctrl {
+    tag: EMPTY,
+    dist: 0,
+};
 
 /// The table (module docs).
 pub(super) struct SlotTable {
@@ -241,7 +244,11 @@ mod tests {
         }
         t.check_distances(hash);
         for s in 0..1_500 {
-            assert_eq!(t.find(hash(s), |x| x == s).is_some(), s % 3 != 0, "slot {s}");
+            assert_eq!(
+                t.find(hash(s), |x| x == s).is_some(),
+                s % 3 != 0,
+                "slot {s}"
+            );
         }
     }
 
@@ -259,7 +266,10 @@ mod tests {
             rng ^= rng << 17;
             let s = (rng % 3_000) as u32;
             if live.remove(&s) {
-                assert!(t.remove(hash(s), s, hash), "round {round}: slot {s} missing");
+                assert!(
+                    t.remove(hash(s), s, hash),
+                    "round {round}: slot {s} missing"
+                );
             } else {
                 t.insert(hash(s), s, hash);
                 live.insert(s);
@@ -294,7 +304,11 @@ mod tests {
         // Linear probing places by insertion order, so positions may differ; what must agree
         // is the set of entries and each probe's reach (no entry is cut off from its home).
         for s in 0..40 {
-            assert_eq!(with.find(hash(s), |x| x == s).is_some(), s != 17, "slot {s}");
+            assert_eq!(
+                with.find(hash(s), |x| x == s).is_some(),
+                s != 17,
+                "slot {s}"
+            );
         }
         assert_eq!(with.len(), without.len());
         assert_eq!(with.allocation_size(), without.allocation_size());

@@ -3,8 +3,15 @@
 use super::*;
 
 fn add(c: &mut RecordCache, k: u32, dirty: bool, priority: u8) -> u32 {
-    c.insert(&k.to_be_bytes(), Some(&[1; 8]), dirty, u64::from(dirty), priority, Some(true))
-        .unwrap()
+    c.insert(
+        &k.to_be_bytes(),
+        Some(&[1; 8]),
+        dirty,
+        u64::from(dirty),
+        priority,
+        Some(true),
+    )
+    .unwrap()
 }
 
 #[test]
@@ -17,7 +24,11 @@ fn the_clock_takes_the_first_entry_it_lowers_to_zero() {
     let v = c.victim().unwrap();
     assert_eq!(c.entry(v).unwrap().key, 1u32.to_be_bytes());
     assert_eq!(c.entry(0).unwrap().priority, 1, "lowered twice");
-    assert_eq!(c.entry(2).unwrap().priority, 4, "lowered once, the hand stopped after key 1");
+    assert_eq!(
+        c.entry(2).unwrap().priority,
+        4,
+        "lowered once, the hand stopped after key 1"
+    );
 }
 
 #[test]
@@ -29,7 +40,11 @@ fn a_dirty_candidate_is_passed_for_a_clean_one_within_32_entries() {
     }
     add(&mut c, 20, false, 0);
     let v = c.victim().unwrap();
-    assert_eq!(c.entry(v).unwrap().key, 20u32.to_be_bytes(), "the clean entry at 0");
+    assert_eq!(
+        c.entry(v).unwrap().key,
+        20u32.to_be_bytes(),
+        "the clean entry at 0"
+    );
     // Beyond 32 entries the dirty candidate is taken.
     let mut c = RecordCache::new(0).unwrap();
     add(&mut c, 0, true, 0);
@@ -38,7 +53,11 @@ fn a_dirty_candidate_is_passed_for_a_clean_one_within_32_entries() {
     }
     add(&mut c, 40, false, 0);
     let v = c.victim().unwrap();
-    assert_eq!(c.entry(v).unwrap().key, 0u32.to_be_bytes(), "the dirty candidate");
+    assert_eq!(
+        c.entry(v).unwrap().key,
+        0u32.to_be_bytes(),
+        "the dirty candidate"
+    );
 }
 
 fn keys(c: &RecordCache, dirty: &[Dirty]) -> Vec<u32> {
@@ -53,18 +72,31 @@ fn only_dirty_entries_are_ordered_with_their_lsns_and_counts_follow() {
         add(&mut c, k, k % 2 == 0, 4);
     }
     assert_eq!((c.len(), c.dirty()), (100, 50));
-    let r = c.dirty_where(&10u32.to_be_bytes(), Some(&20u32.to_be_bytes()), |_| true).unwrap();
+    let r = c
+        .dirty_where(&10u32.to_be_bytes(), Some(&20u32.to_be_bytes()), |_| true)
+        .unwrap();
     assert_eq!(keys(&c, &r), [10, 12, 14, 16, 18]);
-    assert!(r.iter().all(|d| d.lsn == 1), "the LSN each was written with");
-    let dirty_thirds = c.dirty_where(&10u32.to_be_bytes(), None, |k| k[3] % 3 == 0).unwrap();
+    assert!(
+        r.iter().all(|d| d.lsn == 1),
+        "the LSN each was written with"
+    );
+    let dirty_thirds = c
+        .dirty_where(&10u32.to_be_bytes(), None, |k| k[3] % 3 == 0)
+        .unwrap();
     let want: Vec<u32> = (10..100u32).filter(|k| k % 2 == 0 && k % 3 == 0).collect();
-    assert_eq!(keys(&c, &dirty_thirds), want, "dirty, accepted, in range, in key order");
+    assert_eq!(
+        keys(&c, &dirty_thirds),
+        want,
+        "dirty, accepted, in range, in key order"
+    );
     // A clean entry written becomes dirty and ordered, with its new LSN; one cleaned leaves.
     let s = c.slot_of(&5u32.to_be_bytes()).unwrap();
     c.write(s, Some(b"new"), 77, None).unwrap();
     let s4 = c.slot_of(&4u32.to_be_bytes()).unwrap();
     c.set_clean(s4).unwrap();
-    let r = c.dirty_where(b"", Some(&8u32.to_be_bytes()), |_| true).unwrap();
+    let r = c
+        .dirty_where(b"", Some(&8u32.to_be_bytes()), |_| true)
+        .unwrap();
     assert_eq!(keys(&c, &r), [0, 2, 5, 6]);
     assert_eq!(r[2].lsn, 77);
     assert_eq!(c.dirty(), 50);
@@ -76,7 +108,11 @@ fn only_dirty_entries_are_ordered_with_their_lsns_and_counts_follow() {
     assert!(c.bytes() <= bytes + 32, "{} against {bytes}", c.bytes());
     assert_eq!(c.get(&4u32.to_be_bytes()), None);
     c.remove(s).unwrap();
-    assert_eq!(c.dirty_slots().unwrap().len(), 49, "a removed dirty entry leaves the order");
+    assert_eq!(
+        c.dirty_slots().unwrap().len(),
+        49,
+        "a removed dirty entry leaves the order"
+    );
     assert_eq!(c.dirty(), 49);
     while let Some(v) = c.victim() {
         c.remove(v).unwrap();
@@ -91,14 +127,16 @@ fn every_cached_key_is_found_through_growth_removal_and_slot_reuse() {
     let mut c = RecordCache::new(0).unwrap();
     let key = |k: u64| k.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
     for k in 0..50_000 {
-        c.insert(&key(k), Some(&k.to_le_bytes()), k % 7 == 0, k, 4, None).unwrap();
+        c.insert(&key(k), Some(&k.to_le_bytes()), k % 7 == 0, k, 4, None)
+            .unwrap();
     }
     for k in (0..50_000).filter(|k| k % 3 == 0) {
         assert!(c.remove(c.slot_of(&key(k)).unwrap()).unwrap());
     }
     // The freed slots are reused by new keys.
     for k in 50_000..60_000 {
-        c.insert(&key(k), Some(&k.to_le_bytes()), false, 0, 4, None).unwrap();
+        c.insert(&key(k), Some(&k.to_le_bytes()), false, 0, 4, None)
+            .unwrap();
     }
     assert_eq!(c.slots.len(), 50_000, "no slot beyond the first 50,000");
     for k in 0..60_000 {
@@ -145,18 +183,24 @@ fn the_doubled_table_is_charged_before_the_table_doubles() {
     let mut c = RecordCache::new(0).unwrap();
     let mut k = 0u64;
     while c.table.capacity() < 10_000 {
-        c.insert(&k.to_be_bytes(), Some(&[0; 8]), false, 0, 4, None).unwrap();
+        c.insert(&k.to_be_bytes(), Some(&[0; 8]), false, 0, 4, None)
+            .unwrap();
         k += 1;
     }
     let (cap, alloc) = (c.table.capacity(), c.table.allocation_size());
     let mut charged_twice = false;
     while c.table.capacity() == cap {
         charged_twice |= c.table_bytes() == 3 * alloc;
-        c.insert(&k.to_be_bytes(), Some(&[0; 8]), false, 0, 4, None).unwrap();
+        c.insert(&k.to_be_bytes(), Some(&[0; 8]), false, 0, 4, None)
+            .unwrap();
         k += 1;
     }
     // The old table is gone; the new one, charged beside it, remains.
-    assert!(c.table.allocation_size() <= 2 * alloc, "{}", c.table.allocation_size());
+    assert!(
+        c.table.allocation_size() <= 2 * alloc,
+        "{}",
+        c.table.allocation_size()
+    );
     assert_eq!(c.table_bytes(), c.table.allocation_size());
     assert!(charged_twice);
     assert!(c.table.len() > cap, "the table doubled only when full");
@@ -169,8 +213,15 @@ fn compaction_gives_back_the_blocks_of_removed_entries_and_keeps_the_rest() {
     // Two size classes: 8-byte values and 40-byte ones.
     let value = |k: u32| vec![k as u8; if k.is_multiple_of(3) { 40 } else { 8 }];
     for k in 0..n {
-        c.insert(&k.to_be_bytes(), Some(&value(k)), k.is_multiple_of(2), 0, 4, Some(true))
-            .unwrap();
+        c.insert(
+            &k.to_be_bytes(),
+            Some(&value(k)),
+            k.is_multiple_of(2),
+            0,
+            4,
+            Some(true),
+        )
+        .unwrap();
     }
     let full = c.arena_bytes();
     assert!(!c.compact_if_loose(), "nothing to give back");
@@ -182,7 +233,11 @@ fn compaction_gives_back_the_blocks_of_removed_entries_and_keeps_the_rest() {
     assert_eq!(c.arena_bytes(), full, "removing frees chunks, not blocks");
     let before = c.bytes();
     assert!(c.compact_if_loose());
-    assert!(c.arena_bytes() <= full / 10 + 2 * BLOCK, "{} of {full}", c.arena_bytes());
+    assert!(
+        c.arena_bytes() <= full / 10 + 2 * BLOCK,
+        "{} of {full}",
+        c.arena_bytes()
+    );
     assert!(c.bytes() < before);
     for k in (0..n).step_by(10) {
         let e = c.get(&k.to_be_bytes()).unwrap();
@@ -191,7 +246,8 @@ fn compaction_gives_back_the_blocks_of_removed_entries_and_keeps_the_rest() {
     }
     // The freed chunks and fresh ones are handed out again.
     for k in n..2 * n {
-        c.insert(&k.to_be_bytes(), Some(&value(k)), false, 0, 4, None).unwrap();
+        c.insert(&k.to_be_bytes(), Some(&value(k)), false, 0, 4, None)
+            .unwrap();
     }
     for k in (0..n).step_by(10).chain(n..2 * n) {
         assert_eq!(c.get(&k.to_be_bytes()).unwrap().value, Some(&value(k)[..]));
@@ -203,7 +259,8 @@ fn the_ordered_maps_freed_pages_are_given_back_and_the_dirty_entries_kept() {
     let mut c = RecordCache::new(0).unwrap();
     let n = 50_000u32;
     for k in 0..n {
-        c.insert(&k.to_be_bytes(), Some(&[1; 8]), true, u64::from(k), 4, None).unwrap();
+        c.insert(&k.to_be_bytes(), Some(&[1; 8]), true, u64::from(k), 4, None)
+            .unwrap();
     }
     let full = c.ordered.resident_bytes();
     assert!(full > 1 << 20, "{full}");
@@ -214,12 +271,19 @@ fn the_ordered_maps_freed_pages_are_given_back_and_the_dirty_entries_kept() {
     assert_eq!(c.ordered.resident_bytes(), full);
     let before = c.bytes();
     assert!(c.compact_if_loose());
-    assert!(c.ordered.resident_bytes() < full / 10, "{}", c.ordered.resident_bytes());
+    assert!(
+        c.ordered.resident_bytes() < full / 10,
+        "{}",
+        c.ordered.resident_bytes()
+    );
     assert!(c.bytes() < before);
     let d = c.dirty_where(b"", None, |_| true).unwrap();
     let want: Vec<u32> = (0..n).step_by(100).collect();
     assert_eq!(keys(&c, &d), want);
-    assert!(d.iter().zip(&want).all(|(d, &k)| d.lsn == u64::from(k)), "the LSNs kept");
+    assert!(
+        d.iter().zip(&want).all(|(d, &k)| d.lsn == u64::from(k)),
+        "the LSNs kept"
+    );
     assert!(!c.compact_if_loose(), "nothing more to give back");
 }
 
@@ -228,9 +292,14 @@ fn the_arena_is_charged_its_blocks_or_its_live_chunks_and_the_slack() {
     let slack = 256 << 10;
     let mut c = RecordCache::new(slack).unwrap();
     c.insert(b"k", Some(b"v"), false, 0, 4, None).unwrap();
-    assert_eq!(c.arena.charged(), 16 + slack, "one live chunk and the slack");
+    assert_eq!(
+        c.arena.charged(),
+        16 + slack,
+        "one live chunk and the slack"
+    );
     for k in 0..50_000u32 {
-        c.insert(&k.to_be_bytes(), Some(&[1; 8]), false, 0, 4, None).unwrap();
+        c.insert(&k.to_be_bytes(), Some(&[1; 8]), false, 0, 4, None)
+            .unwrap();
     }
     assert!(c.arena.charged() >= c.arena_bytes() && c.arena_bytes() > slack);
     while c.len() > 100 {
@@ -239,10 +308,16 @@ fn the_arena_is_charged_its_blocks_or_its_live_chunks_and_the_slack() {
         // (It may give back free slots instead.)
         let held = c.arena_bytes();
         if c.compact_if_loose() && c.arena_bytes() != held {
-            assert!(c.arena_bytes() <= c.arena.used + BLOCK, "one partial block left");
+            assert!(
+                c.arena_bytes() <= c.arena.used + BLOCK,
+                "one partial block left"
+            );
         }
     }
-    assert!(c.arena_bytes() <= slack + BLOCK, "the blocks kept within the slack");
+    assert!(
+        c.arena_bytes() <= slack + BLOCK,
+        "the blocks kept within the slack"
+    );
 }
 
 #[test]
@@ -254,11 +329,19 @@ fn a_clean_64_byte_record_costs_under_100_bytes_and_a_dirty_one_under_150() {
         let n = 80_000u64;
         for i in 0..n {
             let k = i.wrapping_mul(0x9E37_79B9_7F4A_7C15).to_be_bytes();
-            c.insert(&k, Some(&[3; 56]), dirty, i, 4, Some(true)).unwrap();
+            c.insert(&k, Some(&[3; 56]), dirty, i, 4, Some(true))
+                .unwrap();
         }
         let per = c.bytes() as u64 / n;
-        assert!(per < bound, "{per} bytes a {} entry", if dirty { "dirty" } else { "clean" });
-        assert!(per <= RecordCache::entry_cost(8, 56) as u64, "{per}: the estimate is above");
+        assert!(
+            per < bound,
+            "{per} bytes a {} entry",
+            if dirty { "dirty" } else { "clean" }
+        );
+        assert!(
+            per <= RecordCache::entry_cost(8, 56) as u64,
+            "{per}: the estimate is above"
+        );
     }
 }
 
@@ -270,7 +353,14 @@ fn free_slots_are_given_back_by_moving_clean_entries_down_while_dirty_ones_stay(
     // Slot k holds key k; every tenth of the first half is dirty.
     for k in 0..n {
         let dirty = k % 10 == 0 && k < n / 2;
-        let slot = c.insert(&key(k), Some(&k.to_le_bytes()), dirty, k, (k % 8) as u8, None);
+        let slot = c.insert(
+            &key(k),
+            Some(&k.to_le_bytes()),
+            dirty,
+            k,
+            (k % 8) as u8,
+            None,
+        );
         assert_eq!(slot.unwrap(), k as u32);
     }
     let dirty_slots = c.dirty_slots().unwrap();
@@ -304,7 +394,8 @@ fn free_slots_are_given_back_by_moving_clean_entries_down_while_dirty_ones_stay(
         c.set_clean(s).unwrap();
     }
     for k in n..n + 2_000 {
-        c.insert(&key(k), Some(&k.to_le_bytes()), false, 0, 0, None).unwrap();
+        c.insert(&key(k), Some(&k.to_le_bytes()), false, 0, 0, None)
+            .unwrap();
         c.remove(c.slot_of(&key(k)).unwrap()).unwrap();
     }
     assert!(c.compact_if_loose());
