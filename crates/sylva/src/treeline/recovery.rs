@@ -10,9 +10,10 @@
 //!    first page no longer carries the logged production ID (or does not verify: only the
 //!    invalidation of Phase IV writes it without a logged image) and no later REORG_START
 //!    names the same pre segment (which would mean it was still live: this one was voided by
-//!    an earlier recovery and tried again), the reorganization reached Phase IV: its surviving pre segments are invalidated again and its post segments are
-//!    valid. Otherwise it is void: its post segments (written, maybe in part, before any pre
-//!    segment changed) are invalidated, and the pre segments stay.
+//!    an earlier recovery and tried again), the reorganization reached Phase IV: its surviving
+//!    pre segments are invalidated again and its post segments are valid. Otherwise it is
+//!    void: its post segments (written, maybe in part, before any pre segment changed) are
+//!    invalidated, and the pre segments stay.
 //! 3. **The scan** reads every page of the file: a first page with a production ID that is
 //!    not 0 and not void starts a segment; its other pages must be there. Pages that do not
 //!    verify are tolerated only where a crash explains them: free pages (at the checkpoint)
