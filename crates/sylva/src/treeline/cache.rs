@@ -11,10 +11,10 @@
 //!
 //! **Layout, for density** (the thesis's point is caching records, not pages: an entry must cost
 //! little more than its record). A slot is 9 bytes (arena chunk, lengths, flags; the size class
-//! follows from the lengths) and a priority byte; the key and value are one chunk of the arena,
-//! whose size classes are multiples of 16 bytes carved out of 64 KiB blocks, with a free list per
-//! class (no allocation per entry, no allocator headers or fragmentation from entries that come and
-//! go). The hash table ([`table`]: 4-byte slot numbers, 1-byte tags and 1-byte distances from home,
+//! follows from the lengths) and a priority byte; the key and value are one chunk of the arena
+//! ([`arena`]), whose size classes are multiples of 16 bytes carved out of 64 KiB blocks, with a
+//! free list per class (no allocation per entry, no allocator headers or fragmentation from
+//! entries that come and go). The hash table ([`table`]: 4-byte slot numbers, 1-byte tags and 1-byte distances from home,
 //! linear probing with no tombstones, the key's hash `rapidhash` seeded per cache) holds no key: it
 //! compares the arena's. A clean 64-byte record costs about 85 bytes in all; a dirty one also its
 //! key, slot number and LSN in the ordered map, about 49 more (unit tests, 80,000 entries). (An

@@ -302,6 +302,14 @@ mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
 
+    /// Whether every segment lock was let go.
+    fn no_segment_held(locks: &Locks) -> bool {
+        locks
+            .stripes
+            .iter()
+            .all(|s| s.held.lock().segments.is_empty())
+    }
+
     /// Table 4.1's segment matrix: whether `asked` is granted while `held` is.
     #[test]
     fn segment_modes_follow_table_4_1() {
@@ -390,10 +398,7 @@ mod tests {
             let _again = locks.segment(5, SegMode::Ir);
             assert!(upgraded.load(Ordering::SeqCst));
         });
-        assert!(locks
-            .stripes
-            .iter()
-            .all(|s| s.held.lock().segments.is_empty()));
+        assert!(no_segment_held(&locks));
     }
 
     /// A try to upgrade fails while a reader is inside and leaves O held (no new writer or
@@ -416,10 +421,7 @@ mod tests {
             "a reader entered under OX"
         );
         drop(o);
-        assert!(locks
-            .stripes
-            .iter()
-            .all(|s| s.held.lock().segments.is_empty()));
+        assert!(no_segment_held(&locks));
     }
 
     /// Writers of one page exclude each other; the count they guard is never torn.
